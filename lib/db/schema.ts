@@ -1,0 +1,259 @@
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex, real } from "drizzle-orm/sqlite-core";
+
+/*
+ * Gatehouse's tables (SQLite dialect; libSQL file or server). Timestamps are epoch milliseconds.
+ * workflow_runs is a projection of workflow_events computed by lib/workflow's reducer; never update it by hand.
+ */
+
+const now = sql`(cast(unixepoch('subsecond') * 1000 as integer))`;
+const createdAt = () => integer("created_at", { mode: "timestamp_ms" }).notNull().default(now);
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Users (Auth.js-compatible shape, so the Drizzle adapter can use them)
+
+export const users = sqliteTable("users", {
+  id: text("id").primaryKey(),
+  name: text("name"),
+  email: text("email").unique(),
+  emailVerified: integer("email_verified", { mode: "timestamp_ms" }),
+  image: text("image"),
+  createdAt: createdAt(),
+});
+
+export const accounts = sqliteTable(
+  "accounts",
+  {
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    provider: text("provider").notNull(),
+    providerAccountId: text("provider_account_id").notNull(),
+    refresh_token: text("refresh_token"),
+    access_token: text("access_token"),
+    expires_at: integer("expires_at"),
+    token_type: text("token_type"),
+    scope: text("scope"),
+    id_token: text("id_token"),
+    session_state: text("session_state"),
+  },
+  (t) => [primaryKey({ columns: [t.provider, t.providerAccountId] })],
+);
+
+export const sessions = sqliteTable("sessions", {
+  sessionToken: text("session_token").primaryKey(),
+  userId: text("user_id")
+    .notNull()
+    .references(() => users.id, { onDelete: "cascade" }),
+  expires: integer("expires", { mode: "timestamp_ms" }).notNull(),
+});
+
+export const verificationTokens = sqliteTable(
+  "verification_tokens",
+  {
+    identifier: text("identifier").notNull(),
+    token: text("token").notNull(),
+    expires: integer("expires", { mode: "timestamp_ms" }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.identifier, t.token] })],
+);
+
+/** API tokens for scripts: only a SHA-256 of the token is stored; the token itself is shown once. */
+export const apiTokens = sqliteTable(
+  "api_tokens",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    tokenHash: text("token_hash").notNull().unique(),
+    prefix: text("prefix").notNull(),
+    createdAt: createdAt(),
+    lastUsedAt: integer("last_used_at", { mode: "timestamp_ms" }),
+    revokedAt: integer("revoked_at", { mode: "timestamp_ms" }),
+  },
+  (t) => [index("api_tokens_user_idx").on(t.userId)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Projects
+
+export type RepositoryBinding =
+  | { type: "local"; path: string }
+  | { type: "github"; owner: string; repo: string; installationId?: number };
+
+export const projects = sqliteTable(
+  "projects",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    ownerId: text("owner_id")
+      .notNull()
+      .references(() => users.id),
+    repository: text("repository", { mode: "json" }).$type<RepositoryBinding>().notNull(),
+    /** Partial RunConfig applied under each run's own config. */
+    defaultConfig: text("default_config", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
+    /** Cached copy of .autonomous/memory.md (Git is the source of truth). */
+    memory: text("memory"),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
+  },
+  (t) => [index("projects_owner_idx").on(t.ownerId)],
+);
+
+export type ProjectRole = "owner" | "approver" | "viewer";
+
+export const projectMembers = sqliteTable(
+  "project_members",
+  {
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    role: text("role").$type<ProjectRole>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.userId] }), index("project_members_user_idx").on(t.userId)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Runs (event-sourced)
+
+export const workflowRuns = sqliteTable(
+  "workflow_runs",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id),
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    status: text("status").notNull(),
+    currentStage: text("current_stage"),
+    createdAt: integer("created_at", { mode: "timestamp_ms" }).notNull(),
+    startedAt: integer("started_at", { mode: "timestamp_ms" }),
+    pausedAt: integer("paused_at", { mode: "timestamp_ms" }),
+    resumedAt: integer("resumed_at", { mode: "timestamp_ms" }),
+    completedAt: integer("completed_at", { mode: "timestamp_ms" }),
+    originalRequest: text("original_request").notNull(),
+    clarificationCount: integer("clarification_count").notNull().default(0),
+    branch: text("branch"),
+    /** The rest of the reducer's state (pending gate, pause reason, plan version, PR …). */
+    state: text("state", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    lastSequence: integer("last_sequence").notNull().default(0),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull(),
+  },
+  (t) => [
+    index("workflow_runs_project_created_idx").on(t.projectId, t.createdAt, t.id),
+    index("workflow_runs_user_created_idx").on(t.userId, t.createdAt, t.id),
+    index("workflow_runs_status_idx").on(t.status),
+    index("workflow_runs_created_idx").on(t.createdAt, t.id),
+  ],
+);
+
+export const workflowEvents = sqliteTable(
+  "workflow_events",
+  {
+    id: text("id").primaryKey(),
+    workflowRunId: text("workflow_run_id")
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: "cascade" }),
+    type: text("type").notNull(),
+    payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    timestamp: integer("timestamp", { mode: "timestamp_ms" }).notNull(),
+    sequence: integer("sequence").notNull(),
+  },
+  (t) => [uniqueIndex("workflow_events_run_sequence_uq").on(t.workflowRunId, t.sequence)],
+);
+
+export const clarificationRequests = sqliteTable(
+  "clarification_requests",
+  {
+    id: text("id").primaryKey(),
+    workflowRunId: text("workflow_run_id")
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: "cascade" }),
+    stage: text("stage").notNull(),
+    question: text("question").notNull(),
+    context: text("context"),
+    options: text("options", { mode: "json" }).$type<string[]>(),
+    responseType: text("response_type").notNull(),
+    status: text("status").notNull().default("pending"),
+    response: text("response", { mode: "json" }).$type<unknown>(),
+    answeredBy: text("answered_by"),
+    answeredAt: integer("answered_at", { mode: "timestamp_ms" }),
+    attemptNumber: integer("attempt_number").notNull().default(1),
+    createdAt: createdAt(),
+  },
+  (t) => [index("clarification_requests_run_idx").on(t.workflowRunId)],
+);
+
+export type GateKind = "plan" | "implementation" | "fix" | "escalation" | "budget" | "timeout" | "conflict";
+
+export const gates = sqliteTable(
+  "gates",
+  {
+    id: text("id").primaryKey(),
+    workflowRunId: text("workflow_run_id")
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: "cascade" }),
+    gateNumber: integer("gate_number").notNull(),
+    kind: text("kind").$type<GateKind>().notNull(),
+    artifactVersion: integer("artifact_version"),
+    status: text("status").notNull().default("pending"),
+    /** What the decider sees: the plan, the diff summary, the escalated question … */
+    context: text("context", { mode: "json" }).$type<Record<string, unknown>>(),
+    decision: text("decision"),
+    decidedBy: text("decided_by"),
+    decidedAt: integer("decided_at", { mode: "timestamp_ms" }),
+    notes: text("notes"),
+    payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>(),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("gates_run_number_uq").on(t.workflowRunId, t.gateNumber)],
+);
+
+export const artifacts = sqliteTable(
+  "artifacts",
+  {
+    id: text("id").primaryKey(),
+    workflowRunId: text("workflow_run_id")
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: "cascade" }),
+    stage: text("stage").notNull(),
+    type: text("type").notNull(),
+    path: text("path").notNull(),
+    commitSha: text("commit_sha"),
+    version: integer("version").notNull().default(1),
+    contentHash: text("content_hash"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("artifacts_run_idx").on(t.workflowRunId)],
+);
+
+export const modelCalls = sqliteTable(
+  "model_calls",
+  {
+    id: text("id").primaryKey(),
+    workflowRunId: text("workflow_run_id").references(() => workflowRuns.id, { onDelete: "cascade" }),
+    stage: text("stage").notNull(),
+    model: text("model").notNull(),
+    tokensIn: integer("tokens_in").notNull().default(0),
+    tokensOut: integer("tokens_out").notNull().default(0),
+    costUsd: real("cost_usd").notNull().default(0),
+    latencyMs: integer("latency_ms").notNull().default(0),
+    status: text("status").notNull(),
+    attempt: integer("attempt").notNull().default(1),
+    error: text("error"),
+    /** Deterministic key of the durable step that made the call, so a replayed step never records twice. */
+    stepKey: text("step_key"),
+    createdAt: createdAt(),
+  },
+  (t) => [index("model_calls_run_idx").on(t.workflowRunId), uniqueIndex("model_calls_step_key_uq").on(t.stepKey)],
+);

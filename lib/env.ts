@@ -1,0 +1,198 @@
+import path from "node:path";
+import { z } from "zod";
+
+/**
+ * The one place that reads process.env. Every variable is validated here; a wrong value stops start-up with a
+ * message naming the variable and what it should be. Everything else imports `getEnv()`.
+ */
+
+const optionalString = z
+  .string()
+  .trim()
+  .transform((v) => (v === "" ? undefined : v))
+  .optional();
+
+const port = (name: string, fallback: number) =>
+  z.coerce
+    .number({ error: `${name} must be a port number (1-65535)` })
+    .int(`${name} must be a whole number`)
+    .min(1, `${name} must be between 1 and 65535`)
+    .max(65535, `${name} must be between 1 and 65535`)
+    .default(fallback);
+
+const positiveInt = (name: string, fallback: number) =>
+  z.coerce
+    .number({ error: `${name} must be a positive whole number` })
+    .int(`${name} must be a whole number`)
+    .min(1, `${name} must be at least 1`)
+    .default(fallback);
+
+const flag = (fallback: boolean) =>
+  z
+    .enum(["1", "0", "true", "false", "yes", "no", ""], { error: "must be true or false" })
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? fallback : v === "1" || v === "true" || v === "yes"));
+
+const url = (name: string) =>
+  z
+    .string()
+    .trim()
+    .transform((v) => (v === "" ? undefined : v))
+    .optional()
+    .refine((v) => v === undefined || /^https?:\/\/[^\s]+$/.test(v), `${name} must be an http(s) URL`);
+
+const schema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  PORT: port("PORT", 3000),
+  HOST: z.string().trim().min(1).default("127.0.0.1"),
+  /** Public origin of the app, used in links (sign-in link, PR bodies). Defaults to http://HOST:PORT. */
+  GATEHOUSE_PUBLIC_URL: url("GATEHOUSE_PUBLIC_URL"),
+  GATEHOUSE_DATA_DIR: z.string().trim().min(1).default("./data"),
+  DATABASE_URL: optionalString.refine(
+    (v) => v === undefined || /^(file:|libsql:|https?:|wss?:)/.test(v),
+    "DATABASE_URL must start with file:, libsql:, http(s): or ws(s):",
+  ),
+  DATABASE_AUTH_TOKEN: optionalString,
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+
+  // Sign-in
+  AUTH_SECRET: optionalString.refine(
+    (v) => v === undefined || v.length >= 32,
+    "AUTH_SECRET must be at least 32 characters (e.g. `openssl rand -base64 32`)",
+  ),
+  GATEHOUSE_ADMIN_TOKEN: optionalString.refine(
+    (v) => v === undefined || v.length >= 16,
+    "GATEHOUSE_ADMIN_TOKEN must be at least 16 characters",
+  ),
+  GATEHOUSE_ADMIN_PASSWORD: optionalString.refine(
+    (v) => v === undefined || v.length >= 8,
+    "GATEHOUSE_ADMIN_PASSWORD must be at least 8 characters",
+  ),
+
+  // Durable execution. None of the INNGEST_* keys set → the embedded executor.
+  INNGEST_EVENT_KEY: optionalString,
+  INNGEST_SIGNING_KEY: optionalString,
+  INNGEST_SIGNING_KEY_FALLBACK: optionalString,
+  INNGEST_BASE_URL: url("INNGEST_BASE_URL"),
+  INNGEST_ENV: optionalString,
+  INNGEST_DEV: optionalString,
+  /** Extra Inngest serve URLs (comma separated) the embedded executor drives besides Gatehouse's own. */
+  GATEHOUSE_EXECUTOR_APPS: optionalString,
+  /** Set to false to run the web server without the in-process executor (then run `npm run worker`). */
+  GATEHOUSE_EMBEDDED_WORKER: flag(true),
+
+  // Runs
+  MAX_CONCURRENT_RUNS_PER_USER: positiveInt("MAX_CONCURRENT_RUNS_PER_USER", 5),
+  GATEHOUSE_MAX_BODY_BYTES: positiveInt("GATEHOUSE_MAX_BODY_BYTES", 1_000_000),
+
+  // Models
+  OPENAI_API_KEY: optionalString,
+  ANTHROPIC_API_KEY: optionalString,
+  DEEPSEEK_API_KEY: optionalString,
+  GOOGLE_GENERATIVE_AI_API_KEY: optionalString,
+  OPENAI_COMPATIBLE_BASE_URL: url("OPENAI_COMPATIBLE_BASE_URL"),
+  OPENAI_COMPATIBLE_API_KEY: optionalString,
+
+  // Sandbox
+  E2B_API_KEY: optionalString,
+
+  // GitHub App
+  GITHUB_APP_ID: optionalString,
+  GITHUB_APP_PRIVATE_KEY: optionalString,
+  GITHUB_APP_WEBHOOK_SECRET: optionalString,
+  GITHUB_APP_CLIENT_ID: optionalString,
+  GITHUB_APP_CLIENT_SECRET: optionalString,
+  GITHUB_API_URL: url("GITHUB_API_URL"),
+});
+
+type RawEnv = z.infer<typeof schema>;
+
+export type Env = RawEnv & {
+  /** Absolute path of the data directory. */
+  dataDir: string;
+  /** The database URL actually used (default: a file in the data directory). */
+  databaseUrl: string;
+  /** "embedded" when no Inngest Cloud / self-hosted settings are present. */
+  executionMode: "embedded" | "inngest";
+  publicUrl: string;
+};
+
+export class EnvError extends Error {
+  constructor(public readonly issues: string[]) {
+    super(`Invalid environment configuration:\n${issues.map((i) => `  - ${i}`).join("\n")}`);
+    this.name = "EnvError";
+  }
+}
+
+/** Parse an environment record. Pure: tests call it with their own records. */
+export function parseEnv(source: Record<string, string | undefined>): Env {
+  const result = schema.safeParse(source);
+  if (!result.success) {
+    throw new EnvError(
+      result.error.issues.map((issue) => {
+        const name = issue.path.join(".");
+        const message = issue.message.startsWith(name) ? issue.message : `${name}: ${issue.message}`;
+        return `${message} (got ${JSON.stringify(source[name] ?? "")})`;
+      }),
+    );
+  }
+  const raw = result.data;
+  const dataDir = path.resolve(raw.GATEHOUSE_DATA_DIR);
+  const databaseUrl = raw.DATABASE_URL ?? `file:${path.join(dataDir, "gatehouse.db")}`;
+  const executionMode =
+    raw.INNGEST_EVENT_KEY || raw.INNGEST_SIGNING_KEY || raw.INNGEST_BASE_URL ? "inngest" : "embedded";
+  const publicUrl = raw.GATEHOUSE_PUBLIC_URL ?? `http://${raw.HOST === "0.0.0.0" ? "127.0.0.1" : raw.HOST}:${raw.PORT}`;
+  return { ...raw, dataDir, databaseUrl, executionMode, publicUrl };
+}
+
+let cached: Env | undefined;
+
+export function getEnv(): Env {
+  cached ??= parseEnv(process.env);
+  return cached;
+}
+
+/** Tests change variables between cases; this drops the cached parse. */
+export function resetEnvCache(): void {
+  cached = undefined;
+}
+
+/** Names of variables whose values are secrets: never logged, stored, prompted or passed to a sandbox. */
+export const SECRET_ENV_NAMES = [
+  "AUTH_SECRET",
+  "DATABASE_AUTH_TOKEN",
+  "GATEHOUSE_ADMIN_TOKEN",
+  "GATEHOUSE_ADMIN_PASSWORD",
+  "INNGEST_EVENT_KEY",
+  "INNGEST_SIGNING_KEY",
+  "INNGEST_SIGNING_KEY_FALLBACK",
+  "OPENAI_API_KEY",
+  "ANTHROPIC_API_KEY",
+  "DEEPSEEK_API_KEY",
+  "GOOGLE_GENERATIVE_AI_API_KEY",
+  "OPENAI_COMPATIBLE_API_KEY",
+  "E2B_API_KEY",
+  "GITHUB_APP_PRIVATE_KEY",
+  "GITHUB_APP_WEBHOOK_SECRET",
+  "GITHUB_APP_CLIENT_SECRET",
+] as const satisfies readonly (keyof RawEnv)[];
+
+/** The secret values currently configured, for redaction. */
+export function secretValues(env: Env = getEnv()): string[] {
+  return SECRET_ENV_NAMES.map((name) => env[name]).filter((v): v is string => typeof v === "string" && v.length >= 8);
+}
+
+/**
+ * A minimal environment for child processes (sandboxed commands, git): PATH, HOME, locale — never the app's secrets.
+ * Reads process.env here so that no other module has to.
+ */
+export function baseChildEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const keep = ["PATH", "LANG", "LC_ALL", "TZ", "TERM"];
+  const out: Record<string, string> = {};
+  for (const key of keep) {
+    const value = process.env[key];
+    if (value !== undefined) out[key] = value;
+  }
+  out.PATH ??= "/usr/local/bin:/usr/bin:/bin";
+  return { ...out, ...extra };
+}

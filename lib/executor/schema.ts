@@ -1,0 +1,2 @@
+// The embedded executor's tables are defined here (see lib/executor). Placeholder until the executor lands.
+export {};

@@ -1,0 +1,126 @@
+import { z } from "zod";
+
+/** A model id: `provider:model`, e.g. `anthropic:claude-sonnet-4-5`, `demo:default`. */
+export const modelIdSchema = z
+  .string()
+  .trim()
+  .regex(/^[a-z][a-z0-9-]*:[^\s]+$/, "must be a model id of the form provider:model (e.g. demo:default)");
+
+const trust = z.enum(["auto", "manual"], { error: 'must be "auto" or "manual"' });
+const minutes = z
+  .number({ error: "must be a number of minutes" })
+  .int("must be a whole number of minutes")
+  .min(1, "must be at least 1 minute")
+  .max(60 * 24 * 7, "must be at most 10080 minutes (7 days)");
+
+/** The seed's RunConfig. Unknown keys are refused so that a typo never silently falls back to a default. */
+export const runConfigSchema = z.strictObject({
+  trustMode: z
+    .strictObject({
+      planning: trust.default("manual"),
+      implementation: trust.default("auto"),
+      fixes: trust.default("auto"),
+    })
+    .prefault({}),
+  maxClarifications: z
+    .number({ error: "must be a number" })
+    .int("must be a whole number")
+    .min(0, "must be 0 or more")
+    .max(20, "must be at most 20")
+    .default(3),
+  modelRouting: z
+    .strictObject({
+      planner: modelIdSchema.optional(),
+      implementer: modelIdSchema.optional(),
+      validator: modelIdSchema.optional(),
+    })
+    .prefault({}),
+  timeoutMinutes: z
+    .strictObject({
+      planning: minutes.default(30),
+      implementation: minutes.default(120),
+      validation: minutes.default(30),
+    })
+    .prefault({}),
+  git: z
+    .strictObject({
+      createPR: z.boolean({ error: "must be true or false" }).default(true),
+      autoMerge: z.boolean({ error: "must be true or false" }).default(false),
+      baseBranch: z
+        .string()
+        .trim()
+        .min(1, "must not be empty")
+        .max(200)
+        .regex(/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/, "must be a valid git branch name")
+        .default("main"),
+    })
+    .prefault({}),
+  limits: z
+    .strictObject({
+      /** Automatic fix loops after a failed validation (fixes: auto). */
+      maxFixAttempts: z.number().int().min(0).max(10).default(3),
+      /** Re-plans after a rejected plan before the run fails. */
+      maxReplans: z.number().int().min(0).max(10).default(3),
+      /** Implementer model turns per attempt. */
+      maxIterations: z.number().int().min(1).max(200).default(30),
+    })
+    .prefault({}),
+  validation: z
+    .strictObject({
+      /** Minimum 0–10 alignment score the validator must give for a pass. */
+      scoreThreshold: z.number().min(0).max(10).default(9),
+    })
+    .prefault({}),
+});
+
+export type RunConfigInput = z.input<typeof runConfigSchema>;
+export type RunConfig = z.output<typeof runConfigSchema> & {
+  modelRouting: { planner: string; implementer: string; validator: string };
+};
+
+export type Stage = "planning" | "implementation" | "validation" | "delivery";
+export const STAGES: readonly Stage[] = ["planning", "implementation", "validation", "delivery"];
+
+/** Deep-merge plain objects: `over` wins; arrays and scalars replace. */
+export function mergeConfig(base: unknown, over: unknown): unknown {
+  if (isPlainObject(base) && isPlainObject(over)) {
+    const out: Record<string, unknown> = { ...base };
+    for (const [k, v] of Object.entries(over)) out[k] = v === undefined ? out[k] : mergeConfig(out[k], v);
+    return out;
+  }
+  return over === undefined ? base : over;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Resolve a run's config: project defaults under the request's own config, validated, with every stage's model filled
+ * from `defaultRouting` when neither names one.
+ */
+export function resolveRunConfig({
+  input,
+  projectDefaults = {},
+  defaultRouting,
+}: {
+  input: unknown;
+  projectDefaults?: unknown;
+  defaultRouting: { planner: string; implementer: string; validator: string };
+}): z.ZodSafeParseResult<RunConfig> {
+  const merged = mergeConfig(projectDefaults ?? {}, input ?? {});
+  const parsed = runConfigSchema.safeParse(merged);
+  if (!parsed.success) return parsed as z.ZodSafeParseResult<RunConfig>;
+  const routing = parsed.data.modelRouting;
+  return {
+    success: true,
+    data: {
+      ...parsed.data,
+      modelRouting: {
+        planner: routing.planner ?? defaultRouting.planner,
+        implementer: routing.implementer ?? defaultRouting.implementer,
+        validator: routing.validator ?? defaultRouting.validator,
+      },
+    },
+  };
+}

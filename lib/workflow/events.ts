@@ -1,0 +1,95 @@
+import type { GateKind } from "./types";
+import type { Stage } from "./config";
+
+/**
+ * Every state change of a run is one of these events, appended to workflow_events with the next sequence number.
+ * Payloads are plain JSON. Names never appear as bare strings elsewhere: use `RunEventType`.
+ */
+export type RunEventPayloads = {
+  RUN_CREATED: {
+    projectId: string;
+    userId: string;
+    request: string;
+    config: Record<string, unknown>;
+    branch?: string | null;
+  };
+  RUN_STARTED: Record<string, never> | { by?: string };
+  STAGE_STARTED: { stage: Stage; attempt?: number };
+  STAGE_COMPLETED: { stage: Stage };
+  PLAN_CREATED: { version: number; summary?: string; path?: string; commitSha?: string; taskCount?: number };
+  PLAN_EDITED: { version: number; by: string; path?: string; commitSha?: string };
+  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null };
+  APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean };
+  APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
+  FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" };
+  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string };
+  CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
+  ARTIFACT_CREATED: { artifactId?: string; type: string; path: string; commitSha?: string | null; version?: number };
+  TASK_COMPLETED: { taskId: string; commitSha?: string | null };
+  IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
+  IMPLEMENTATION_FAILED: { attempt: number; reason: string };
+  VALIDATION_PASSED: { attempt: number; score?: number };
+  VALIDATION_FAILED: { attempt: number; score?: number; summary?: string };
+  RUN_PAUSED: {
+    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "other";
+    message: string;
+    stage?: Stage | null;
+  };
+  RUN_RESUMED: { by: string; action?: "retry" | "extend" };
+  BRANCH_CREATED: { branch: string; baseSha?: string };
+  BRANCH_PUSHED: { branch: string; sha: string; remote?: string };
+  PR_OPENED: { number: number; url: string; draft: boolean };
+  PR_UPDATED: { number: number; draft?: boolean; state?: string };
+  PR_MERGED: { number?: number | null; sha?: string | null; method?: string };
+  PR_CLOSED: { number: number };
+  RUN_COMPLETED: { summary?: string };
+  RUN_FAILED: { reason: string; stage?: Stage | null };
+  RUN_CANCELLED: { by: string; reason?: string };
+};
+
+export type RunEventType = keyof RunEventPayloads;
+
+export const RUN_EVENT_TYPES = [
+  "RUN_CREATED",
+  "RUN_STARTED",
+  "STAGE_STARTED",
+  "STAGE_COMPLETED",
+  "PLAN_CREATED",
+  "PLAN_EDITED",
+  "APPROVAL_REQUESTED",
+  "APPROVAL_GRANTED",
+  "APPROVAL_REJECTED",
+  "FIX_DECISION_MADE",
+  "CLARIFICATION_REQUESTED",
+  "CLARIFICATION_ANSWERED",
+  "ARTIFACT_CREATED",
+  "TASK_COMPLETED",
+  "IMPLEMENTATION_SUCCEEDED",
+  "IMPLEMENTATION_FAILED",
+  "VALIDATION_PASSED",
+  "VALIDATION_FAILED",
+  "RUN_PAUSED",
+  "RUN_RESUMED",
+  "BRANCH_CREATED",
+  "BRANCH_PUSHED",
+  "PR_OPENED",
+  "PR_UPDATED",
+  "PR_MERGED",
+  "PR_CLOSED",
+  "RUN_COMPLETED",
+  "RUN_FAILED",
+  "RUN_CANCELLED",
+] as const satisfies readonly RunEventType[];
+
+/** An event as the reducer sees it: type, payload and the time it happened. */
+export type RunEvent = {
+  [K in RunEventType]: { type: K; payload: RunEventPayloads[K]; timestamp: number };
+}[RunEventType];
+
+/** A new event before it is stamped. */
+export type NewRunEvent = {
+  [K in RunEventType]: { type: K; payload: RunEventPayloads[K] };
+}[RunEventType];
+
+/** An event as stored: with its per-run sequence number. */
+export type StoredRunEvent = RunEvent & { id: string; runId: string; sequence: number };

@@ -1,0 +1,4 @@
+export * from "./config";
+export * from "./events";
+export * from "./types";
+export * from "./reducer";

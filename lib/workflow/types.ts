@@ -1,0 +1,66 @@
+import type { Stage } from "./config";
+
+export type RunStatus =
+  | "queued"
+  | "running"
+  | "awaiting_approval"
+  | "awaiting_clarification"
+  | "awaiting_fix_decision"
+  | "paused"
+  | "completed"
+  | "failed"
+  | "cancelled";
+
+export const RUN_STATUSES: readonly RunStatus[] = [
+  "queued",
+  "running",
+  "awaiting_approval",
+  "awaiting_clarification",
+  "awaiting_fix_decision",
+  "paused",
+  "completed",
+  "failed",
+  "cancelled",
+];
+
+export const TERMINAL_STATUSES: ReadonlySet<RunStatus> = new Set(["completed", "failed", "cancelled"]);
+/** Statuses in which the run waits for a person. */
+export const WAITING_STATUSES: ReadonlySet<RunStatus> = new Set([
+  "awaiting_approval",
+  "awaiting_clarification",
+  "awaiting_fix_decision",
+  "paused",
+]);
+
+export type GateKind = "plan" | "implementation" | "fix" | "escalation" | "budget" | "timeout" | "conflict";
+
+/** The run's projection: what workflow_runs stores, computed only by the reducer. */
+export type RunState = {
+  id: string;
+  projectId: string;
+  userId: string;
+  config: Record<string, unknown>;
+  originalRequest: string;
+  createdAt: number;
+  status: RunStatus;
+  currentStage: Stage | null;
+  startedAt: number | null;
+  pausedAt: number | null;
+  resumedAt: number | null;
+  completedAt: number | null;
+  clarificationCount: number;
+  branch: string | null;
+  pendingGate: { gateId: string; gateNumber: number; kind: GateKind } | null;
+  pendingClarification: { clarificationId: string; stage: Stage } | null;
+  pauseReason: { reason: string; message: string; stage: Stage | null } | null;
+  planVersion: number;
+  rejections: number;
+  implementationAttempts: number;
+  validationAttempts: number;
+  lastValidation: "passed" | "failed" | null;
+  pullRequest: { number: number; url: string; draft: boolean; state: "open" | "merged" | "closed" } | null;
+  merged: boolean;
+  error: string | null;
+  lastSequence: number;
+  updatedAt: number;
+};
