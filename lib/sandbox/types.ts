@@ -1,0 +1,50 @@
+/**
+ * Where agent code runs. One interface, two implementations (local worktree + bubblewrap; E2B).
+ * Paths are always relative to the workspace root; implementations refuse anything that resolves outside it.
+ */
+
+export type ExecOptions = {
+  /** Working directory relative to the workspace root (default: the root). */
+  cwd?: string;
+  /** Kill the whole process tree after this many ms (default 120 000). */
+  timeoutMs?: number;
+  /** Extra environment for the command (never secrets). */
+  env?: Record<string, string>;
+  /** Bytes of stdout/stderr kept, each (default 1 MiB); the cut is marked in the output. */
+  maxOutputBytes?: number;
+  stdin?: string;
+};
+
+export type ExecResult = {
+  exitCode: number | null;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  truncated: boolean;
+  durationMs: number;
+};
+
+export type FileEntry = { path: string; type: "file" | "dir"; size?: number };
+
+export interface Sandbox {
+  readonly id: string;
+  readonly kind: "local" | "e2b";
+  /** Whether commands are isolated (bubblewrap / E2B) or plain child processes. */
+  readonly isolated: boolean;
+  readFile(path: string): Promise<string>;
+  writeFile(path: string, content: string): Promise<void>;
+  listFiles(path?: string, options?: { recursive?: boolean }): Promise<FileEntry[]>;
+  /** Run a program with an argument array — never a shell string. */
+  exec(command: string, args: string[], options?: ExecOptions): Promise<ExecResult>;
+  /** Unified diff of the workspace against the ref it was created from. */
+  diff(): Promise<string>;
+  destroy(): Promise<void>;
+}
+
+/** Thrown for a path that would leave the workspace; its message is safe to show the model. */
+export class PathEscapeError extends Error {
+  constructor(public readonly requested: string) {
+    super(`Path "${requested}" is outside the workspace. Use a relative path inside the repository.`);
+    this.name = "PathEscapeError";
+  }
+}
