@@ -1,0 +1,346 @@
+import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
+import { getDb, write, type Tx } from "@/lib/db";
+import { workflowEvents, workflowRuns } from "@/lib/db/schema";
+import { AppError } from "@/lib/errors";
+import { newId, slugify } from "@/lib/ids";
+import {
+  apply,
+  IllegalTransitionError,
+  replayEvents,
+  type NewRunEvent,
+  type RunEvent,
+  type RunState,
+  type RunStatus,
+  type StoredRunEvent,
+} from "@/lib/workflow";
+
+type RunRow = typeof workflowRuns.$inferSelect;
+type EventRow = typeof workflowEvents.$inferSelect;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Projection <-> row
+
+const COLUMN_KEYS = [
+  "id",
+  "projectId",
+  "userId",
+  "config",
+  "originalRequest",
+  "createdAt",
+  "status",
+  "currentStage",
+  "startedAt",
+  "pausedAt",
+  "resumedAt",
+  "completedAt",
+  "clarificationCount",
+  "branch",
+  "lastSequence",
+  "updatedAt",
+] as const;
+
+type RestOfState = Omit<RunState, (typeof COLUMN_KEYS)[number]>;
+
+const time = (d: Date | null) => (d ? d.getTime() : null);
+
+export function rowToState(row: RunRow): RunState {
+  const rest = row.state as unknown as RestOfState;
+  return {
+    ...rest,
+    id: row.id,
+    projectId: row.projectId,
+    userId: row.userId,
+    config: row.config,
+    originalRequest: row.originalRequest,
+    createdAt: row.createdAt.getTime(),
+    status: row.status as RunStatus,
+    currentStage: row.currentStage as RunState["currentStage"],
+    startedAt: time(row.startedAt),
+    pausedAt: time(row.pausedAt),
+    resumedAt: time(row.resumedAt),
+    completedAt: time(row.completedAt),
+    clarificationCount: row.clarificationCount,
+    branch: row.branch,
+    lastSequence: row.lastSequence,
+    updatedAt: row.updatedAt.getTime(),
+  };
+}
+
+function stateToRow(state: RunState): typeof workflowRuns.$inferInsert {
+  const rest: Record<string, unknown> = { ...state };
+  for (const key of COLUMN_KEYS) delete rest[key];
+  const date = (n: number | null) => (n === null ? null : new Date(n));
+  return {
+    id: state.id,
+    projectId: state.projectId,
+    userId: state.userId,
+    config: state.config,
+    originalRequest: state.originalRequest,
+    createdAt: new Date(state.createdAt),
+    status: state.status,
+    currentStage: state.currentStage,
+    startedAt: date(state.startedAt),
+    pausedAt: date(state.pausedAt),
+    resumedAt: date(state.resumedAt),
+    completedAt: date(state.completedAt),
+    clarificationCount: state.clarificationCount,
+    branch: state.branch,
+    state: rest,
+    lastSequence: state.lastSequence,
+    updatedAt: new Date(state.updatedAt),
+  };
+}
+
+function rowToEvent(row: EventRow): StoredRunEvent {
+  return {
+    id: row.id,
+    runId: row.workflowRunId,
+    sequence: row.sequence,
+    type: row.type,
+    payload: row.payload,
+    timestamp: row.timestamp.getTime(),
+  } as StoredRunEvent;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Writes
+
+export function branchNameFor({ runId, request }: { runId: string; request: string }): string {
+  return `autonomous/${runId}-${slugify(request, 32)}`;
+}
+
+/** Create a run: the workflow_runs row and its RUN_CREATED event, in one transaction. */
+export async function createRun({
+  projectId,
+  userId,
+  request,
+  config,
+  id = newId("run"),
+  tx,
+}: {
+  projectId: string;
+  userId: string;
+  request: string;
+  config: Record<string, unknown>;
+  id?: string;
+  tx?: Tx;
+}): Promise<RunState> {
+  const run = async (t: Tx) => {
+    const event: RunEvent = {
+      type: "RUN_CREATED",
+      payload: { projectId, userId, request, config, branch: branchNameFor({ runId: id, request }) },
+      timestamp: Date.now(),
+    };
+    const state = apply(null, event, { runId: id, sequence: 1 });
+    await t.insert(workflowRuns).values(stateToRow(state));
+    await t.insert(workflowEvents).values({
+      id: newId("evt"),
+      workflowRunId: id,
+      type: event.type,
+      payload: event.payload,
+      timestamp: new Date(event.timestamp),
+      sequence: 1,
+    });
+    return state;
+  };
+  return tx ? run(tx) : write(run);
+}
+
+/**
+ * Append events to a run inside an open transaction: each gets the next sequence number and the projection is updated.
+ * Throws AppError conflict:run for an event that is illegal in the run's current state (nothing is written).
+ */
+export async function appendEventsTx(
+  tx: Tx,
+  runId: string,
+  events: NewRunEvent[],
+  options: { timestamp?: number } = {},
+): Promise<{ state: RunState; events: StoredRunEvent[] }> {
+  const row = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+  if (!row) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+  let state = rowToState(row);
+  const stored: StoredRunEvent[] = [];
+  for (const input of events) {
+    const sequence = state.lastSequence + 1;
+    const event = { ...input, timestamp: options.timestamp ?? Date.now() } as RunEvent;
+    try {
+      state = apply(state, event, { runId, sequence });
+    } catch (error) {
+      if (error instanceof IllegalTransitionError) {
+        throw new AppError("conflict:run", error.message, { cause: error });
+      }
+      throw error;
+    }
+    const id = newId("evt");
+    await tx.insert(workflowEvents).values({
+      id,
+      workflowRunId: runId,
+      type: event.type,
+      payload: event.payload as Record<string, unknown>,
+      timestamp: new Date(event.timestamp),
+      sequence,
+    });
+    stored.push({ ...event, id, runId, sequence } as StoredRunEvent);
+  }
+  const { id: _id, ...changes } = stateToRow(state);
+  // Guarded by the sequence we read: if another process appended in between, this matches no row and we retry.
+  const updated = await tx
+    .update(workflowRuns)
+    .set(changes)
+    .where(and(eq(workflowRuns.id, runId), eq(workflowRuns.lastSequence, row.lastSequence)))
+    .returning({ id: workflowRuns.id });
+  if (updated.length !== 1) throw new ConcurrentAppendError(runId);
+  return { state, events: stored };
+}
+
+class ConcurrentAppendError extends Error {
+  constructor(runId: string) {
+    super(`Run ${runId} changed while appending`);
+    this.name = "ConcurrentAppendError";
+  }
+}
+
+function isRetryableWriteConflict(error: unknown): boolean {
+  if (error instanceof ConcurrentAppendError) return true;
+  const text = String((error as { message?: string })?.message ?? "") + String((error as { code?: string })?.code ?? "");
+  return /SQLITE_BUSY|UNIQUE constraint failed: workflow_events/.test(text);
+}
+
+/** Append one or more events in their own transaction (retried if another process raced us). */
+export async function appendEvents(
+  runId: string,
+  events: NewRunEvent[],
+): Promise<{ state: RunState; events: StoredRunEvent[] }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write((tx) => appendEventsTx(tx, runId, events));
+    } catch (error) {
+      if (attempt < 8 && isRetryableWriteConflict(error)) {
+        await new Promise((r) => setTimeout(r, Math.min(200, 5 * 2 ** attempt) * Math.random()));
+        continue;
+      }
+      throw error;
+    }
+  }
+}
+
+export async function appendEvent(runId: string, event: NewRunEvent) {
+  const result = await appendEvents(runId, [event]);
+  return { state: result.state, event: result.events[0]! };
+}
+
+/**
+ * Write a whole run from its event log (rebuild from Git): the projection is recomputed by the reducer, never trusted
+ * from the file. Replaces any existing copy of the run.
+ */
+export async function importRun({ runId, events }: { runId: string; events: StoredRunEvent[] | (RunEvent & { sequence: number })[] }) {
+  const ordered = [...events].sort((a, b) => a.sequence - b.sequence);
+  ordered.forEach((e, i) => {
+    if (e.sequence !== i + 1) throw new AppError("bad_request:run", `Run ${runId}: event sequence has a gap at ${i + 1}`);
+  });
+  const state = replayEvents(runId, ordered);
+  if (!state) throw new AppError("bad_request:run", `Run ${runId} has no events`);
+  await write(async (tx) => {
+    await tx.delete(workflowRuns).where(eq(workflowRuns.id, runId));
+    await tx.insert(workflowRuns).values(stateToRow(state));
+    for (const e of ordered) {
+      await tx.insert(workflowEvents).values({
+        id: "id" in e && typeof e.id === "string" ? e.id : newId("evt"),
+        workflowRunId: runId,
+        type: e.type,
+        payload: e.payload as Record<string, unknown>,
+        timestamp: new Date(e.timestamp),
+        sequence: e.sequence,
+      });
+    }
+  });
+  return state;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Reads
+
+export async function getRunState({ id }: { id: string }): Promise<RunState | null> {
+  const db = await getDb();
+  const row = await db.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, id) });
+  return row ? rowToState(row) : null;
+}
+
+export async function listEvents({
+  runId,
+  after = 0,
+  limit = 500,
+}: {
+  runId: string;
+  after?: number;
+  limit?: number;
+}): Promise<StoredRunEvent[]> {
+  const db = await getDb();
+  const rows = await db
+    .select()
+    .from(workflowEvents)
+    .where(and(eq(workflowEvents.workflowRunId, runId), gt(workflowEvents.sequence, after)))
+    .orderBy(asc(workflowEvents.sequence))
+    .limit(limit);
+  return rows.map(rowToEvent);
+}
+
+/** Rebuild the projection from the events alone. */
+export async function replay({ runId }: { runId: string }): Promise<RunState | null> {
+  const db = await getDb();
+  const rows = await db
+    .select()
+    .from(workflowEvents)
+    .where(eq(workflowEvents.workflowRunId, runId))
+    .orderBy(asc(workflowEvents.sequence));
+  return replayEvents(runId, rows.map(rowToEvent));
+}
+
+export type RunCursor = { createdAt: number; id: string };
+
+export function encodeCursor(cursor: RunCursor): string {
+  return Buffer.from(`${cursor.createdAt}:${cursor.id}`).toString("base64url");
+}
+
+export function decodeCursor(value: string): RunCursor | null {
+  const text = Buffer.from(value, "base64url").toString("utf8");
+  const match = /^(\d{1,16}):(run_[a-z0-9]{10,40})$/.exec(text);
+  return match ? { createdAt: Number(match[1]), id: match[2]! } : null;
+}
+
+/** Runs in the given projects, newest first, keyset-paginated (stays fast at any depth). */
+export async function listRuns({
+  projectIds,
+  status,
+  cursor,
+  limit = 50,
+  search,
+}: {
+  projectIds: string[];
+  status?: RunStatus[];
+  cursor?: RunCursor | null;
+  limit?: number;
+  search?: string;
+}): Promise<{ runs: RunState[]; nextCursor: string | null }> {
+  if (projectIds.length === 0) return { runs: [], nextCursor: null };
+  const db = await getDb();
+  const where: SQL[] = [inArray(workflowRuns.projectId, projectIds)];
+  if (status?.length) where.push(inArray(workflowRuns.status, status));
+  if (search) where.push(sql`instr(lower(${workflowRuns.originalRequest}), ${search.toLowerCase()}) > 0`);
+  if (cursor) {
+    const at = new Date(cursor.createdAt);
+    where.push(or(lt(workflowRuns.createdAt, at), and(eq(workflowRuns.createdAt, at), lt(workflowRuns.id, cursor.id)))!);
+  }
+  const rows = await db
+    .select()
+    .from(workflowRuns)
+    .where(and(...where))
+    .orderBy(desc(workflowRuns.createdAt), desc(workflowRuns.id))
+    .limit(limit + 1);
+  const page = rows.slice(0, limit).map(rowToState);
+  const last = page[page.length - 1];
+  return {
+    runs: page,
+    nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null,
+  };
+}

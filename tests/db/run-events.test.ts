@@ -1,0 +1,85 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { getDb } from "@/lib/db";
+import { workflowEvents, workflowRuns } from "@/lib/db/schema";
+import { createProject } from "@/lib/db/queries/projects";
+import { appendEvent, appendEvents, createRun, getRunState, importRun, listEvents, replay } from "@/lib/db/queries/runs";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+
+let projectId: string;
+let userId: string;
+
+beforeAll(async () => {
+  userId = (await ensureLocalOwner()).id;
+  projectId = (await createProject({ name: "p", ownerId: userId, repository: { type: "local", path: "/tmp/x" } })).id;
+});
+
+async function newRun() {
+  return createRun({ projectId, userId, request: "Add a login page", config: { maxClarifications: 1 } });
+}
+
+describe("appendEvent", () => {
+  it("writes RUN_CREATED as sequence 1 with a queued projection and a branch name", async () => {
+    const run = await newRun();
+    expect(run.status).toBe("queued");
+    expect(run.branch).toMatch(new RegExp(`^autonomous/${run.id}-add-a-login-page$`));
+    const events = await listEvents({ runId: run.id });
+    expect(events.map((e) => [e.sequence, e.type])).toEqual([[1, "RUN_CREATED"]]);
+  });
+
+  it("50 parallel appends to one run give sequences 1..51 with no gap or duplicate, and replay equals the projection", async () => {
+    const run = await newRun();
+    await appendEvent(run.id, { type: "RUN_STARTED", payload: {} });
+    await Promise.all(
+      Array.from({ length: 49 }, (_, i) =>
+        appendEvent(run.id, { type: "ARTIFACT_CREATED", payload: { type: "note", path: `f${i}.md` } }),
+      ),
+    );
+    const events = await listEvents({ runId: run.id });
+    expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: 51 }, (_, i) => i + 1));
+    const stored = await getRunState({ id: run.id });
+    expect(stored?.lastSequence).toBe(51);
+    expect(await replay({ runId: run.id })).toEqual(stored);
+  });
+
+  it("rejects an event that is illegal in the current state and writes nothing", async () => {
+    const run = await newRun();
+    await expect(
+      appendEvent(run.id, { type: "APPROVAL_GRANTED", payload: { gateId: "gate_x", by: userId } }),
+    ).rejects.toMatchObject({ code: "conflict:run" });
+    const db = await getDb();
+    const rows = await db.select().from(workflowEvents).where(eq(workflowEvents.workflowRunId, run.id));
+    expect(rows).toHaveLength(1);
+    expect((await getRunState({ id: run.id }))?.status).toBe("queued");
+  });
+
+  it("a batch with one illegal event leaves no partial events behind", async () => {
+    const run = await newRun();
+    await expect(
+      appendEvents(run.id, [
+        { type: "RUN_STARTED", payload: {} },
+        { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: "clr_x", by: userId } },
+      ]),
+    ).rejects.toMatchObject({ code: "conflict:run" });
+    expect(await listEvents({ runId: run.id })).toHaveLength(1);
+    expect((await getRunState({ id: run.id }))?.status).toBe("queued");
+  });
+
+  it("importRun rebuilds the same projection from an exported event log", async () => {
+    const run = await newRun();
+    await appendEvents(run.id, [
+      { type: "RUN_STARTED", payload: {} },
+      { type: "STAGE_STARTED", payload: { stage: "planning" } },
+      { type: "CLARIFICATION_REQUESTED", payload: { clarificationId: "clr_1", stage: "planning", question: "Which DB?" } },
+      { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: "clr_1", by: userId } },
+    ]);
+    const before = await getRunState({ id: run.id });
+    const events = await listEvents({ runId: run.id });
+    const db = await getDb();
+    await db.delete(workflowRuns).where(eq(workflowRuns.id, run.id));
+    expect(await getRunState({ id: run.id })).toBeNull();
+    await importRun({ runId: run.id, events });
+    expect(await getRunState({ id: run.id })).toEqual(before);
+    expect(await listEvents({ runId: run.id })).toEqual(events);
+  });
+});
