@@ -1,0 +1,8 @@
+export { MermaidError, SUPPORTED_DIAGRAMS, stripFence, type DiagramKind } from "./parser";
+export {
+  extractConstraints,
+  validateMermaid,
+  type ConditionalBranch,
+  type DataEntity,
+  type MermaidConstraints,
+} from "./constraints";
