@@ -4,7 +4,8 @@ const nextConfig: NextConfig = {
   // Native / Node-only packages stay out of the server bundle; they are required at run time.
   serverExternalPackages: ["@libsql/client", "libsql", "jsdom", "mermaid", "simple-git", "@e2b/code-interpreter"],
   poweredByHeader: false,
-  typedRoutes: false,
+  // `npm test` runs `tsc --noEmit` over the whole project as its own step; the build does not repeat it.
+  typescript: { ignoreBuildErrors: true },
 };
 
 export default nextConfig;

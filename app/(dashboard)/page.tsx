@@ -1,0 +1,13 @@
+import { RunsTable } from "@/components/runs/runs-table";
+
+export default function RunsPage() {
+  return (
+    <div className="space-y-4">
+      <div>
+        <h1 className="text-2xl font-semibold tracking-tight">Runs</h1>
+        <p className="text-muted-foreground text-sm">Every coding request, from plan to pull request.</p>
+      </div>
+      <RunsTable />
+    </div>
+  );
+}

@@ -1,0 +1,18 @@
+import { SignInForm } from "@/components/auth/sign-in-form";
+
+export const dynamic = "force-dynamic";
+
+export default async function SignInPage({
+  searchParams,
+}: {
+  searchParams: Promise<{ callbackUrl?: string; error?: string; token?: string }>;
+}) {
+  const { callbackUrl, error, token } = await searchParams;
+  // Only same-site paths as callback targets (no open redirect).
+  const target = callbackUrl && callbackUrl.startsWith("/") && !callbackUrl.startsWith("//") ? callbackUrl : "/";
+  return (
+    <main className="flex min-h-screen items-center justify-center p-4">
+      <SignInForm callbackUrl={target} error={error} token={token} />
+    </main>
+  );
+}

@@ -1,0 +1,60 @@
+"use client";
+
+import { useEffect, useRef, useState } from "react";
+import { Button } from "@/components/ui/button";
+import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/components/ui/card";
+import { Input } from "@/components/ui/input";
+import { Label } from "@/components/ui/label";
+
+const MESSAGES: Record<string, string> = {
+  CredentialsSignin: "That password or sign-in link is not valid (links work once). Try again.",
+  Configuration: "Sign-in is not configured on this server. See the README's sign-in section.",
+};
+
+/** Posts to Auth.js's credentials callback with its CSRF token; a one-time link (?token=) signs in by itself. */
+export function SignInForm({ callbackUrl, error, token }: { callbackUrl: string; error?: string; token?: string }) {
+  const [csrfToken, setCsrfToken] = useState<string | null>(null);
+  const [loadError, setLoadError] = useState<string | null>(null);
+  const formRef = useRef<HTMLFormElement>(null);
+
+  useEffect(() => {
+    fetch("/api/auth/csrf")
+      .then((r) => r.json())
+      .then((body: { csrfToken: string }) => setCsrfToken(body.csrfToken))
+      .catch(() => setLoadError("Could not reach the server. Is it running?"));
+  }, []);
+
+  useEffect(() => {
+    if (token && csrfToken && !error) formRef.current?.requestSubmit();
+  }, [token, csrfToken, error]);
+
+  return (
+    <Card className="w-full max-w-sm">
+      <CardHeader>
+        <CardTitle>Sign in to Gatehouse</CardTitle>
+        <CardDescription>
+          Use the owner password, or open the one-time sign-in link the server printed when it started.
+        </CardDescription>
+      </CardHeader>
+      <CardContent>
+        <form ref={formRef} method="post" action="/api/auth/callback/local" className="space-y-4">
+          <input type="hidden" name="csrfToken" value={csrfToken ?? ""} />
+          <input type="hidden" name="callbackUrl" value={callbackUrl} />
+          {token ? <input type="hidden" name="token" value={token} /> : null}
+          <div className="space-y-2">
+            <Label htmlFor="password">Password</Label>
+            <Input id="password" name="password" type="password" autoComplete="current-password" autoFocus={!token} />
+          </div>
+          {error || loadError ? (
+            <p role="alert" className="text-destructive text-sm">
+              {loadError ?? MESSAGES[error!] ?? "Sign-in failed. Try again."}
+            </p>
+          ) : null}
+          <Button type="submit" className="w-full" disabled={!csrfToken} data-testid="sign-in">
+            Sign in
+          </Button>
+        </form>
+      </CardContent>
+    </Card>
+  );
+}

@@ -1,0 +1,57 @@
+import type { AuthConfig } from "@auth/core";
+import Credentials from "@auth/core/providers/credentials";
+import { getEnv } from "@/lib/env";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+import { consumeLoginToken } from "./login-link";
+import { getAuthSecret, safeEqual } from "./secret";
+
+export const AUTH_BASE_PATH = "/api/auth";
+
+/**
+ * Auth.js configuration. Local mode: the owner signs in with GATEHOUSE_ADMIN_PASSWORD or the one-time link printed at
+ * start. Sessions are JWTs in an httpOnly cookie (Credentials requires the JWT strategy).
+ */
+export function getAuthConfig(): AuthConfig {
+  const env = getEnv();
+  return {
+    basePath: AUTH_BASE_PATH,
+    secret: getAuthSecret(),
+    trustHost: true,
+    session: { strategy: "jwt", maxAge: 30 * 24 * 60 * 60 },
+    pages: { signIn: "/signin", error: "/signin" },
+    providers: [
+      Credentials({
+        id: "local",
+        name: "Local owner",
+        credentials: { password: { label: "Password", type: "password" }, token: { label: "Token", type: "text" } },
+        async authorize(credentials) {
+          const password = typeof credentials?.password === "string" ? credentials.password : "";
+          const token = typeof credentials?.token === "string" ? credentials.token : "";
+          const byPassword = !!env.GATEHOUSE_ADMIN_PASSWORD && !!password && safeEqual(password, env.GATEHOUSE_ADMIN_PASSWORD);
+          const byToken = !byPassword && !!token && (await consumeLoginToken(token));
+          if (!byPassword && !byToken) return null;
+          const owner = await ensureLocalOwner();
+          return { id: owner.id, name: owner.name ?? "Owner", email: owner.email ?? undefined };
+        },
+      }),
+    ],
+    callbacks: {
+      jwt({ token, user }) {
+        if (user?.id) token.sub = user.id;
+        return token;
+      },
+      session({ session, token }) {
+        if (token.sub && session.user) (session.user as { id?: string }).id = token.sub;
+        return session;
+      },
+    },
+    logger: {
+      // Auth.js logs include request details; keep them out of our logs except real errors (messages only).
+      error(error) {
+        console.error(`[auth] ${error.name}: ${error.message}`);
+      },
+      warn() {},
+      debug() {},
+    },
+  };
+}

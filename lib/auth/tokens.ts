@@ -1,0 +1,39 @@
+import crypto from "node:crypto";
+import { and, eq, isNull } from "drizzle-orm";
+import { getDb, write } from "@/lib/db";
+import { apiTokens } from "@/lib/db/schema";
+import { newId } from "@/lib/ids";
+import { sha256 } from "./secret";
+
+export const API_TOKEN_PREFIX = "gh_pat_";
+
+/** Create an API token: the token is returned once; only its SHA-256 is stored. */
+export async function createApiToken({ userId, name }: { userId: string; name: string }) {
+  const token = `${API_TOKEN_PREFIX}${crypto.randomBytes(24).toString("base64url")}`;
+  const id = newId("tok");
+  await write(async (tx) => {
+    await tx.insert(apiTokens).values({ id, userId, name, tokenHash: sha256(token), prefix: token.slice(0, 12) });
+  });
+  return { id, token };
+}
+
+export async function revokeApiToken({ id, userId }: { id: string; userId: string }): Promise<boolean> {
+  return write(async (tx) => {
+    const rows = await tx
+      .update(apiTokens)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(apiTokens.id, id), eq(apiTokens.userId, userId), isNull(apiTokens.revokedAt)))
+      .returning({ id: apiTokens.id });
+    return rows.length === 1;
+  });
+}
+
+/** The user id behind a live (not revoked) token, or null. */
+export async function resolveApiToken(token: string): Promise<string | null> {
+  if (!token.startsWith(API_TOKEN_PREFIX) || token.length > 200) return null;
+  const db = await getDb();
+  const row = await db.query.apiTokens.findFirst({
+    where: and(eq(apiTokens.tokenHash, sha256(token)), isNull(apiTokens.revokedAt)),
+  });
+  return row?.userId ?? null;
+}

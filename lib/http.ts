@@ -1,0 +1,105 @@
+import type { z } from "zod";
+import { getEnv } from "@/lib/env";
+import { AppError, describeIssues, isAppError } from "@/lib/errors";
+import { requireUser, type SessionUser } from "@/lib/auth/guard";
+import { log } from "@/lib/log";
+
+type RouteContext<P> = { params: Promise<P> };
+
+/**
+ * Wrap a route handler: authenticate (unless `public`), check the origin of cookie-authenticated mutations, turn
+ * AppErrors into typed JSON responses and anything else into a logged 500.
+ */
+export function route<P = Record<string, never>>(
+  handler: (ctx: { request: Request; params: P; user: SessionUser }) => Promise<Response>,
+): (request: Request, context: RouteContext<P>) => Promise<Response>;
+export function route<P = Record<string, never>>(
+  options: { public: true },
+  handler: (ctx: { request: Request; params: P; user: null }) => Promise<Response>,
+): (request: Request, context: RouteContext<P>) => Promise<Response>;
+export function route<P>(
+  a: unknown,
+  b?: unknown,
+): (request: Request, context: RouteContext<P>) => Promise<Response> {
+  const isPublic = typeof a === "object" && a !== null && (a as { public?: boolean }).public === true;
+  const handler = (b ?? a) as (ctx: { request: Request; params: P; user: SessionUser | null }) => Promise<Response>;
+  const wrapped = async (request: Request, context: RouteContext<P>) => {
+    try {
+      const params = (await context?.params) ?? ({} as P);
+      const user = isPublic ? null : await requireUser(request);
+      if (user?.via === "session") checkSameOrigin(request);
+      return await handler({ request, params, user });
+    } catch (error) {
+      return errorResponse(error);
+    }
+  };
+  (wrapped as { guarded?: boolean }).guarded = !isPublic;
+  return wrapped;
+}
+
+export function errorResponse(error: unknown): Response {
+  if (isAppError(error)) {
+    if (!error.visible || error.status >= 500) log.error("request failed", { code: error.code, error: error.message });
+    return error.toResponse();
+  }
+  log.error("unhandled error", { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) });
+  return new AppError("internal:api").toResponse();
+}
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** Cookie-authenticated mutations must come from our own origin (cross-site request forgery). */
+function checkSameOrigin(request: Request) {
+  if (SAFE_METHODS.has(request.method)) return;
+  const origin = request.headers.get("origin");
+  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
+  const allowed = new Set([new URL(request.url).origin, getEnv().publicUrl]);
+  if (origin && host) allowed.add(`${new URL(origin).protocol}//${host}`);
+  if (!origin || !allowed.has(origin)) {
+    throw new AppError("forbidden:api", "Cross-site request refused: the Origin header does not match this site.");
+  }
+}
+
+/** Read and validate a JSON body: 413 past the size limit, 400 for malformed JSON or a schema mismatch (naming fields). */
+export async function readJson<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
+  const limit = getEnv().GATEHOUSE_MAX_BODY_BYTES;
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > limit) throw tooLarge(limit);
+  const text = await readLimited(request, limit);
+  let body: unknown;
+  try {
+    body = text.length === 0 ? undefined : JSON.parse(text);
+  } catch {
+    throw new AppError("bad_request:api", "The request body is not valid JSON.");
+  }
+  if (body === undefined) throw new AppError("bad_request:api", "The request body is empty; send a JSON object.");
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new AppError("bad_request:api", describeIssues(parsed.error.issues));
+  return parsed.data;
+}
+
+function tooLarge(limit: number) {
+  return new AppError("payload_too_large:api", `The request body is larger than ${limit} bytes.`);
+}
+
+async function readLimited(request: Request, limit: number): Promise<string> {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => {});
+      throw tooLarge(limit);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function json(data: unknown, init?: ResponseInit): Response {
+  return Response.json(data, init);
+}

@@ -1,0 +1,20 @@
+import { getEnv } from "@/lib/env";
+import { redact } from "@/lib/security/redact";
+
+const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
+type Level = Exclude<keyof typeof LEVELS, "silent">;
+
+function emit(level: Level, message: string, fields?: Record<string, unknown>) {
+  const threshold = LEVELS[getEnv().LOG_LEVEL];
+  if (LEVELS[level] < threshold) return;
+  // One JSON line per entry; everything passes the redaction filter so a secret never reaches the log.
+  const line = redact(JSON.stringify({ t: new Date().toISOString(), level, msg: message, ...fields }));
+  (level === "error" ? console.error : level === "warn" ? console.warn : console.log)(line);
+}
+
+export const log = {
+  debug: (m: string, f?: Record<string, unknown>) => emit("debug", m, f),
+  info: (m: string, f?: Record<string, unknown>) => emit("info", m, f),
+  warn: (m: string, f?: Record<string, unknown>) => emit("warn", m, f),
+  error: (m: string, f?: Record<string, unknown>) => emit("error", m, f),
+};

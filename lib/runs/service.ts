@@ -1,0 +1,97 @@
+import { and, eq, sql } from "drizzle-orm";
+import { getDb } from "@/lib/db";
+import { artifacts, clarificationRequests, gates, modelCalls } from "@/lib/db/schema";
+import { AppError, describeIssues } from "@/lib/errors";
+import { createRun, decodeCursor, getRunState, listRuns } from "@/lib/db/queries/runs";
+import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
+import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
+import { resolveRunConfig, type RunStatus } from "@/lib/workflow";
+import { toRunDto } from "./dto";
+import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
+
+/** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */
+export async function startRun({
+  user,
+  projectId,
+  request,
+  config,
+}: {
+  user: SessionUser;
+  projectId: string;
+  request: string;
+  config?: Record<string, unknown>;
+}) {
+  const project = await getProject({ id: projectId });
+  if (!project) throw new AppError("not_found:project");
+  await requireProjectRole({ user, projectId, action: "decide" });
+  const defaultRouting: StageRouting = routingForNewRun();
+  const resolved = resolveRunConfig({ input: config ?? {}, projectDefaults: project.defaultConfig, defaultRouting });
+  if (!resolved.success) {
+    throw new AppError("bad_request:config", `config.${describeIssues(resolved.error.issues)}`);
+  }
+  const problems = routingProblems(resolved.data.modelRouting);
+  if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
+  const run = await createRun({ projectId, userId: user.id, request, config: resolved.data });
+  return run;
+}
+
+/** A run the user may see, or 404 (also for runs of projects the user is not a member of). */
+export async function getVisibleRun({ user, runId, action = "read" }: { user: SessionUser; runId: string; action?: "read" | "decide" }) {
+  const run = await getRunState({ id: runId });
+  if (!run) throw new AppError("not_found:run");
+  await requireProjectRole({ user, projectId: run.projectId, action, notFound: "not_found:run" });
+  return run;
+}
+
+export async function getRunDetail({ user, runId }: { user: SessionUser; runId: string }) {
+  const run = await getVisibleRun({ user, runId });
+  const db = await getDb();
+  const [gateRows, clarificationRows, artifactRows, costRows] = await Promise.all([
+    db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(gates.gateNumber),
+    db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, runId)).orderBy(clarificationRequests.createdAt),
+    db.select().from(artifacts).where(eq(artifacts.workflowRunId, runId)).orderBy(artifacts.createdAt),
+    db
+      .select({
+        usd: sql<number>`coalesce(sum(${modelCalls.costUsd}), 0)`,
+        tokensIn: sql<number>`coalesce(sum(${modelCalls.tokensIn}), 0)`,
+        tokensOut: sql<number>`coalesce(sum(${modelCalls.tokensOut}), 0)`,
+        calls: sql<number>`count(*)`,
+      })
+      .from(modelCalls)
+      .where(and(eq(modelCalls.workflowRunId, runId))),
+  ]);
+  return {
+    run: toRunDto(run),
+    gates: gateRows,
+    clarifications: clarificationRows,
+    artifacts: artifactRows,
+    cost: costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 },
+  };
+}
+
+export async function listRunsForUser({
+  user,
+  projectId,
+  status,
+  cursor,
+  limit,
+  q,
+}: {
+  user: SessionUser;
+  projectId?: string;
+  status?: RunStatus[];
+  cursor?: string;
+  limit: number;
+  q?: string;
+}) {
+  const memberships = await listProjectsForUser({ userId: user.id });
+  let projectIds = memberships.map((p) => p.id);
+  if (projectId) projectIds = projectIds.filter((id) => id === projectId);
+  let decoded = null;
+  if (cursor) {
+    decoded = decodeCursor(cursor);
+    if (!decoded) throw new AppError("bad_request:api", "cursor: is not a cursor this API returned");
+  }
+  const page = await listRuns({ projectIds, status, cursor: decoded, limit, search: q?.trim() || undefined });
+  return { runs: page.runs.map(toRunDto), nextCursor: page.nextCursor };
+}
