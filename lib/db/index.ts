@@ -16,14 +16,14 @@ type Handle = { url: string; client: Client; db: Db; ready: Promise<void> };
 const globalForDb = globalThis as unknown as { __gatehouseDb?: Handle; __gatehouseWriteQueue?: Promise<unknown> };
 
 export function migrationsFolder(): string {
-  return path.join(process.cwd(), "drizzle");
+  return path.join(/*turbopackIgnore: true*/ process.cwd(), "drizzle");
 }
 
 /** Open a client for a database URL, with the pragmas Gatehouse relies on for file databases. */
 export function openDatabase({ url, authToken }: { url: string; authToken?: string }): Handle {
   if (url.startsWith("file:")) {
     const file = url.slice("file:".length).split("?")[0] ?? "";
-    if (file && file !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    if (file && file !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(/*turbopackIgnore: true*/ file)), { recursive: true });
   }
   // `timeout` is SQLite's busy timeout (ms) for another *process* holding the write lock; writers inside this process
   // are serialised by `write()` below and never wait on each other in the native layer.

@@ -1,0 +1,4 @@
+/** Shared by playwright.config.ts (the server's env) and the specs (how they sign in). Test-only credentials. */
+export const E2E_PORT = 3217;
+export const E2E_ADMIN_PASSWORD = "e2e-owner-password";
+export const E2E_ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";

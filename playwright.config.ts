@@ -1,0 +1,68 @@
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import { defineConfig } from "@playwright/test";
+import { E2E_ADMIN_PASSWORD, E2E_ADMIN_TOKEN, E2E_PORT } from "./e2e/constants";
+
+/*
+ * E2E against the real server (`next build` + `next start`): embedded executor, demo model, local git, a fresh data
+ * directory. Browsers are never downloaded: Debian's chromium is launched through executablePath.
+ */
+const PORT = E2E_PORT;
+const baseURL = `http://127.0.0.1:${PORT}`;
+const artifacts = path.join(import.meta.dirname, "e2e", ".artifacts");
+
+function chromiumPath(): string | undefined {
+  for (const name of ["chromium", "chromium-browser"]) {
+    try {
+      return execFileSync("sh", ["-c", `command -v ${name}`], { encoding: "utf8" }).trim() || undefined;
+    } catch {
+      // try the next name
+    }
+  }
+  return undefined;
+}
+
+export default defineConfig({
+  testDir: "e2e",
+  outputDir: path.join(artifacts, "test-results"),
+  fullyParallel: false,
+  workers: 1,
+  retries: 0,
+  timeout: 90_000,
+  expect: { timeout: 15_000 },
+  reporter: [["list"]],
+  globalSetup: "./e2e/global-setup.ts",
+  use: {
+    baseURL,
+    trace: "retain-on-failure",
+    screenshot: "only-on-failure",
+    launchOptions: {
+      executablePath: chromiumPath(),
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
+    },
+  },
+  webServer: {
+    command: `rm -rf ${path.join(artifacts, "data")} && npm run build && npm start`,
+    url: `${baseURL}/api/health`,
+    timeout: 300_000,
+    reuseExistingServer: false,
+    stdout: "pipe",
+    env: {
+      PORT: String(PORT),
+      HOST: "127.0.0.1",
+      GATEHOUSE_DATA_DIR: path.join(artifacts, "data"),
+      GATEHOUSE_ADMIN_PASSWORD: E2E_ADMIN_PASSWORD,
+      GATEHOUSE_ADMIN_TOKEN: E2E_ADMIN_TOKEN,
+      NEXT_TELEMETRY_DISABLED: "1",
+      LOG_LEVEL: "warn",
+    },
+  },
+});
