@@ -1,2 +1,110 @@
-// The embedded executor's tables are defined here (see lib/executor). Placeholder until the executor lands.
-export {};
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/*
+ * The embedded executor's own state (lib/executor). Generic: nothing here knows Gatehouse's workflow.
+ * Timestamps are epoch milliseconds. JSON columns hold what the Inngest SDK sent or will be sent.
+ * Queries live in lib/executor/store.ts (raw SQL for speed); this file exists so drizzle-kit generates the migration.
+ */
+
+/** Apps (serve URLs) the executor drives and the functions their last in-band sync returned. */
+export const executorApps = sqliteTable("executor_apps", {
+  url: text("url").primaryKey(),
+  appId: text("app_id"),
+  functions: text("functions").notNull().default("[]"),
+  syncedAt: integer("synced_at"),
+  lastError: text("last_error"),
+});
+
+/**
+ * Every ingested event, kept 24 h: `id` dedupes re-sends, and `seq` (monotonic ingestion order) lets a newly stored
+ * waitForEvent look back at events that arrived while the function was on its way to the wait.
+ */
+export const executorEvents = sqliteTable(
+  "executor_events",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    id: text("id").notNull(),
+    name: text("name").notNull(),
+    payload: text("payload").notNull(),
+    receivedAt: integer("received_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("executor_events_id_idx").on(t.id),
+    index("executor_events_name_seq_idx").on(t.name, t.seq),
+    index("executor_events_received_idx").on(t.receivedAt),
+  ],
+);
+
+/**
+ * One row per function run. `status`: queued (runnable at next_at) | sleeping | waiting (parked on pending ops,
+ * woken at next_at at the latest) | completed | failed | cancelled. A worker drives a run only while it holds the
+ * lease (lease_owner until lease_until).
+ */
+export const executorRuns = sqliteTable(
+  "executor_runs",
+  {
+    id: text("id").primaryKey(),
+    fnId: text("fn_id").notNull(),
+    appUrl: text("app_url").notNull(),
+    event: text("event").notNull(),
+    events: text("events").notNull(),
+    status: text("status").notNull(),
+    output: text("output"),
+    error: text("error"),
+    /** Attempt of the function-level call (discovery), 0-based; step attempts live in executor_pending. */
+    attempt: integer("attempt").notNull().default(0),
+    nextAt: integer("next_at").notNull().default(0),
+    leaseOwner: text("lease_owner"),
+    leaseUntil: integer("lease_until").notNull().default(0),
+    /** Event seq watermark: a wait stored later also matches events ingested after this seq. */
+    watermark: integer("watermark").notNull().default(0),
+    /** Set once the run went parallel: every later call sends disable_immediate_execution. */
+    parallel: integer("parallel").notNull().default(0),
+    concurrencyKey: text("concurrency_key"),
+    idempotencyKey: text("idempotency_key"),
+    parentRunId: text("parent_run_id"),
+    parentStep: text("parent_step"),
+    createdAt: integer("created_at").notNull(),
+    endedAt: integer("ended_at"),
+  },
+  (t) => [
+    index("executor_runs_status_next_idx").on(t.status, t.nextAt),
+    index("executor_runs_fn_ckey_idx").on(t.fnId, t.concurrencyKey, t.leaseUntil),
+    index("executor_runs_fn_idem_idx").on(t.fnId, t.idempotencyKey),
+  ],
+);
+
+/** Memoized step results, in completion order (`seq`); a (run, step) pair is recorded at most once. */
+export const executorSteps = sqliteTable(
+  "executor_steps",
+  {
+    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    runId: text("run_id").notNull(),
+    hashedId: text("hashed_id").notNull(),
+    result: text("result").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("executor_steps_run_step_idx").on(t.runId, t.hashedId)],
+);
+
+/**
+ * Ops the SDK reported that have no result yet: planned steps (with their attempt and retry time), sleeps, waits for
+ * events (event name + CEL condition), invokes. A run is parked while any remain.
+ */
+export const executorPending = sqliteTable(
+  "executor_pending",
+  {
+    runId: text("run_id").notNull(),
+    hashedId: text("hashed_id").notNull(),
+    kind: text("kind").notNull(),
+    op: text("op").notNull(),
+    attempt: integer("attempt").notNull().default(0),
+    /** Steps: earliest retry time. Sleeps: wake time. Waits/invokes: timeout. */
+    dueAt: integer("due_at"),
+    eventName: text("event_name"),
+    expression: text("expression"),
+    race: integer("race").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.hashedId] }), index("executor_pending_event_idx").on(t.eventName)],
+);

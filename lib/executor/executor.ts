@@ -1,0 +1,699 @@
+import { randomUUID } from "node:crypto";
+import { ulid } from "ulid";
+import { ingestInTx, cancelRunInTx, resolvePending, resolveWaitFromHistory } from "./events";
+import {
+  callFunction,
+  protocolError,
+  sleepUntil,
+  parseDuration,
+  syncApp,
+  toSerializedError,
+  type AppTarget,
+  type CallBody,
+  type CallOutcome,
+  type OutgoingOp,
+  type SerializedError,
+} from "./protocol";
+import {
+  createRun,
+  FAILURE_EVENT,
+  getRegistry,
+  INVOKE_EVENT,
+  invalidateRegistry,
+  type RegisteredFunction,
+  type StoredEvent,
+} from "./registry";
+import { query, rows, TERMINAL_SQL, tx, type PendingRow, type RunRow, type Tx } from "./store";
+
+/**
+ * The embedded executor: drives the functions of any Inngest app (serve URL, or in-process handler) through the
+ * SDK's request/206 protocol, with all run state in the database. A worker drives a run only while it holds the
+ * run's lease, so several executor processes can share one database.
+ */
+
+export type ExecutorOptions = {
+  apps: AppTarget[];
+  /** Unique per process; defaults to a random id. */
+  workerId?: string;
+  /** How long a lease lasts without renewal; a crashed worker's runs are picked up after this. */
+  leaseMs?: number;
+  /** How often the database is polled for due timers and runs left by other processes. */
+  pollMs?: number;
+  /** Timeout of one call to a serve endpoint. */
+  requestTimeoutMs?: number;
+  /** Delay before retry `attempt` (0-based). Default: exponential from 1 s, capped at 1 h, with jitter. */
+  backoff?: (attempt: number) => number;
+  /** Runs this process drives at once. */
+  maxConcurrentRuns?: number;
+  log?: (level: "info" | "warn" | "error", message: string, extra?: unknown) => void;
+};
+
+export type ExecutorStatus = {
+  workerId: string;
+  running: boolean;
+  inFlight: number;
+  apps: { url: string; appId: string | null; functions: number; syncedAt: number | null; error: string | null }[];
+};
+
+class LeaseLost extends Error {
+  constructor(runId: string) {
+    super(`lease on run ${runId} lost`);
+  }
+}
+
+const FAR_FUTURE = 8_640_000_000_000_000;
+
+export function defaultBackoff(attempt: number): number {
+  const base = Math.min(3_600_000, 1000 * 2 ** attempt);
+  return Math.round(base * (0.75 + Math.random() * 0.5));
+}
+
+type Ctx = {
+  run: RunRow;
+  fn: RegisteredFunction;
+  target: AppTarget;
+  event: StoredEvent;
+  events: unknown[];
+};
+
+type State = { status: string; steps: Map<string, unknown>; stack: string[]; pending: PendingRow[]; attempt: number; parallel: boolean };
+
+export class Executor {
+  readonly workerId: string;
+  private readonly opts: Required<Omit<ExecutorOptions, "apps" | "workerId">>;
+  private readonly targets = new Map<string, AppTarget>();
+  private readonly ready = new Set<string>();
+  private readonly driving = new Set<string>();
+  private readonly rewake = new Set<string>();
+  private readonly blocked = new Map<string, Set<string>>();
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private pollTimer?: NodeJS.Timeout;
+  private leaseTimer?: NodeJS.Timeout;
+  private running = false;
+  private polling = false;
+  private stopped?: Promise<void>;
+
+  constructor(options: ExecutorOptions) {
+    this.workerId = options.workerId ?? `worker-${randomUUID()}`;
+    this.opts = {
+      leaseMs: options.leaseMs ?? 15_000,
+      pollMs: options.pollMs ?? 500,
+      requestTimeoutMs: options.requestTimeoutMs ?? 300_000,
+      backoff: options.backoff ?? defaultBackoff,
+      maxConcurrentRuns: options.maxConcurrentRuns ?? 200,
+      log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
+    };
+    for (const app of options.apps) this.targets.set(app.url, app);
+  }
+
+  /** Sync every app, then start driving runs. Sync failures are stored and retried; they do not stop the start. */
+  async start(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    await this.syncAll();
+    this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    this.schedulePoll(0);
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    clearTimeout(this.pollTimer);
+    clearInterval(this.leaseTimer);
+    for (const t of this.timers) clearTimeout(t);
+    this.timers.clear();
+    this.ready.clear();
+    // Let in-flight drives notice; their leases expire if they cannot finish.
+    const deadline = Date.now() + 5000;
+    while (this.driving.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  addApp(app: AppTarget): void {
+    this.targets.set(app.url, app);
+  }
+
+  async syncAll(): Promise<void> {
+    await Promise.all([...this.targets.values()].map((target) => this.syncOne(target)));
+  }
+
+  async syncOne(target: AppTarget): Promise<boolean> {
+    try {
+      const { appId, functions } = await syncApp({ target, timeoutMs: 30_000 });
+      await tx((t) =>
+        t.execute({
+          sql: `INSERT INTO executor_apps (url, app_id, functions, synced_at, last_error) VALUES (?, ?, ?, ?, NULL)
+                ON CONFLICT(url) DO UPDATE SET app_id = excluded.app_id, functions = excluded.functions,
+                  synced_at = excluded.synced_at, last_error = NULL`,
+          args: [target.url, appId, JSON.stringify(functions), Date.now()],
+        }),
+      );
+      invalidateRegistry();
+      return true;
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      this.opts.log("warn", `sync of ${target.url} failed: ${message}`);
+      await tx((t) =>
+        t.execute({
+          sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error`,
+          args: [target.url, message],
+        }),
+      ).catch(() => undefined);
+      invalidateRegistry();
+      return false;
+    }
+  }
+
+  async status(): Promise<ExecutorStatus> {
+    const apps = await query<{ url: string; app_id: string | null; functions: string; synced_at: number | null; last_error: string | null }>(
+      "SELECT url, app_id, functions, synced_at, last_error FROM executor_apps ORDER BY url",
+    );
+    return {
+      workerId: this.workerId,
+      running: this.running,
+      inFlight: this.driving.size,
+      apps: apps.map((a) => ({
+        url: a.url,
+        appId: a.app_id,
+        functions: (JSON.parse(a.functions) as unknown[]).length,
+        syncedAt: a.synced_at,
+        error: a.last_error,
+      })),
+    };
+  }
+
+  /** Ask this process to look at runs now (after ingesting events that woke them, for example). */
+  wake(runIds: Iterable<string>): void {
+    if (!this.running) return;
+    for (const id of runIds) {
+      if (this.driving.has(id)) this.rewake.add(id);
+      else this.ready.add(id);
+    }
+    this.pump();
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Scheduling
+
+  private schedulePoll(delay: number): void {
+    if (!this.running) return;
+    clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => void this.poll(), delay);
+    this.pollTimer.unref?.();
+  }
+
+  private async poll(): Promise<void> {
+    if (!this.running || this.polling) return;
+    this.polling = true;
+    try {
+      const now = Date.now();
+      const due = await query<{ id: string }>(
+        `SELECT id FROM executor_runs WHERE status IN ('queued','sleeping','waiting','running') AND next_at <= ?
+           AND lease_until < ? ORDER BY next_at LIMIT ?`,
+        [now, now, this.opts.maxConcurrentRuns * 2],
+      );
+      for (const { id } of due) if (!this.driving.has(id)) this.ready.add(id);
+      this.pump();
+      const unsynced = await query<{ url: string }>("SELECT url FROM executor_apps WHERE last_error IS NOT NULL");
+      for (const { url } of unsynced) {
+        const target = this.targets.get(url);
+        if (target) void this.syncOne(target);
+      }
+    } catch (err) {
+      this.opts.log("error", "poll failed", err);
+    } finally {
+      this.polling = false;
+      this.schedulePoll(this.opts.pollMs);
+    }
+  }
+
+  private pump(): void {
+    for (const id of this.ready) {
+      if (this.driving.size >= this.opts.maxConcurrentRuns) return;
+      this.ready.delete(id);
+      if (this.driving.has(id)) continue;
+      this.driving.add(id);
+      void this.drive(id).finally(() => {
+        this.driving.delete(id);
+        if (this.rewake.delete(id)) this.ready.add(id);
+        this.pump();
+      });
+    }
+  }
+
+  private wakeAt(runId: string, at: number): void {
+    const delay = at - Date.now();
+    if (delay > this.opts.pollMs) return; // the poll will find it
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      this.wake([runId]);
+    }, Math.max(0, delay));
+    this.timers.add(timer);
+  }
+
+  private async renewLeases(): Promise<void> {
+    if (this.driving.size === 0) return;
+    const ids = [...this.driving];
+    try {
+      await tx((t) =>
+        t.execute({
+          sql: `UPDATE executor_runs SET lease_until = ? WHERE lease_owner = ? AND id IN (${ids.map(() => "?").join(",")})`,
+          args: [Date.now() + this.opts.leaseMs, this.workerId, ...ids],
+        }),
+      );
+    } catch (err) {
+      this.opts.log("error", "lease renewal failed", err);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Driving one run
+
+  private async acquire(runId: string): Promise<{ run: RunRow; fn: RegisteredFunction } | null> {
+    const registry = await getRegistry();
+    const now = Date.now();
+    const candidate = await query<RunRow>("SELECT * FROM executor_runs WHERE id = ?", [runId]);
+    const row = candidate[0];
+    if (!row) return null;
+    const fn = registry.byId.get(row.fn_id);
+    const limit = fn?.concurrency?.limit ?? null;
+    const acquired = await tx((t) =>
+      rows<RunRow>(
+        t,
+        `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running'
+          WHERE id = ?3 AND status IN ('queued','sleeping','waiting','running') AND lease_until < ?4 AND next_at <= ?4
+            AND (?5 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.fn_id = executor_runs.fn_id
+                 AND r2.concurrency_key IS executor_runs.concurrency_key AND r2.lease_until >= ?4
+                 AND r2.id <> executor_runs.id) < ?5)
+          RETURNING *`,
+        [this.workerId, now + this.opts.leaseMs, runId, now, limit],
+      ),
+    );
+    const run = acquired[0];
+    if (!run) {
+      if (limit !== null && row.status !== "completed") {
+        const set = this.blocked.get(row.fn_id) ?? new Set();
+        set.add(runId);
+        this.blocked.set(row.fn_id, set);
+      }
+      return null;
+    }
+    if (!fn) {
+      await this.finish(run, "failed", null, protocolError(`Function "${run.fn_id}" is not registered by any synced app`));
+      return null;
+    }
+    return { run, fn };
+  }
+
+  private async drive(runId: string): Promise<void> {
+    let acquired: Awaited<ReturnType<Executor["acquire"]>>;
+    try {
+      acquired = await this.acquire(runId);
+    } catch (err) {
+      this.opts.log("error", `acquiring run ${runId} failed`, err);
+      return;
+    }
+    if (!acquired) return;
+    const { run, fn } = acquired;
+    const event = JSON.parse(run.event) as StoredEvent;
+    const ctx: Ctx = { run, fn, target: this.targets.get(run.app_url) ?? { url: run.app_url }, event, events: JSON.parse(run.events) };
+    try {
+      await this.loop(ctx);
+    } catch (err) {
+      if (err instanceof LeaseLost) return;
+      // An executor bug or a database error: keep the run, retry it later, keep the executor going.
+      this.opts.log("error", `driving run ${runId} failed`, err);
+      await this.release(ctx.run, "queued", Date.now() + this.opts.backoff(0)).catch(() => undefined);
+    } finally {
+      this.unblock(fn.id);
+    }
+  }
+
+  private unblock(fnId: string): void {
+    const set = this.blocked.get(fnId);
+    if (!set || set.size === 0) return;
+    this.blocked.delete(fnId);
+    this.wake(set);
+  }
+
+  private async loadState(runId: string): Promise<State> {
+    const [runRows, stepRows, pending] = await Promise.all([
+      query<{ status: string; attempt: number; parallel: number; lease_owner: string | null }>(
+        "SELECT status, attempt, parallel, lease_owner FROM executor_runs WHERE id = ?",
+        [runId],
+      ),
+      query<{ hashed_id: string; result: string }>("SELECT hashed_id, result FROM executor_steps WHERE run_id = ? ORDER BY seq", [runId]),
+      query<PendingRow>("SELECT * FROM executor_pending WHERE run_id = ?", [runId]),
+    ]);
+    const run = runRows[0];
+    if (!run || run.lease_owner !== this.workerId) throw new LeaseLost(runId);
+    const steps = new Map<string, unknown>();
+    for (const s of stepRows) steps.set(s.hashed_id, JSON.parse(s.result));
+    return {
+      status: run.status,
+      steps,
+      stack: stepRows.map((s) => s.hashed_id),
+      pending,
+      attempt: run.attempt,
+      parallel: run.parallel === 1,
+    };
+  }
+
+  private async loop(ctx: Ctx): Promise<void> {
+    for (;;) {
+      if (!this.running) {
+        await this.release(ctx.run, "queued", 0);
+        return;
+      }
+      const state = await this.loadState(ctx.run.id);
+      if (state.status !== "running") return;
+      const now = Date.now();
+
+      const expired = state.pending.filter((p) => p.kind !== "step" && p.due_at !== null && p.due_at <= now);
+      if (expired.length > 0) {
+        await this.guarded(ctx, async (t) => {
+          for (const p of expired) {
+            const result =
+              p.kind === "invoke"
+                ? { error: { name: "InngestInvokeTimeoutError", message: "Timed out waiting for the invoked function to complete" } }
+                : null;
+            await resolvePending(t, { runId: ctx.run.id, hashedId: p.hashed_id, result });
+          }
+        });
+        continue;
+      }
+
+      const runnable = state.pending.filter((p) => p.kind === "step" && (p.due_at ?? 0) <= now);
+      if (runnable.length > 0) {
+        const done = await Promise.all(runnable.map((p) => this.runStep(ctx, state, p)));
+        if (done.includes("stop")) return;
+        continue;
+      }
+
+      if (state.pending.length > 0) {
+        if (await this.park(ctx, state)) return;
+        continue;
+      }
+
+      const result = await this.discover(ctx, state);
+      if (result === "stop") return;
+    }
+  }
+
+  /** A write that only happens while we still hold the lease and the run is live. */
+  private async guarded<T>(ctx: Ctx, fn: (t: Tx) => Promise<T>, watermark?: number): Promise<T> {
+    const { value, woken } = await tx(async (t) => {
+      const ok = await t.execute({
+        sql: `UPDATE executor_runs SET watermark = max(watermark, ?) WHERE id = ? AND lease_owner = ? AND status = 'running'`,
+        args: [watermark ?? 0, ctx.run.id, this.workerId],
+      });
+      if (ok.rowsAffected === 0) throw new LeaseLost(ctx.run.id);
+      const woken: string[] = [];
+      const value = await fn(Object.assign(t, { woken }) as Tx);
+      return { value, woken };
+    });
+    if (woken.length > 0) this.wake(woken);
+    return value;
+  }
+
+  private body(ctx: Ctx, state: State, attempt: number): CallBody {
+    const steps: Record<string, unknown> = {};
+    for (const [k, v] of state.steps) steps[k] = v;
+    return {
+      event: ctx.event,
+      events: ctx.events,
+      steps,
+      ctx: {
+        run_id: ctx.run.id,
+        attempt,
+        max_attempts: ctx.fn.retries + 1,
+        stack: { stack: state.stack, current: state.stack.length },
+        disable_immediate_execution: state.parallel,
+        use_api: false,
+      },
+      version: 2,
+    };
+  }
+
+  private async maxSeq(): Promise<number> {
+    const r = await query<{ s: number | null }>("SELECT max(seq) AS s FROM executor_events");
+    return Number(r[0]?.s ?? 0);
+  }
+
+  private async call(ctx: Ctx, stepId: string, body: CallBody): Promise<CallOutcome> {
+    return callFunction({
+      target: ctx.target,
+      fnId: ctx.fn.id,
+      stepId,
+      body,
+      timeoutMs: this.opts.requestTimeoutMs,
+      runId: ctx.run.id,
+    });
+  }
+
+  private async discover(ctx: Ctx, state: State): Promise<"continue" | "stop"> {
+    const seq = await this.maxSeq();
+    const outcome = await this.call(ctx, "step", this.body(ctx, state, state.attempt));
+    if (outcome.kind === "complete") {
+      await this.finish(ctx.run, "completed", outcome.data, null);
+      return "stop";
+    }
+    if (outcome.kind === "error") return this.functionError(ctx, state, outcome.error, outcome.retriable, outcome.retryAfterMs);
+    return this.handleOps(ctx, state, outcome.ops, seq, undefined, outcome.retryAfterMs);
+  }
+
+  private async runStep(ctx: Ctx, state: State, p: PendingRow): Promise<"continue" | "stop"> {
+    const seq = await this.maxSeq();
+    const outcome = await this.call(ctx, p.hashed_id, { ...this.body(ctx, state, p.attempt), ctx: { ...this.body(ctx, state, p.attempt).ctx, disable_immediate_execution: true } });
+    if (outcome.kind === "ops") return this.handleOps(ctx, state, outcome.ops, seq, p, outcome.retryAfterMs);
+    if (outcome.kind === "complete") {
+      await this.finish(ctx.run, "completed", outcome.data, null);
+      return "stop";
+    }
+    if (!outcome.retriable) return this.functionError(ctx, state, outcome.error, false);
+    // The call itself failed (endpoint down, bad answer): count it against the step.
+    await this.guarded(ctx, (t) => this.stepFailedAttempt(t, ctx, p.hashed_id, p.attempt, outcome.error, outcome.retryAfterMs, p));
+    return "continue";
+  }
+
+  private async stepFailedAttempt(
+    t: Tx,
+    ctx: Ctx,
+    hashedId: string,
+    attempt: number,
+    error: unknown,
+    retryAfterMs: number | undefined,
+    existing: PendingRow | undefined,
+  ): Promise<void> {
+    if (attempt >= ctx.fn.retries) {
+      if (existing) await resolvePending(t, { runId: ctx.run.id, hashedId, result: { error } });
+      else await this.record(t, ctx, hashedId, { error });
+      return;
+    }
+    const dueAt = Date.now() + (retryAfterMs ?? this.opts.backoff(attempt));
+    await t.execute({
+      sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, created_at) VALUES (?, ?, 'step', ?, ?, ?, ?)
+            ON CONFLICT(run_id, hashed_id) DO UPDATE SET attempt = excluded.attempt, due_at = excluded.due_at`,
+      args: [ctx.run.id, hashedId, existing?.op ?? "{}", attempt + 1, dueAt, Date.now()],
+    });
+  }
+
+  private async record(t: Tx, ctx: Ctx, hashedId: string, result: unknown): Promise<void> {
+    await t.execute({
+      sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+      args: [ctx.run.id, hashedId, JSON.stringify(result ?? null), Date.now()],
+    });
+  }
+
+  private async handleOps(
+    ctx: Ctx,
+    state: State,
+    ops: OutgoingOp[],
+    seq: number,
+    target: PendingRow | undefined,
+    retryAfterMs: number | undefined,
+  ): Promise<"continue" | "stop"> {
+    const known = new Set(["StepRun", "StepError", "StepFailed", "StepPlanned", "Sleep", "WaitForEvent", "InvokeFunction", "RunComplete"]);
+    const unknown = ops.find((o) => !known.has(o.op));
+    if (unknown) {
+      return this.functionError(ctx, state, protocolError(`Unsupported op "${unknown.op}" from ${ctx.target.url} (step ${unknown.id})`), true);
+    }
+    const complete = ops.find((o) => o.op === "RunComplete");
+    if (complete) {
+      await this.finish(ctx.run, "completed", complete.data ?? null, null);
+      return "stop";
+    }
+    const registry = await getRegistry();
+    const now = Date.now();
+    await this.guarded(
+      ctx,
+      async (t) => {
+        if (ops.length > 1) await t.execute({ sql: "UPDATE executor_runs SET parallel = 1 WHERE id = ?", args: [ctx.run.id] });
+        // A call that recorded results starts the next discovery fresh.
+        await t.execute({ sql: "UPDATE executor_runs SET attempt = 0 WHERE id = ?", args: [ctx.run.id] });
+        for (const op of ops) {
+          if (state.steps.has(op.id)) continue;
+          const isTarget = target?.hashed_id === op.id;
+          const race = op.opts?.parallelMode === "race" ? 1 : 0;
+          const insertPending = (kind: PendingRow["kind"], dueAt: number | null, eventName: string | null = null, expression: string | null = null) =>
+            t.execute({
+              sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, event_name, expression, race, created_at)
+                    VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT(run_id, hashed_id) DO NOTHING`,
+              args: [ctx.run.id, op.id, kind, JSON.stringify(op), dueAt, eventName, expression, race, now],
+            });
+          switch (op.op) {
+            case "StepRun":
+              if (isTarget) await resolvePending(t, { runId: ctx.run.id, hashedId: op.id, result: { data: op.data ?? null } });
+              else await this.record(t, ctx, op.id, { data: op.data ?? null });
+              break;
+            case "StepFailed":
+              if (isTarget) await resolvePending(t, { runId: ctx.run.id, hashedId: op.id, result: { error: op.error ?? null } });
+              else await this.record(t, ctx, op.id, { error: op.error ?? null });
+              break;
+            case "StepError": {
+              const existing = state.pending.find((p) => p.hashed_id === op.id);
+              await this.stepFailedAttempt(t, ctx, op.id, existing?.attempt ?? 0, op.error ?? null, retryAfterMs, existing);
+              break;
+            }
+            case "StepPlanned":
+              await insertPending("step", null);
+              break;
+            case "Sleep":
+              await insertPending("sleep", sleepUntil(op.name, now));
+              break;
+            case "WaitForEvent": {
+              const eventName = op.name ?? "";
+              const timeout = op.opts?.timeout;
+              const dueAt = timeout === undefined || timeout === null ? FAR_FUTURE : now + parseDuration(timeout);
+              const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
+              await insertPending("wait", dueAt, eventName, expression);
+              const wm = await rows<{ watermark: number }>(t, "SELECT watermark FROM executor_runs WHERE id = ?", [ctx.run.id]);
+              await resolveWaitFromHistory(t, {
+                runId: ctx.run.id,
+                hashedId: op.id,
+                eventName,
+                expression,
+                trigger: ctx.event,
+                watermark: Number(wm[0]?.watermark ?? 0),
+              });
+              break;
+            }
+            case "InvokeFunction": {
+              const fnId = String(op.opts?.function_id ?? "");
+              const callee = registry.byId.get(fnId);
+              const timeout = op.opts?.timeout;
+              const dueAt = typeof timeout === "string" && timeout ? now + parseDuration(timeout) : FAR_FUTURE;
+              if (!callee) {
+                await this.record(t, ctx, op.id, { error: { name: "Error", message: `Invoked function "${fnId}" is not registered` } });
+                break;
+              }
+              await insertPending("invoke", dueAt);
+              const payload = (op.opts?.payload ?? {}) as { data?: Record<string, unknown>; v?: string };
+              const event: StoredEvent = { id: ulid(), name: INVOKE_EVENT, data: payload.data ?? {}, ts: now };
+              const childId = ulid();
+              await createRun(t, { fn: callee, event, runId: childId, now, watermark: seq, parent: { runId: ctx.run.id, step: op.id } });
+              (t as Tx & { woken: string[] }).woken.push(childId);
+              break;
+            }
+          }
+        }
+      },
+      seq,
+    );
+    return "continue";
+  }
+
+  private async functionError(
+    ctx: Ctx,
+    state: State,
+    error: SerializedError,
+    retriable: boolean,
+    retryAfterMs?: number,
+  ): Promise<"continue" | "stop"> {
+    if (retriable && state.attempt < ctx.fn.retries) {
+      const at = Date.now() + (retryAfterMs ?? this.opts.backoff(state.attempt));
+      await this.guarded(ctx, (t) =>
+        t.execute({
+          sql: "UPDATE executor_runs SET attempt = attempt + 1, error = ?, status = 'queued', next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ?",
+          args: [JSON.stringify(error), at, ctx.run.id],
+        }),
+      );
+      this.wakeAt(ctx.run.id, at);
+      this.unblock(ctx.fn.id);
+      return "stop";
+    }
+    await this.finish(ctx.run, "failed", null, error);
+    return "stop";
+  }
+
+  private async park(ctx: Ctx, state: State): Promise<boolean> {
+    const parked = await tx(async (t) => {
+      const count = await rows<{ n: number }>(t, "SELECT count(*) AS n FROM executor_steps WHERE run_id = ?", [ctx.run.id]);
+      if (Number(count[0]?.n) !== state.steps.size) return null;
+      const pending = await rows<PendingRow>(t, "SELECT * FROM executor_pending WHERE run_id = ?", [ctx.run.id]);
+      if (pending.length === 0) return null;
+      const nextAt = Math.min(...pending.map((p) => p.due_at ?? (p.kind === "step" ? 0 : FAR_FUTURE)));
+      const status = pending.some((p) => p.kind === "wait" || p.kind === "invoke")
+        ? "waiting"
+        : pending.some((p) => p.kind === "sleep")
+          ? "sleeping"
+          : "queued";
+      const r = await t.execute({
+        sql: "UPDATE executor_runs SET status = ?, next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'",
+        args: [status, nextAt, ctx.run.id, this.workerId],
+      });
+      if (r.rowsAffected === 0) throw new LeaseLost(ctx.run.id);
+      return nextAt;
+    });
+    if (parked === null) return false;
+    this.wakeAt(ctx.run.id, parked);
+    this.unblock(ctx.fn.id);
+    return true;
+  }
+
+  private async release(run: RunRow, status: string, nextAt: number): Promise<void> {
+    await tx((t) =>
+      t.execute({
+        sql: "UPDATE executor_runs SET status = ?, next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'",
+        args: [status, nextAt, run.id, this.workerId],
+      }),
+    );
+    this.wakeAt(run.id, nextAt);
+  }
+
+  /** Complete or fail a run; tell an invoking parent, and announce failures for onFailure handlers. */
+  private async finish(run: RunRow, status: "completed" | "failed", output: unknown, error: SerializedError | null): Promise<void> {
+    const registry = await getRegistry();
+    const now = Date.now();
+    const woken = await tx(async (t) => {
+      const r = await t.execute({
+        sql: `UPDATE executor_runs SET status = ?, output = ?, error = ?, ended_at = ?, lease_owner = NULL, lease_until = 0
+              WHERE id = ? AND lease_owner = ? AND status NOT IN ${TERMINAL_SQL}`,
+        args: [status, status === "completed" ? JSON.stringify(output ?? null) : null, error ? JSON.stringify(error) : null, now, run.id, this.workerId],
+      });
+      if (r.rowsAffected === 0) throw new LeaseLost(run.id);
+      await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ?", args: [run.id] });
+      const woken: string[] = [];
+      if (run.parent_run_id && run.parent_step) {
+        const result = status === "completed" ? { data: output ?? null } : { error: error ?? toSerializedError(null) };
+        if (await resolvePending(t, { runId: run.parent_run_id, hashedId: run.parent_step, result })) woken.push(run.parent_run_id);
+      }
+      const fn = registry.byId.get(run.fn_id);
+      const isFailureHandler = fn?.config.triggers.some((tr) => tr.event === FAILURE_EVENT);
+      if (status === "failed" && !isFailureHandler) {
+        const res = await ingestInTx(
+          t,
+          [{ name: FAILURE_EVENT, data: { function_id: run.fn_id, run_id: run.id, error, event: JSON.parse(run.event) } }],
+          registry,
+          now,
+        );
+        woken.push(...res.woken);
+      }
+      return woken;
+    });
+    if (woken.length > 0) this.wake(woken);
+  }
+
+  /** Cancel a run by id (API use; cancelOn events cancel through ingestion). */
+  async cancel(runId: string): Promise<void> {
+    await tx((t) => cancelRunInTx(t, runId, Date.now()));
+  }
+}

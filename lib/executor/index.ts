@@ -1,0 +1,92 @@
+import { getEnv } from "@/lib/env";
+import { EventValidationError, ingestEvents } from "./events";
+import { Executor, type ExecutorOptions, type ExecutorStatus } from "./executor";
+import type { AppTarget } from "./protocol";
+
+export { Executor, defaultBackoff, type ExecutorOptions, type ExecutorStatus } from "./executor";
+export { ingestEvents, EventValidationError } from "./events";
+export type { AppTarget, FetchHandler } from "./protocol";
+
+/**
+ * Process-wide executor (embedded mode). Cached on globalThis so Next's hot reload does not start a second one.
+ */
+const globalForExecutor = globalThis as unknown as { __gatehouseExecutor?: Executor };
+
+/** Serve URLs from GATEHOUSE_EXECUTOR_APPS (comma separated). */
+export function configuredAppUrls(): string[] {
+  return (getEnv().GATEHOUSE_EXECUTOR_APPS ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** Start (once) the process's executor for `apps` plus GATEHOUSE_EXECUTOR_APPS. */
+export async function startExecutor(options: Partial<ExecutorOptions> & { apps: AppTarget[] }): Promise<Executor> {
+  const existing = globalForExecutor.__gatehouseExecutor;
+  if (existing) {
+    for (const app of options.apps) existing.addApp(app);
+    await existing.syncAll();
+    return existing;
+  }
+  const apps = new Map<string, AppTarget>();
+  for (const url of configuredAppUrls()) apps.set(url, { url });
+  for (const app of options.apps) apps.set(app.url, app);
+  const executor = new Executor({ ...options, apps: [...apps.values()] });
+  globalForExecutor.__gatehouseExecutor = executor;
+  await executor.start();
+  return executor;
+}
+
+export function getExecutor(): Executor | undefined {
+  return globalForExecutor.__gatehouseExecutor;
+}
+
+export async function stopExecutor(): Promise<void> {
+  const executor = globalForExecutor.__gatehouseExecutor;
+  globalForExecutor.__gatehouseExecutor = undefined;
+  await executor?.stop();
+}
+
+export type ExecutorHealth = {
+  mode: "embedded" | "inngest";
+  /** True when this process drives runs (embedded worker in the web server, or `npm run worker`). */
+  running: boolean;
+} & Partial<Omit<ExecutorStatus, "running">>;
+
+/** For /api/health: which execution mode is active and, in embedded mode, what the in-process executor is doing. */
+export async function getExecutorStatus(): Promise<ExecutorHealth> {
+  const mode = getEnv().executionMode;
+  const executor = getExecutor();
+  if (!executor) return { mode, running: false };
+  const status = await executor.status();
+  return { mode, ...status };
+}
+
+/** Ingest events and let this process's executor act on them at once (other processes see them on their next poll). */
+export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
+  const { ids, woken } = await ingestEvents(events);
+  if (woken.length > 0) getExecutor()?.wake(woken);
+  return { ids };
+}
+
+/**
+ * The event API the SDK's `inngest.send()` talks to in embedded mode: POST /e/:key with a JSON event or array of
+ * events, answered with `{ids, status: 200}`. The key is not checked: this endpoint exists only in embedded mode,
+ * where no event key is configured.
+ */
+export async function handleEventRequest(request: Request): Promise<Response> {
+  if (request.method !== "POST") return Response.json({ error: "Use POST to send events", status: 405 }, { status: 405 });
+  let body: unknown;
+  try {
+    body = await request.json();
+  } catch {
+    return Response.json({ error: "Body must be JSON: an event or an array of events", status: 400 }, { status: 400 });
+  }
+  try {
+    const { ids } = await sendEvents(body);
+    return Response.json({ ids, status: 200 });
+  } catch (err) {
+    if (err instanceof EventValidationError) return Response.json({ error: err.message, status: 400 }, { status: 400 });
+    throw err;
+  }
+}

@@ -1,0 +1,269 @@
+import { z } from "zod";
+
+/**
+ * The SDK side of Inngest's request/206 protocol (see /work/shared/INNGEST_PROTOCOL.md, checked against inngest-js
+ * v4 InngestCommHandler): how to call a function or sync an app, and how to read what comes back. Nothing here
+ * touches the database.
+ */
+
+/** A fetch-compatible handler: lets the executor call a serve endpoint in-process, without a socket. */
+export type FetchHandler = (request: Request) => Promise<Response>;
+
+/** An Inngest app the executor drives: its serve URL, and optionally the same endpoint's in-process handler. */
+export type AppTarget = { url: string; handler?: FetchHandler };
+
+export type StepResult = { data: unknown } | { error: unknown } | unknown;
+
+export type CallBody = {
+  event: unknown;
+  events: unknown[];
+  steps: Record<string, StepResult>;
+  ctx: {
+    run_id: string;
+    attempt: number;
+    max_attempts?: number;
+    stack: { stack: string[]; current: number };
+    disable_immediate_execution: boolean;
+    use_api: false;
+  };
+  version: number;
+};
+
+const opSchema = z.looseObject({
+  id: z.string().min(1),
+  op: z.string().min(1),
+  name: z.string().optional(),
+  displayName: z.string().optional(),
+  opts: z.record(z.string(), z.unknown()).nullish(),
+  data: z.unknown().optional(),
+  error: z.unknown().optional(),
+});
+export type OutgoingOp = z.infer<typeof opSchema>;
+
+/** What one call to a serve endpoint came to. */
+export type CallOutcome =
+  | { kind: "complete"; data: unknown }
+  | { kind: "ops"; ops: OutgoingOp[]; retryAfterMs?: number }
+  | { kind: "error"; retriable: boolean; error: SerializedError; retryAfterMs?: number };
+
+export type SerializedError = { name: string; message: string; stack?: string; [k: string]: unknown };
+
+export function protocolError(message: string): SerializedError {
+  return { name: "ExecutorProtocolError", message };
+}
+
+const SDK_HEADER = "x-inngest-sdk";
+
+export async function callFunction({
+  target,
+  fnId,
+  stepId,
+  body,
+  timeoutMs,
+  runId,
+}: {
+  target: AppTarget;
+  fnId: string;
+  stepId: string;
+  body: CallBody;
+  timeoutMs: number;
+  runId: string;
+}): Promise<CallOutcome> {
+  const url = new URL(target.url);
+  url.searchParams.set("fnId", fnId);
+  url.searchParams.set("stepId", stepId);
+  const init: RequestInit = {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-inngest-server-kind": "dev",
+      "x-run-id": runId,
+      "x-inngest-step-id": stepId,
+      "x-inngest-req-version": String(body.version),
+    },
+    body: JSON.stringify(body),
+  };
+  let response: Response;
+  try {
+    response = await send(target, url, init, timeoutMs);
+  } catch (err) {
+    return { kind: "error", retriable: true, error: protocolError(`Serve endpoint ${target.url} unreachable: ${describe(err)}`) };
+  }
+  return readCallResponse(response, target.url);
+}
+
+async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
+  const signal = AbortSignal.timeout(timeoutMs);
+  if (target.handler) {
+    const request = new Request(url, { ...init, signal });
+    // The in-process handler cannot be aborted; race it against the same timeout so a hung function still frees us.
+    return await Promise.race([
+      target.handler(request),
+      new Promise<never>((_, reject) => {
+        const onAbort = () => reject(new Error(`timed out after ${timeoutMs} ms`));
+        if (signal.aborted) onAbort();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }),
+    ]);
+  }
+  return await fetch(url, { ...init, signal });
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) {
+    if (err.name === "TimeoutError") return "request timed out";
+    const cause = (err as { cause?: unknown }).cause;
+    return cause instanceof Error ? `${err.message} (${cause.message})` : err.message;
+  }
+  return String(err);
+}
+
+export async function readCallResponse(response: Response, appUrl: string): Promise<CallOutcome> {
+  let text: string;
+  try {
+    text = await response.text();
+  } catch (err) {
+    return { kind: "error", retriable: true, error: protocolError(`Reading the response of ${appUrl} failed: ${describe(err)}`) };
+  }
+  if (!response.headers.get(SDK_HEADER)) {
+    return {
+      kind: "error",
+      retriable: true,
+      error: protocolError(
+        `${appUrl} answered ${response.status} without an X-Inngest-Sdk header; is it an Inngest serve endpoint? Body: ${text.slice(0, 300)}`,
+      ),
+    };
+  }
+  const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"));
+  const noRetry = response.headers.get("x-inngest-no-retry") === "true";
+  let json: unknown;
+  try {
+    json = text === "" ? null : JSON.parse(text);
+  } catch {
+    return {
+      kind: "error",
+      retriable: !noRetry,
+      error: protocolError(`${appUrl} answered ${response.status} with a body that is not JSON: ${text.slice(0, 300)}`),
+    };
+  }
+  if (response.status === 200) return { kind: "complete", data: json };
+  if (response.status === 206) {
+    const list = Array.isArray(json) ? json : [json];
+    const ops: OutgoingOp[] = [];
+    for (const item of list) {
+      const parsed = opSchema.safeParse(item);
+      if (!parsed.success) {
+        return {
+          kind: "error",
+          retriable: true,
+          error: protocolError(`Malformed 206 from ${appUrl}: ${JSON.stringify(item)?.slice(0, 300)} (${parsed.error.issues[0]?.message})`),
+        };
+      }
+      ops.push(parsed.data);
+    }
+    if (ops.length === 0) return { kind: "error", retriable: true, error: protocolError(`Empty 206 op list from ${appUrl}`) };
+    return { kind: "ops", ops, retryAfterMs };
+  }
+  const error = toSerializedError(json, response.status);
+  if (response.status >= 400 && response.status < 500 && !noRetry && response.headers.get("x-inngest-no-retry") === null) {
+    return { kind: "error", retriable: false, error };
+  }
+  return { kind: "error", retriable: !noRetry, error, retryAfterMs };
+}
+
+export function toSerializedError(json: unknown, status?: number): SerializedError {
+  if (json && typeof json === "object") {
+    const o = json as Record<string, unknown>;
+    const message = typeof o.message === "string" ? o.message : typeof o.error === "string" ? o.error : JSON.stringify(o);
+    return { ...o, name: typeof o.name === "string" ? o.name : "Error", message };
+  }
+  return { name: "Error", message: status ? `HTTP ${status}: ${String(json)}` : String(json) };
+}
+
+function parseRetryAfter(value: string | null): number | undefined {
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+/** Function configuration as returned by an in-band sync (only the fields the executor uses are typed). */
+export const functionConfigSchema = z.looseObject({
+  id: z.string(),
+  name: z.string().optional(),
+  triggers: z.array(z.looseObject({ event: z.string().optional(), expression: z.string().optional(), cron: z.string().optional() })).default([]),
+  steps: z.record(
+    z.string(),
+    z.looseObject({
+      runtime: z.looseObject({ url: z.string() }),
+      retries: z.looseObject({ attempts: z.number().optional() }).optional(),
+    }),
+  ),
+  idempotency: z.string().nullish(),
+  concurrency: z
+    .union([z.number(), z.array(z.looseObject({ limit: z.number(), key: z.string().optional(), scope: z.string().optional() }))])
+    .nullish(),
+  cancel: z.array(z.looseObject({ event: z.string(), if: z.string().optional(), timeout: z.string().optional() })).nullish(),
+});
+export type FunctionConfig = z.infer<typeof functionConfigSchema>;
+
+const syncResponseSchema = z.looseObject({ app_id: z.string(), functions: z.array(z.unknown()) });
+
+/** In-band sync: PUT the serve URL; the SDK answers with its app id and function configs. */
+export async function syncApp({ target, timeoutMs }: { target: AppTarget; timeoutMs: number }): Promise<{ appId: string; functions: FunctionConfig[] }> {
+  const response = await send(
+    target,
+    new URL(target.url),
+    {
+      method: "PUT",
+      headers: { "content-type": "application/json", "x-inngest-sync-kind": "in_band", "x-inngest-server-kind": "dev" },
+      body: JSON.stringify({ url: target.url }),
+    },
+    timeoutMs,
+  );
+  const text = await response.text();
+  if (!response.headers.get(SDK_HEADER)) throw new Error(`${target.url} is not an Inngest serve endpoint (status ${response.status}, no X-Inngest-Sdk header)`);
+  if (response.status !== 200) throw new Error(`Sync of ${target.url} failed with ${response.status}: ${text.slice(0, 300)}`);
+  if (response.headers.get("x-inngest-sync-kind") !== "in_band") {
+    throw new Error(`${target.url} refused an in-band sync (INNGEST_ALLOW_IN_BAND_SYNC=0?)`);
+  }
+  const parsed = syncResponseSchema.safeParse(JSON.parse(text));
+  if (!parsed.success) throw new Error(`Sync of ${target.url} returned an unexpected body: ${parsed.error.message}`);
+  const functions = parsed.data.functions.map((f) => {
+    const r = functionConfigSchema.safeParse(f);
+    if (!r.success) throw new Error(`Sync of ${target.url}: bad function config ${JSON.stringify(f).slice(0, 200)}: ${r.error.message}`);
+    return r.data;
+  });
+  return { appId: parsed.data.app_id, functions };
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** Inngest durations ("10s", "1h30m", "2d") or numbers of ms. Throws on anything else. */
+export function parseDuration(value: unknown): number {
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value !== "string" || value.trim() === "") throw new Error(`Invalid duration ${JSON.stringify(value)}`);
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/g;
+  let total = 0;
+  let consumed = 0;
+  for (const m of value.trim().matchAll(re)) {
+    total += Number(m[1]) * (UNITS[m[2]!] ?? 0);
+    consumed += m[0].length;
+  }
+  if (consumed !== value.trim().length) throw new Error(`Invalid duration ${JSON.stringify(value)}`);
+  return total;
+}
+
+/** A Sleep op's `name`: a duration, or an ISO time (sleepUntil). Returns the wake time. */
+export function sleepUntil(name: unknown, now: number): number {
+  if (typeof name === "string") {
+    try {
+      return now + parseDuration(name);
+    } catch {
+      const at = Date.parse(name);
+      if (!Number.isNaN(at)) return at;
+    }
+  }
+  throw new Error(`Sleep op with unreadable time ${JSON.stringify(name)}`);
+}
