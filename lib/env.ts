@@ -95,6 +95,12 @@ const schema = z.object({
 
   // Sandbox
   E2B_API_KEY: optionalString,
+  /** Which sandbox runs agent commands: auto (E2B when E2B_API_KEY is set, else local), local, or e2b. */
+  GATEHOUSE_SANDBOX: z.enum(["auto", "local", "e2b"]).default("auto"),
+  /** Local sandbox isolation: auto (bubblewrap when it works), bwrap (refuse to run without it), none. */
+  GATEHOUSE_SANDBOX_ISOLATION: z.enum(["auto", "bwrap", "none"]).default("auto"),
+  /** E2B template id for sandboxes (default: the code-interpreter template). */
+  GATEHOUSE_E2B_TEMPLATE: optionalString,
 
   // GitHub App
   GITHUB_APP_ID: optionalString,

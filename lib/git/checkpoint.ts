@@ -1,0 +1,98 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { AppError } from "@/lib/errors";
+import { newId } from "@/lib/ids";
+import { excludePathspecs } from "@/lib/sandbox/local";
+import type { Sandbox } from "@/lib/sandbox/types";
+import { commitMessage } from "./commit-files";
+import { git, gitOut } from "./run";
+
+/** What checkpoints need from a sandbox: the local worktree that git works on (local sandbox, or E2B's mirror). */
+export type GitWorkspace = Pick<Sandbox, "kind"> & {
+  workspacePath?: string;
+  excludePaths?: string[];
+  syncToWorkspace?: () => Promise<void>;
+};
+
+function workspaceOf(sandbox: GitWorkspace): { dir: string; excludes: string[] } {
+  if (!sandbox.workspacePath) throw new AppError("internal:git", `A ${sandbox.kind} sandbox without a local workspace cannot be committed.`);
+  return { dir: sandbox.workspacePath, excludes: excludePathspecs([".autonomous", ...(sandbox.excludePaths ?? [])]) };
+}
+
+export type Checkpoint = { sha: string; tree: string };
+
+async function commitWorkspace(sandbox: GitWorkspace, message: string): Promise<Checkpoint> {
+  await sandbox.syncToWorkspace?.();
+  const { dir, excludes } = workspaceOf(sandbox);
+  // Excluded paths and Gatehouse's own records are never staged from the workspace.
+  await git(dir, ["add", "--all", "--", ".", ...excludes]);
+  await git(dir, ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"], { input: message });
+  const sha = await gitOut(dir, ["rev-parse", "HEAD"]);
+  return { sha, tree: await gitOut(dir, ["rev-parse", `${sha}^{tree}`]) };
+}
+
+/** One commit per implementation task, on the run branch checked out in the sandbox's worktree. */
+export function commitCheckpoint({
+  sandbox,
+  runId,
+  taskId,
+  title,
+}: {
+  sandbox: GitWorkspace;
+  runId: string;
+  taskId: string;
+  title: string;
+}): Promise<Checkpoint> {
+  return commitWorkspace(sandbox, commitMessage({ subject: `Task ${taskId}: ${title} (run ${runId})`, runId, taskId, kind: "checkpoint" }));
+}
+
+/**
+ * Before a pause: commit the work in progress to the run branch, so the sandbox can be destroyed while the run waits.
+ * The returned tree hash is what restoreSandbox() checks on resume.
+ */
+export function commitWorkInProgress({
+  sandbox,
+  runId,
+  reason,
+}: {
+  sandbox: GitWorkspace;
+  runId: string;
+  reason: string;
+}): Promise<Checkpoint> {
+  return commitWorkspace(sandbox, commitMessage({ subject: `WIP before pause: ${reason} (run ${runId})`, runId, kind: "wip" }));
+}
+
+/** The tree hash of what is in the workspace now (as a checkpoint would commit it), without committing. */
+export async function workspaceTree(sandbox: GitWorkspace): Promise<string> {
+  const { dir, excludes } = workspaceOf(sandbox);
+  const index = path.join(os.tmpdir(), `gatehouse-index-${newId("art")}`);
+  const env = { GIT_INDEX_FILE: index };
+  try {
+    await git(dir, ["read-tree", "HEAD"], { env });
+    await git(dir, ["add", "--all", "--", ".", ...excludes], { env });
+    return await gitOut(dir, ["write-tree"], { env });
+  } finally {
+    await fs.rm(index, { force: true });
+  }
+}
+
+/** The newest commit on the workspace's HEAD that is not a WIP commit: the last task checkpoint (or the plan). */
+export async function lastCheckpoint(sandbox: GitWorkspace): Promise<string> {
+  const { dir } = workspaceOf(sandbox);
+  return gitOut(dir, ["log", "-1", "--format=%H", "--invert-grep", "--grep=^Gatehouse-Kind: wip$", "HEAD"]);
+}
+
+/**
+ * A failed task rolls back to its last checkpoint: the worktree and the run branch return to that commit, and files
+ * the task created are removed (ignored and excluded files are kept). For E2B, destroy the sandbox and restore a fresh
+ * one from the branch afterwards; this resets the local mirror only.
+ */
+export async function rollbackToCheckpoint({ sandbox, sha }: { sandbox: GitWorkspace; sha?: string }): Promise<Checkpoint> {
+  const { dir } = workspaceOf(sandbox);
+  const target = sha ?? (await lastCheckpoint(sandbox));
+  await git(dir, ["reset", "--hard", "--quiet", target]);
+  const keep = (sandbox.excludePaths ?? []).flatMap((p) => ["-e", p]);
+  await git(dir, ["clean", "-fd", "--quiet", ...keep]);
+  return { sha: target, tree: await gitOut(dir, ["rev-parse", `${target}^{tree}`]) };
+}

@@ -1,0 +1,92 @@
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { AppError } from "@/lib/errors";
+import { newId } from "@/lib/ids";
+import { git, gitOut, listWorktrees, resolveCommit } from "./run";
+
+export type CommitResult = { sha: string; tree: string; changed: boolean };
+
+/** A commit message that names the run (and task), with trailers rebuild and rollback can search for. */
+export function commitMessage({
+  subject,
+  runId,
+  kind,
+  taskId,
+  body,
+}: {
+  subject: string;
+  runId: string;
+  kind: "spec" | "checkpoint" | "wip" | "records" | "memory" | "merge";
+  taskId?: string;
+  body?: string;
+}): string {
+  const trailers = [`Gatehouse-Run: ${runId}`, `Gatehouse-Kind: ${kind}`, ...(taskId ? [`Gatehouse-Task: ${taskId}`] : [])];
+  return `${subject.replace(/\s+/g, " ").trim().slice(0, 200)}\n\n${body ? `${body.trim()}\n\n` : ""}${trailers.join("\n")}\n`;
+}
+
+/** Read one file at a ref, or null when it does not exist there. */
+export async function readFileAt({ repoPath, ref, path: file }: { repoPath: string; ref: string; path: string }): Promise<string | null> {
+  const r = await git(repoPath, ["cat-file", "blob", `${ref}:${file}`], { allowFailure: true });
+  return r.code === 0 ? r.stdout : null;
+}
+
+/**
+ * Commit files (path → content, or null to delete) onto a branch without touching any working tree: a temporary index is
+ * filled from the branch tip, the files are written as blobs, and the branch moves only if nobody moved it meanwhile
+ * (compare-and-swap, retried). Committing identical content is a no-op, so a retried durable step never commits twice.
+ * A worktree that has the branch checked out (a run's sandbox) gets the same files so it stays in step.
+ */
+export async function commitFiles({
+  repoPath,
+  branch,
+  files,
+  message,
+}: {
+  repoPath: string;
+  branch: string;
+  files: Record<string, string | null>;
+  message: string;
+}): Promise<CommitResult> {
+  const ref = `refs/heads/${branch}`;
+  const index = path.join(os.tmpdir(), `gatehouse-index-${newId("art")}`);
+  const env = { GIT_INDEX_FILE: index };
+  try {
+    for (let attempt = 1; ; attempt++) {
+      const tip = await resolveCommit(repoPath, ref);
+      if (!tip) throw new AppError("not_found:git", `Branch ${branch} does not exist.`);
+      await git(repoPath, ["read-tree", tip], { env });
+      const lines: string[] = [];
+      for (const [file, content] of Object.entries(files)) {
+        if (content === null) lines.push(`0 ${"0".repeat(40)}\t${file}`);
+        else lines.push(`100644 ${await gitOut(repoPath, ["hash-object", "-w", "--stdin"], { input: content })}\t${file}`);
+      }
+      await git(repoPath, ["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
+      const tree = await gitOut(repoPath, ["write-tree"], { env });
+      const tipTree = await gitOut(repoPath, ["rev-parse", `${tip}^{tree}`]);
+      if (tree === tipTree) return { sha: tip, tree, changed: false };
+      const sha = await gitOut(repoPath, ["commit-tree", tree, "-p", tip, "-F", "-"], { input: message });
+      const moved = await git(repoPath, ["update-ref", ref, sha, tip], { allowFailure: true });
+      if (moved.code !== 0) {
+        if (attempt < 5) continue;
+        throw new AppError("conflict:git", `Branch ${branch} kept moving while committing.`);
+      }
+      await syncCheckedOut({ repoPath, branch, files });
+      return { sha, tree, changed: true };
+    }
+  } finally {
+    await fs.rm(index, { force: true });
+  }
+}
+
+/** Bring the committed files into any worktree that has `branch` checked out, leaving its other changes alone. */
+async function syncCheckedOut({ repoPath, branch, files }: { repoPath: string; branch: string; files: Record<string, string | null> }) {
+  const paths = Object.keys(files);
+  for (const wt of await listWorktrees(repoPath)) {
+    if (wt.bare || wt.branch !== branch) continue;
+    await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true });
+    const written = paths.filter((p) => files[p] !== null);
+    if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written]);
+    for (const p of paths.filter((p) => files[p] === null)) await fs.rm(path.join(wt.path, p), { force: true });
+  }
+}

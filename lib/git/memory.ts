@@ -1,0 +1,198 @@
+import path from "node:path";
+import { z } from "zod";
+import { AppError, describeIssues } from "@/lib/errors";
+import { runConfigSchema } from "@/lib/workflow";
+import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
+import { AUTONOMOUS_DIR } from "./records";
+
+export const MEMORY_PATH = `${AUTONOMOUS_DIR}/memory.md`;
+export const CONFIG_PATH = `${AUTONOMOUS_DIR}/config.json`;
+
+// ---------------------------------------------------------------------------------------------------------------------
+// .autonomous/memory.md — front matter (project, techStack, patterns) + "## Past Decisions"
+
+export type PastDecision = { heading: string; runId: string | null; body: string };
+export type ProjectMemory = {
+  project: string;
+  techStack: string[];
+  patterns: string[];
+  /** Free text between the front matter and "## Past Decisions". */
+  notes: string;
+  pastDecisions: PastDecision[];
+};
+
+function parseScalar(raw: string): string {
+  const v = raw.trim();
+  if (v.startsWith('"')) {
+    try {
+      return String(JSON.parse(v));
+    } catch {
+      return v.slice(1, -1);
+    }
+  }
+  if (v.startsWith("'") && v.endsWith("'")) return v.slice(1, -1).replace(/''/g, "'");
+  return v;
+}
+
+/** The small YAML subset memory.md uses: `key: value`, `key: [a, b]`, and `key:` followed by `- item` lines. */
+function parseFrontMatter(text: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  let listKey: string | null = null;
+  for (const line of text.split("\n")) {
+    const item = /^\s*-\s+(.*)$/.exec(line);
+    if (item && listKey) {
+      (out[listKey] as string[]).push(parseScalar(item[1]!));
+      continue;
+    }
+    const kv = /^([A-Za-z][\w-]*):\s*(.*)$/.exec(line);
+    if (!kv) continue;
+    const [, key, value] = kv as unknown as [string, string, string];
+    if (value.trim() === "") {
+      out[key] = [];
+      listKey = key;
+    } else if (value.trim().startsWith("[")) {
+      const inner = value.trim().replace(/^\[|\]$/g, "");
+      out[key] = inner.trim() === "" ? [] : inner.split(",").map(parseScalar);
+      listKey = null;
+    } else {
+      out[key] = parseScalar(value);
+      listKey = null;
+    }
+  }
+  return out;
+}
+
+export function parseMemory(text: string, fallbackProject = "project"): ProjectMemory {
+  const fm = /^---\n([\s\S]*?)\n---\n?/.exec(text);
+  const front = fm ? parseFrontMatter(fm[1]!) : {};
+  const rest = fm ? text.slice(fm[0].length) : text;
+  const marker = /^## Past Decisions[ \t]*$/m.exec(rest);
+  const notes = (marker ? rest.slice(0, marker.index) : rest).trim();
+  const decisionsText = marker ? rest.slice(marker.index + marker[0].length) : "";
+  const pastDecisions = decisionsText
+    .split(/^### /m)
+    .slice(1)
+    .map((block) => {
+      const [heading = "", ...body] = block.split("\n");
+      return { heading: heading.trim(), runId: /\b(run_[a-z0-9]+)\b/.exec(heading)?.[1] ?? null, body: body.join("\n").trim() };
+    });
+  const list = (v: unknown) => (Array.isArray(v) ? v : typeof v === "string" && v ? [v] : []);
+  return {
+    project: typeof front.project === "string" && front.project ? front.project : fallbackProject,
+    techStack: list(front.techStack),
+    patterns: list(front.patterns),
+    notes,
+    pastDecisions,
+  };
+}
+
+export function renderMemory(memory: ProjectMemory): string {
+  const list = (items: string[]) => (items.length ? items.map((i) => `  - ${JSON.stringify(i)}`).join("\n") : "");
+  return [
+    "---",
+    `project: ${JSON.stringify(memory.project)}`,
+    `techStack:${memory.techStack.length ? `\n${list(memory.techStack)}` : " []"}`,
+    `patterns:${memory.patterns.length ? `\n${list(memory.patterns)}` : " []"}`,
+    "---",
+    "",
+    memory.notes || "# Project memory\n\nWhat Gatehouse has learned about this repository. Read by the planner before every run.",
+    "",
+    "## Past Decisions",
+    "",
+    ...memory.pastDecisions.flatMap((d) => [`### ${d.heading}`, "", d.body, ""]),
+  ].join("\n");
+}
+
+/** The project's memory at a ref (an empty memory named after the repository when the file does not exist yet). */
+export async function readMemory({ repoPath, ref }: { repoPath: string; ref: string }): Promise<ProjectMemory & { raw: string | null }> {
+  const raw = await readFileAt({ repoPath, ref, path: MEMORY_PATH });
+  return { ...parseMemory(raw ?? "", path.basename(path.resolve(repoPath))), raw };
+}
+
+/**
+ * Append this run's entry to "## Past Decisions" (once per run: a retried step does not append twice), merge any newly
+ * learned tech stack and patterns, and commit memory.md on the run's branch so it lands with the run's merge.
+ */
+export async function updateMemory({
+  repoPath,
+  branch,
+  runId,
+  title,
+  outcome,
+  decisions,
+  techStack = [],
+  patterns = [],
+  date = new Date(),
+}: {
+  repoPath: string;
+  branch: string;
+  runId: string;
+  title: string;
+  outcome: string;
+  decisions: string[];
+  techStack?: string[];
+  patterns?: string[];
+  date?: Date;
+}): Promise<CommitResult & { memory: ProjectMemory }> {
+  const memory = await readMemory({ repoPath, ref: branch });
+  const next: ProjectMemory = {
+    ...memory,
+    techStack: [...new Set([...memory.techStack, ...techStack])],
+    patterns: [...new Set([...memory.patterns, ...patterns])],
+    pastDecisions: memory.pastDecisions.some((d) => d.runId === runId)
+      ? memory.pastDecisions
+      : [
+          ...memory.pastDecisions,
+          {
+            heading: `${date.toISOString().slice(0, 10)} — ${runId}: ${title.replace(/\s+/g, " ").slice(0, 120)}`,
+            runId,
+            body: [`- Outcome: ${outcome}`, `- Branch: ${branch}`, ...decisions.map((d) => `- ${d.replace(/\s+/g, " ")}`)].join("\n"),
+          },
+        ],
+  };
+  const result = await commitFiles({
+    repoPath,
+    branch,
+    files: { [MEMORY_PATH]: renderMemory(next) },
+    message: commitMessage({ subject: `Memory: record run ${runId} (${outcome})`, runId, kind: "memory" }),
+  });
+  return { ...result, memory: next };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// .autonomous/config.json — project defaults
+
+const RUN_CONFIG_KEYS = Object.keys(runConfigSchema.shape) as (keyof typeof runConfigSchema.shape)[];
+
+export const projectFileConfigSchema = z
+  .object({
+    /** Paths (git pathspec globs) agents' work never commits and diffs never show: secrets, build output … */
+    excludePaths: z.array(z.string().min(1).max(300)).max(200).default([]),
+    sandbox: z.object({ allowInternet: z.boolean().default(false) }).prefault({}),
+  })
+  .catchall(z.unknown());
+
+export type ProjectFileConfig = {
+  /** Partial RunConfig applied under each run's own config (resolveRunConfig's projectDefaults). */
+  defaults: Record<string, unknown>;
+  excludePaths: string[];
+  allowInternet: boolean;
+};
+
+/** Read .autonomous/config.json at a ref; missing → empty defaults; malformed → AppError bad_request:config. */
+export async function readProjectConfig({ repoPath, ref }: { repoPath: string; ref: string }): Promise<ProjectFileConfig> {
+  const raw = await readFileAt({ repoPath, ref, path: CONFIG_PATH });
+  if (raw === null) return { defaults: {}, excludePaths: [], allowInternet: false };
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch (error) {
+    throw new AppError("bad_request:config", `${CONFIG_PATH} is not valid JSON: ${(error as Error).message}`);
+  }
+  const parsed = projectFileConfigSchema.safeParse(json);
+  if (!parsed.success) throw new AppError("bad_request:config", `${CONFIG_PATH}: ${describeIssues(parsed.error.issues)}`);
+  const defaults: Record<string, unknown> = {};
+  const source = (typeof (json as { defaults?: unknown }).defaults === "object" ? (json as { defaults: Record<string, unknown> }).defaults : json) as Record<string, unknown>;
+  for (const key of RUN_CONFIG_KEYS) if (source[key] !== undefined) defaults[key] = source[key];
+  return { defaults, excludePaths: parsed.data.excludePaths, allowInternet: parsed.data.sandbox.allowInternet };
+}

@@ -1,0 +1,254 @@
+import path from "node:path";
+import { getEnv } from "@/lib/env";
+import { AppError } from "@/lib/errors";
+import { git } from "@/lib/git/run";
+import { LocalSandbox, sanitizeEnv } from "./local";
+import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS } from "./process";
+import { PathEscapeError, type ExecOptions, type ExecResult, type FileEntry, type Sandbox } from "./types";
+
+/** The slice of @e2b/code-interpreter we use, so tests can substitute a fake without the network. */
+export type E2BRemote = {
+  sandboxId: string;
+  files: {
+    write(path: string, data: string | ArrayBuffer): Promise<unknown>;
+    read(path: string): Promise<string>;
+  };
+  commands: {
+    run(
+      cmd: string,
+      opts: { cwd?: string; envs?: Record<string, string>; timeoutMs?: number },
+    ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
+  };
+  kill(): Promise<unknown>;
+};
+
+export type E2BCreateOptions = {
+  apiKey: string;
+  template?: string;
+  timeoutMs: number;
+  allowInternetAccess: boolean;
+  metadata: Record<string, string>;
+};
+
+export type E2BClient = { create(options: E2BCreateOptions): Promise<E2BRemote> };
+
+/** The real client: @e2b/code-interpreter, loaded only when an E2B sandbox is created. */
+export const defaultE2BClient: E2BClient = {
+  async create({ template, ...options }) {
+    const { Sandbox } = await import("@e2b/code-interpreter");
+    const sandbox = template ? await Sandbox.create(template, options) : await Sandbox.create(options);
+    return sandbox as unknown as E2BRemote;
+  },
+};
+
+/** Quote one word for a POSIX shell: the E2B API takes a command string, so every argument is passed as data. */
+export function shellQuote(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+export type E2BSandboxOptions = {
+  runId: string;
+  repoPath: string;
+  ref: string;
+  branch?: string;
+  excludePaths?: string[];
+  /** Outbound internet from the sandbox (default off; a project may allow it in .autonomous/config.json). */
+  allowInternet?: boolean;
+  client?: E2BClient;
+  apiKey?: string;
+  template?: string;
+  /** Where the repository is unpacked inside the E2B sandbox. */
+  remoteRoot?: string;
+  /** Lifetime of the remote sandbox; E2B kills it after this even if destroy() is never called. */
+  lifetimeMs?: number;
+};
+
+function capText(text: string, max: number): { text: string; truncated: boolean } {
+  const bytes = Buffer.from(text, "utf8");
+  if (bytes.length <= max) return { text, truncated: false };
+  const kept = bytes.subarray(0, max).toString("utf8");
+  return {
+    text: `${kept}\n[output truncated by Gatehouse: ${bytes.length - max} of ${bytes.length} bytes omitted]\n`,
+    truncated: true,
+  };
+}
+
+/**
+ * A run's sandbox on E2B. The repository at `ref` is uploaded (git archive) and committed inside as the base; commands
+ * run there; `syncToWorkspace()` brings the changes back into a local git worktree (the `workspace`), where
+ * checkpoints and records are committed exactly as for the local sandbox.
+ */
+export class E2BSandbox implements Sandbox {
+  readonly kind = "e2b" as const;
+  readonly isolated = true;
+  readonly id: string;
+
+  private constructor(
+    private readonly remote: E2BRemote,
+    /** The local worktree that mirrors the remote workspace for git (never used to run commands). */
+    readonly workspace: LocalSandbox,
+    readonly remoteRoot: string,
+    readonly allowInternet: boolean,
+  ) {
+    this.id = `e2b_${remote.sandboxId}`;
+  }
+
+  get workspacePath(): string {
+    return this.workspace.workspacePath;
+  }
+
+  static async create(options: E2BSandboxOptions): Promise<E2BSandbox> {
+    const apiKey = options.apiKey ?? getEnv().E2B_API_KEY;
+    if (!apiKey) throw new AppError("unavailable:sandbox", "E2B_API_KEY is not set.");
+    const client = options.client ?? defaultE2BClient;
+    const remoteRoot = options.remoteRoot ?? "/home/user/repo";
+    const allowInternet = options.allowInternet ?? false;
+    const workspace = await LocalSandbox.create({
+      runId: options.runId,
+      repoPath: options.repoPath,
+      ref: options.ref,
+      branch: options.branch,
+      excludePaths: options.excludePaths,
+      isolation: "none",
+    });
+    let remote: E2BRemote | undefined;
+    try {
+      remote = await client.create({
+        apiKey,
+        template: options.template ?? getEnv().GATEHOUSE_E2B_TEMPLATE,
+        timeoutMs: options.lifetimeMs ?? 60 * 60_000,
+        allowInternetAccess: allowInternet,
+        metadata: { gatehouseRunId: options.runId },
+      });
+      const sandbox = new E2BSandbox(remote, workspace, remoteRoot, allowInternet);
+      await sandbox.upload();
+      return sandbox;
+    } catch (error) {
+      await remote?.kill().catch(() => {});
+      await workspace.destroy();
+      throw error;
+    }
+  }
+
+  /** Put the worktree's HEAD into the remote sandbox and commit it there as the base for diffs. */
+  private async upload() {
+    const head = await this.workspace.head();
+    const archive = await new Promise<Buffer>((resolve, reject) => {
+      import("node:child_process").then(({ spawn }) => {
+        const child = spawn("git", ["archive", "--format=tar", head], { cwd: this.workspace.workspacePath });
+        const chunks: Buffer[] = [];
+        child.stdout.on("data", (c: Buffer) => chunks.push(c));
+        child.on("error", reject);
+        child.on("close", (code) => (code === 0 ? resolve(Buffer.concat(chunks)) : reject(new AppError("internal:git", "git archive failed"))));
+      }, reject);
+    });
+    const tarPath = `${this.remoteRoot}.upload.tar`;
+    await this.remote.files.write(tarPath, archive.buffer.slice(archive.byteOffset, archive.byteOffset + archive.byteLength) as ArrayBuffer);
+    const root = shellQuote(this.remoteRoot);
+    await this.sh(
+      `mkdir -p ${root} && tar -xf ${shellQuote(tarPath)} -C ${root} && rm -f ${shellQuote(tarPath)} && cd ${root} && ` +
+        `git init -q && git add -A && git -c user.name=Gatehouse -c user.email=gatehouse@localhost -c commit.gpgSign=false ` +
+        `commit -q --allow-empty -m base && git tag gatehouse-base`,
+    );
+  }
+
+  private async sh(script: string, opts: { cwd?: string; envs?: Record<string, string>; timeoutMs?: number } = {}) {
+    try {
+      return await this.remote.commands.run(script, opts);
+    } catch (error) {
+      // The SDK throws CommandExitError (which carries the result) for a non-zero exit.
+      const e = error as { exitCode?: number; stdout?: string; stderr?: string };
+      if (typeof e.exitCode === "number") return { exitCode: e.exitCode, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+      throw error;
+    }
+  }
+
+  /** Lexical confinement (the remote filesystem cannot be realpath'd from here), then a remote symlink check. */
+  private async remotePath(requested: string): Promise<string> {
+    if (typeof requested !== "string" || requested.includes("\0")) throw new PathEscapeError(String(requested));
+    if (path.posix.isAbsolute(requested) || requested.startsWith("~")) throw new PathEscapeError(requested);
+    const segments = requested.split(/[\\/]+/).filter((s) => s !== "" && s !== ".");
+    if (segments.includes("..") || segments[0] === ".git") throw new PathEscapeError(requested);
+    const abs = path.posix.join(this.remoteRoot, ...segments);
+    const check = await this.sh(`realpath -m -- ${shellQuote(abs)}`);
+    const real = check.stdout.trim();
+    if (check.exitCode === 0 && real !== this.remoteRoot && !real.startsWith(`${this.remoteRoot}/`)) {
+      throw new PathEscapeError(requested);
+    }
+    return abs;
+  }
+
+  readFile = async (requested: string): Promise<string> => this.remote.files.read(await this.remotePath(requested));
+
+  writeFile = async (requested: string, content: string): Promise<void> => {
+    await this.remote.files.write(await this.remotePath(requested), content);
+  };
+
+  listFiles = async (requested = ".", options: { recursive?: boolean } = {}): Promise<FileEntry[]> => {
+    const abs = await this.remotePath(requested);
+    const depth = options.recursive ? [] : ["-maxdepth", "1"];
+    const r = await this.sh(
+      ["find", abs, "-mindepth", "1", ...depth, "-not", "-path", `${this.remoteRoot}/.git`, "-not", "-path", `${this.remoteRoot}/.git/*`, "-printf", "%y %s %P\\n"]
+        .map(shellQuote)
+        .join(" "),
+    );
+    const base = path.posix.relative(this.remoteRoot, abs);
+    return r.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => {
+        const [type, size, ...rest] = line.split(" ");
+        const rel = path.posix.join(base, rest.join(" "));
+        return type === "d" ? { path: rel, type: "dir" as const } : { path: rel, type: "file" as const, size: Number(size) };
+      })
+      .sort((a, b) => a.path.localeCompare(b.path));
+  };
+
+  exec = async (command: string, args: string[], options: ExecOptions = {}): Promise<ExecResult> => {
+    const cwd = await this.remotePath(options.cwd ?? ".");
+    const started = Date.now();
+    const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const line = [command, ...args].map(shellQuote).join(" ");
+    const script = options.stdin === undefined ? line : `printf %s ${shellQuote(options.stdin)} | ${line}`;
+    try {
+      const r = await this.sh(script, { cwd, envs: sanitizeEnv(options.env), timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS });
+      const out = capText(r.stdout, max);
+      const err = capText(r.stderr, max);
+      return { exitCode: r.exitCode, stdout: out.text, stderr: err.text, timedOut: false, truncated: out.truncated || err.truncated, durationMs: Date.now() - started };
+    } catch (error) {
+      if ((error as Error).name === "TimeoutError") {
+        return { exitCode: null, stdout: "", stderr: "Command timed out.\n", timedOut: true, truncated: false, durationMs: Date.now() - started };
+      }
+      throw error;
+    }
+  };
+
+  diff = async (): Promise<string> => {
+    const r = await this.sh(`git add -A -N && git diff gatehouse-base -- . ':(exclude).autonomous'`, { cwd: this.remoteRoot });
+    if (r.exitCode !== 0) throw new AppError("internal:sandbox", `diff failed in the E2B sandbox: ${r.stderr.slice(0, 500)}`);
+    return r.stdout;
+  };
+
+  /**
+   * Bring the remote changes made since the last sync into the local worktree (a binary patch applied with git), then
+   * mark them synced remotely, so the next sync carries only newer changes.
+   */
+  syncToWorkspace = async (): Promise<void> => {
+    const r = await this.sh(`git add -A && git diff --cached --binary HEAD`, { cwd: this.remoteRoot });
+    if (r.exitCode !== 0) throw new AppError("internal:sandbox", `sync failed in the E2B sandbox: ${r.stderr.slice(0, 500)}`);
+    if (r.stdout.trim() !== "") {
+      await git(this.workspace.workspacePath, ["apply", "--binary", "--whitespace=nowarn", "-"], { input: r.stdout.endsWith("\n") ? r.stdout : `${r.stdout}\n` });
+    }
+    await this.sh(`git -c user.name=Gatehouse -c user.email=gatehouse@localhost -c commit.gpgSign=false commit -q --allow-empty -m synced`, {
+      cwd: this.remoteRoot,
+    });
+  };
+
+  destroy = async (): Promise<void> => {
+    try {
+      await this.remote.kill();
+    } finally {
+      await this.workspace.destroy();
+    }
+  };
+}

@@ -1,0 +1,96 @@
+import { getEnv } from "@/lib/env";
+import { AppError } from "@/lib/errors";
+import { workspaceTree } from "@/lib/git/checkpoint";
+import { bwrapStatus } from "./bwrap";
+import { E2BSandbox, type E2BClient } from "./e2b";
+import { LocalSandbox, type Isolation } from "./local";
+import type { Sandbox } from "./types";
+
+export * from "./types";
+export { LocalSandbox, type Isolation } from "./local";
+export { E2BSandbox, shellQuote, type E2BClient, type E2BRemote } from "./e2b";
+export { resolveInside } from "./paths";
+
+export type SandboxKind = "local" | "e2b";
+
+/** A sandbox that git can commit from (both implementations keep a local worktree). */
+export type RunSandbox = (LocalSandbox | E2BSandbox) & Sandbox;
+
+export type SandboxCapabilities = {
+  /** The kind createSandbox() picks with the current settings. */
+  kind: SandboxKind;
+  /** Whether agent commands are isolated from this machine. */
+  isolated: boolean;
+  bwrap: { available: boolean; reason: string | null };
+  e2b: { configured: boolean };
+  /** A sentence for the start-up log and the run page when commands are NOT isolated; null when they are. */
+  warning: string | null;
+};
+
+/** What the app shows at start and on the run page: which sandbox runs commands and whether they are isolated. */
+export function sandboxCapabilities(): SandboxCapabilities {
+  const env = getEnv();
+  const kind = pickKind();
+  const bwrap = bwrapStatus();
+  const isolated = kind === "e2b" || (env.GATEHOUSE_SANDBOX_ISOLATION !== "none" && bwrap.available);
+  let warning: string | null = null;
+  if (!isolated) {
+    warning =
+      env.GATEHOUSE_SANDBOX_ISOLATION === "none"
+        ? "Sandbox isolation is switched off (GATEHOUSE_SANDBOX_ISOLATION=none): agent commands run as plain child processes with this machine's network and files."
+        : `Agent commands are NOT isolated: ${bwrap.reason}. They run as plain child processes (minimal environment, working-directory jail, timeouts) with this machine's network and files. Install bubblewrap (apt-get install bubblewrap) or set E2B_API_KEY.`;
+  }
+  return { kind, isolated, bwrap: { available: bwrap.available, reason: bwrap.reason }, e2b: { configured: !!env.E2B_API_KEY }, warning };
+}
+
+function pickKind(requested?: SandboxKind): SandboxKind {
+  const env = getEnv();
+  const kind = requested ?? (env.GATEHOUSE_SANDBOX === "auto" ? (env.E2B_API_KEY ? "e2b" : "local") : env.GATEHOUSE_SANDBOX);
+  return kind;
+}
+
+export type CreateSandboxOptions = {
+  runId: string;
+  repoPath: string;
+  /** Where to start: a branch, tag or sha. */
+  ref: string;
+  /** The run branch to check out (created at `ref` when missing); commits land there. */
+  branch?: string;
+  /** What diff() compares against (default: `ref`). Pass the base branch's sha to see the whole run's work. */
+  diffBase?: string;
+  kind?: SandboxKind;
+  isolation?: Isolation;
+  excludePaths?: string[];
+  /** E2B only: outbound internet (default off). */
+  allowInternet?: boolean;
+  /** E2B only: a substitute client (tests). */
+  e2bClient?: E2BClient;
+};
+
+/** Create a run's sandbox: E2B when configured (or asked for), otherwise a local worktree (bubblewrap when available). */
+export async function createSandbox(options: CreateSandboxOptions): Promise<RunSandbox> {
+  const kind = pickKind(options.kind);
+  if (kind === "e2b") {
+    if (!getEnv().E2B_API_KEY && !options.e2bClient) throw new AppError("unavailable:sandbox", "E2B was chosen but E2B_API_KEY is not set.");
+    return E2BSandbox.create({ ...options, client: options.e2bClient, apiKey: getEnv().E2B_API_KEY ?? "test" });
+  }
+  return LocalSandbox.create({ ...options, isolation: options.isolation ?? getEnv().GATEHOUSE_SANDBOX_ISOLATION });
+}
+
+/**
+ * On resume after a pause: a fresh sandbox on the run branch (where the WIP commit was made), checked against the tree
+ * hash recorded at the pause. A mismatch destroys the sandbox and throws conflict:sandbox.
+ */
+export async function restoreSandbox(
+  options: Omit<CreateSandboxOptions, "ref"> & { branch: string; expectedTree: string },
+): Promise<RunSandbox> {
+  const sandbox = await createSandbox({ ...options, ref: options.branch });
+  const tree = await workspaceTree(sandbox);
+  if (tree !== options.expectedTree) {
+    await sandbox.destroy();
+    throw new AppError("conflict:sandbox", `Restored workspace does not match the paused one (tree ${tree} ≠ ${options.expectedTree}).`, {
+      details: { tree, expectedTree: options.expectedTree },
+    });
+  }
+  return sandbox;
+}
