@@ -118,13 +118,26 @@ export async function resolvePending(
     args: [runId, hashedId],
   });
   if (del.rows.length === 0) return false;
-  if (Number(del.rows[0]!.race) === 1) {
-    await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ? AND race = 1", args: [runId] });
-  }
+  // The result goes into the stack before any race losers below: the SDK resolves memoized steps in stack order.
   await t.execute({
     sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
     args: [runId, hashedId, JSON.stringify(result ?? null), Date.now()],
   });
+  if (Number(del.rows[0]!.race) === 1) {
+    // The race is won: timers and waits that lost it resolve as if they had timed out (null), a losing invoke with
+    // an error, so the SDK sees state for every op and can return. Losing step.run calls still run to completion.
+    const losers = await t.execute({
+      sql: "DELETE FROM executor_pending WHERE run_id = ? AND race = 1 AND kind <> 'step' RETURNING hashed_id, kind",
+      args: [runId],
+    });
+    for (const loser of losers.rows) {
+      const lost = loser.kind === "invoke" ? { error: { name: "Error", message: "Lost a parallel race" } } : null;
+      await t.execute({
+        sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        args: [runId, String(loser.hashed_id), JSON.stringify(lost), Date.now()],
+      });
+    }
+  }
   await t.execute({
     sql: `UPDATE executor_runs SET next_at = 0, watermark = max(watermark, ?),
             status = CASE WHEN status IN ('waiting','sleeping') THEN 'queued' ELSE status END

@@ -401,13 +401,17 @@ export class Executor {
   /** A write that only happens while we still hold the lease and the run is live. */
   private async guarded<T>(ctx: Ctx, fn: (t: Tx) => Promise<T>, watermark?: number): Promise<T> {
     const { value, woken } = await tx(async (t) => {
+      // Waits stored by this write look back to the watermark of the previous call, not this one: an event may have
+      // arrived while this call was on its way to the wait.
+      const prev = await t.execute({ sql: "SELECT watermark FROM executor_runs WHERE id = ?", args: [ctx.run.id] });
+      const previousWatermark = Number(prev.rows[0]?.watermark ?? 0);
       const ok = await t.execute({
         sql: `UPDATE executor_runs SET watermark = max(watermark, ?) WHERE id = ? AND lease_owner = ? AND status = 'running'`,
         args: [watermark ?? 0, ctx.run.id, this.workerId],
       });
       if (ok.rowsAffected === 0) throw new LeaseLost(ctx.run.id);
       const woken: string[] = [];
-      const value = await fn(Object.assign(t, { woken }) as Tx);
+      const value = await fn(Object.assign(t, { woken, previousWatermark }) as Tx);
       return { value, woken };
     });
     if (woken.length > 0) this.wake(woken);
@@ -565,14 +569,13 @@ export class Executor {
               const dueAt = timeout === undefined || timeout === null ? FAR_FUTURE : now + parseDuration(timeout);
               const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
               await insertPending("wait", dueAt, eventName, expression);
-              const wm = await rows<{ watermark: number }>(t, "SELECT watermark FROM executor_runs WHERE id = ?", [ctx.run.id]);
               await resolveWaitFromHistory(t, {
                 runId: ctx.run.id,
                 hashedId: op.id,
                 eventName,
                 expression,
                 trigger: ctx.event,
-                watermark: Number(wm[0]?.watermark ?? 0),
+                watermark: (t as Tx & { previousWatermark: number }).previousWatermark,
               });
               break;
             }

@@ -95,7 +95,10 @@ export async function callFunction({
 async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
   const signal = AbortSignal.timeout(timeoutMs);
   if (target.handler) {
-    const request = new Request(url, { ...init, signal });
+    // Serve handlers build their own URL from the Host header, as they would behind a socket.
+    const headers = new Headers(init.headers);
+    headers.set("host", url.host);
+    const request = new Request(url, { ...init, headers, signal });
     // The in-process handler cannot be aborted; race it against the same timeout so a hung function still frees us.
     return await Promise.race([
       target.handler(request),

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFixtureApp, type Probe } from "../fixtures/inngest-app/functions";
-import { listRuns, startApp, waitForRuns } from "./harness";
+import { startApp, waitForRuns } from "./harness";
 
 const probe: Probe = { calls: {} };
 let app: Awaited<ReturnType<typeof startApp>>;
@@ -31,5 +31,79 @@ describe("executor drives an Inngest app over HTTP", () => {
     await app.send({ name: "fixture/parallel", data: {} });
     const [run] = await waitForRuns("parallel");
     expect(run?.output).toEqual({ values: ["one", "two", "three"], after: "one+two+three" });
+  });
+});
+
+describe("fixture app: outputs as Inngest gives them", () => {
+  it("Promise.race of steps and group.parallel race mode", async () => {
+    await app.send({ name: "fixture/race", data: {} });
+    const [run] = await waitForRuns("race");
+    expect(run?.status).toBe("completed");
+    expect(run?.output).toEqual({ winner: "fast", grouped: "g-fast" });
+  });
+
+  it("step.sendEvent triggers another function", async () => {
+    await app.send({ name: "fixture/emit", data: { key: "e1" } });
+    const [emitter] = await waitForRuns("emitter");
+    expect(emitter?.output).toEqual({ sentIds: 1 });
+    const [emitted] = await waitForRuns("emitted");
+    expect(emitted?.output).toEqual({ receivedFrom: "e1" });
+  });
+
+  it("step.invoke runs the child and returns its output", async () => {
+    await app.send({ name: "fixture/invoke", data: {} });
+    const [run] = await waitForRuns("invoker");
+    expect(run?.output).toEqual({ doubled: 42 });
+    const [child] = await waitForRuns("child");
+    expect(child?.event.data).toEqual({ n: 21 });
+  });
+
+  it("a caught step error is retried, then handed to the function", async () => {
+    await app.send({ name: "fixture/caught", data: {} });
+    const [run] = await waitForRuns("caught");
+    expect(run?.status).toBe("completed");
+    // retries: 1 → two attempts of the step, then the error reaches the catch block.
+    expect(run?.output).toEqual({ caught: "boom failed", attempts: 2 });
+  });
+
+  it("an uncaught step error fails the run and runs onFailure", async () => {
+    await app.send({ name: "fixture/uncaught", data: { key: "u1" } });
+    const [run] = await waitForRuns("uncaught");
+    expect(run?.status).toBe("failed");
+    expect(run?.error).toMatchObject({ message: expect.stringContaining("explode failed") });
+    const [failure] = await waitForRuns("uncaught-failure");
+    expect(failure?.status).toBe("completed");
+    expect(failure?.output).toEqual({ handled: "explode failed", original: "u1" });
+  });
+
+  it("NonRetriableError fails at once", async () => {
+    await app.send({ name: "fixture/non-retriable", data: {} });
+    const [run] = await waitForRuns("non-retriable");
+    expect(run?.status).toBe("failed");
+    expect(run?.error).toMatchObject({ message: expect.stringContaining("do not retry me") });
+    expect(probe.calls.fatal).toBe(1);
+  });
+
+  it("RetryAfterError schedules the retry after the given delay, not the backoff", async () => {
+    await app.send({ name: "fixture/retry-after", data: {} });
+    const [run] = await waitForRuns("retry-after");
+    expect(run?.output).toBe("ok");
+    expect(probe.calls.later).toBe(2);
+    const [first, second] = probe.times?.later ?? [];
+    // The executor's backoff here is 20 ms; RetryAfterError asked for 1 s.
+    expect(second! - first!).toBeGreaterThanOrEqual(900);
+  });
+
+  it("waitForEvent with a schema and match returns the matching event", async () => {
+    await app.send({ name: "fixture/order", data: { orderId: "o-1" } });
+    await app.send({ name: "fixture/order", data: { orderId: "o-2" } });
+    await app.send({ name: "fixture/approval", data: { orderId: "o-2", approved: true } });
+    const [first] = await waitForRuns("waiter", { where: (r) => r.event.data.orderId === "o-2" });
+    expect(first?.output).toEqual({ approved: true, orderId: "o-2" });
+    const pending = (await listRuns("waiter")).find((r) => r.event.data.orderId === "o-1");
+    expect(pending?.status).toBe("waiting");
+    await app.send({ name: "fixture/approval", data: { orderId: "o-1", approved: false } });
+    const [second] = await waitForRuns("waiter", { where: (r) => r.event.data.orderId === "o-1" });
+    expect(second?.output).toEqual({ approved: false, orderId: "o-1" });
   });
 });
