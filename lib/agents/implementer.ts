@@ -1,0 +1,279 @@
+import { generateText, stepCountIs, type LanguageModel, type ModelMessage } from "ai";
+import { callModel, type ModelCallContext } from "@/lib/ai/call";
+import { section } from "@/lib/ai/prompt-sections";
+import type { Sandbox } from "@/lib/sandbox/types";
+import { redact } from "@/lib/security/redact";
+import { describePlan, type Plan } from "./plan";
+import { implementerTools, REQUEST_CLARIFICATION, type Todo, type ToolContext } from "./tools";
+
+/**
+ * The implementer as one model turn at a time: `implementerTurn({state})` makes one model call, runs the tools it asked
+ * for, and returns the next state, which is plain JSON — so the workflow can make each turn a durable step and a run can
+ * wait days for a clarification between two turns.
+ */
+
+export type ImplementerFailureReason = "iteration_limit" | "loop" | "no_progress";
+
+export type ImplementerState = {
+  version: 1;
+  messages: ModelMessage[];
+  todos: Todo[];
+  iteration: number;
+  maxIterations: number;
+  /** Consecutive turns without tool use and without progress. */
+  idleTurns: number;
+  /** Tool call signature → times seen since the last progress (loop detection). */
+  repeats: Record<string, number>;
+  pendingClarification: { toolCallId: string; question: string; options: string[]; context: string | null } | null;
+  filesChanged: string[];
+  status: "running" | "awaiting_clarification" | "done" | "failed";
+  summary: string | null;
+  failure: { reason: ImplementerFailureReason; message: string } | null;
+};
+
+export type ImplementerTurnResult =
+  | { kind: "continue"; state: ImplementerState }
+  | { kind: "done"; state: ImplementerState; summary: string }
+  | {
+      kind: "clarification";
+      state: ImplementerState;
+      question: string;
+      options: string[];
+      context: string | null;
+      responseType: "text" | "single_choice";
+    }
+  | { kind: "failure"; state: ImplementerState; reason: ImplementerFailureReason; message: string };
+
+export const DEFAULT_MAX_ITERATIONS = 30;
+/** The same call with the same arguments this many times without progress in between is a loop. */
+export const LOOP_REPEATS = 3;
+/** This many turns in a row with neither tool use nor progress end the session. */
+export const MAX_IDLE_TURNS = 3;
+
+const SYSTEM = `You are the implementer of Gatehouse, an orchestrator for autonomous coding agents.
+Implement the approved plan in the repository using the tools. Work through your todos in order: call update_todo with
+"in_progress" when you start one and "done" when it is finished. Only change files inside the plan's scope. Paths are
+relative to the repository root. Run the acceptance criteria's commands to check your work when they exist. Ask a
+clarification only when the plan and the repository cannot answer a question. When every todo is done, reply with a
+short summary of what you changed and no tool call.`;
+
+export function startImplementer({
+  plan,
+  request,
+  memory,
+  feedback,
+  maxIterations = DEFAULT_MAX_ITERATIONS,
+}: {
+  plan: Plan;
+  request: string;
+  memory?: string;
+  /** Validator feedback when this session fixes a failed validation. */
+  feedback?: string;
+  maxIterations?: number;
+}): ImplementerState {
+  const todos: Todo[] = plan.tasks.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
+  const parts = [section("request", request), section("plan", describePlan(plan))];
+  if (memory?.trim()) parts.push(section("memory", memory));
+  parts.push(section("todos", JSON.stringify(plan.tasks.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
+  if (feedback?.trim()) parts.push(section("validation-feedback", `The last validation failed. Fix this:\n${feedback}`));
+  return {
+    version: 1,
+    messages: [{ role: "user", content: parts.join("\n\n") }],
+    todos,
+    iteration: 0,
+    maxIterations,
+    idleTurns: 0,
+    repeats: {},
+    pendingClarification: null,
+    filesChanged: [],
+    status: "running",
+    summary: null,
+    failure: null,
+  };
+}
+
+/** Resume after a human answered the implementer's question. */
+export function answerClarification(state: ImplementerState, answer: unknown): ImplementerState {
+  const pending = state.pendingClarification;
+  if (!pending) return state;
+  return {
+    ...state,
+    status: "running",
+    pendingClarification: null,
+    messages: [
+      ...state.messages,
+      {
+        role: "tool",
+        content: [
+          {
+            type: "tool-result",
+            toolCallId: pending.toolCallId,
+            toolName: REQUEST_CLARIFICATION,
+            output: { type: "json", value: { question: pending.question, answer: answer as never } },
+          },
+        ],
+      },
+    ],
+  };
+}
+
+function stable(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stable).join(",")}]`;
+  if (value && typeof value === "object") {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stable((value as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+function fail(state: ImplementerState, reason: ImplementerFailureReason, message: string): ImplementerTurnResult {
+  const next = { ...state, status: "failed" as const, failure: { reason, message } };
+  return { kind: "failure", state: next, reason, message };
+}
+
+function clarificationResult(state: ImplementerState): ImplementerTurnResult {
+  const p = state.pendingClarification!;
+  return {
+    kind: "clarification",
+    state,
+    question: p.question,
+    options: p.options,
+    context: p.context,
+    responseType: p.options.length ? "single_choice" : "text",
+  };
+}
+
+function openTodos(todos: Todo[]): Todo[] {
+  return todos.filter((t) => t.status !== "done");
+}
+
+/**
+ * One model turn. Idempotent on finished states: a state that is done, failed or awaiting an answer is returned as is.
+ * Model failures throw ModelCallError (the workflow pauses); everything the agent does wrong ends in a `failure`.
+ */
+export async function implementerTurn({
+  state,
+  sandbox,
+  modelId,
+  model,
+  context,
+}: {
+  state: ImplementerState;
+  sandbox: Sandbox;
+  modelId: string;
+  model?: LanguageModel;
+  context: Omit<ModelCallContext, "stage">;
+}): Promise<ImplementerTurnResult> {
+  if (state.status === "awaiting_clarification") return clarificationResult(state);
+  if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
+  if (state.status === "failed") return fail(state, state.failure!.reason, state.failure!.message);
+  if (state.iteration >= state.maxIterations) {
+    return fail(state, "iteration_limit", `The implementer used all ${state.maxIterations} turns without finishing.`);
+  }
+
+  const ctx: ToolContext = {
+    sandbox,
+    todos: state.todos.map((t) => ({ ...t })),
+    filesChanged: [...state.filesChanged],
+    progress: false,
+  };
+  const result = await callModel({
+    modelId,
+    model,
+    context: { ...context, stage: "implementation" },
+    run: async ({ model }) => {
+      // Tools may have run in a failed attempt's predecessor only if the model answered; reset per attempt anyway.
+      ctx.progress = false;
+      const r = await generateText({
+        model,
+        system: SYSTEM,
+        messages: state.messages,
+        tools: implementerTools(ctx),
+        stopWhen: stepCountIs(1),
+        maxRetries: 0,
+      });
+      return { value: r, usage: r.totalUsage };
+    },
+  });
+
+  // Plain JSON only: the state is stored by the durable step.
+  const newMessages = JSON.parse(JSON.stringify(result.response.messages)) as ModelMessage[];
+  let next: ImplementerState = {
+    ...state,
+    messages: [...state.messages, ...newMessages],
+    todos: ctx.todos,
+    filesChanged: ctx.filesChanged,
+    iteration: state.iteration + 1,
+  };
+  const calls = result.toolCalls;
+
+  if (calls.length === 0) {
+    const open = openTodos(next.todos);
+    if (open.length === 0) {
+      const summary = redact(result.text.trim()) || "Implementation finished.";
+      next = { ...next, status: "done", summary, idleTurns: 0 };
+      return { kind: "done", state: next, summary };
+    }
+    const idleTurns = ctx.progress ? 0 : state.idleTurns + 1;
+    if (idleTurns >= MAX_IDLE_TURNS) {
+      return fail(
+        { ...next, idleTurns },
+        "no_progress",
+        `The implementer stopped ${idleTurns} times in a row with todos still open (${open.map((t) => t.id).join(", ")}).`,
+      );
+    }
+    const nudge = `You stopped, but these todos are still open: ${open
+      .map((t) => `${t.id} "${t.title}" (${t.status})`)
+      .join("; ")}. Continue with the tools, and mark each todo done with update_todo when it is finished.`;
+    next = { ...next, idleTurns, messages: [...next.messages, { role: "user", content: nudge }] };
+    return { kind: "continue", state: next };
+  }
+
+  // Loop detection: identical calls counted since the last real change.
+  const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
+  for (const call of calls) {
+    if (call.toolName === REQUEST_CLARIFICATION) continue;
+    const key = `${call.toolName}:${stable(call.input)}`;
+    repeats[key] = (repeats[key] ?? 0) + 1;
+    if (repeats[key] >= LOOP_REPEATS) {
+      return fail(
+        { ...next, repeats },
+        "loop",
+        `The implementer is looping: it called ${call.toolName} with the same arguments ${repeats[key]} times without making progress.`,
+      );
+    }
+  }
+  next = { ...next, repeats, idleTurns: 0 };
+
+  const asks = calls.filter((c) => c.toolName === REQUEST_CLARIFICATION);
+  if (asks.length > 0) {
+    const [ask, ...extra] = asks;
+    const input = ask!.input as { question: string; options?: string[]; context?: string };
+    if (extra.length) {
+      // One question at a time; the others get an answer the model can act on.
+      next.messages.push({
+        role: "tool",
+        content: extra.map((c) => ({
+          type: "tool-result" as const,
+          toolCallId: c.toolCallId,
+          toolName: REQUEST_CLARIFICATION,
+          output: { type: "error-text" as const, value: "Only one question at a time; ask again after the first is answered." },
+        })),
+      });
+    }
+    next = {
+      ...next,
+      status: "awaiting_clarification",
+      pendingClarification: {
+        toolCallId: ask!.toolCallId,
+        question: input.question,
+        options: (input.options ?? []).filter((o) => o.trim()),
+        context: input.context ?? null,
+      },
+    };
+    return clarificationResult(next);
+  }
+  return { kind: "continue", state: next };
+}

@@ -1,0 +1,23 @@
+export {
+  answerClarification,
+  DEFAULT_MAX_ITERATIONS,
+  implementerTurn,
+  startImplementer,
+  type ImplementerFailureReason,
+  type ImplementerState,
+  type ImplementerTurnResult,
+} from "./implementer";
+export { changedFilesOfDiff, commandArgv, inScope, workspacePath } from "./paths";
+export { describePlan, planScope, plannerOutputSchema, type AcceptanceCriterion, type Plan, type PlanTask } from "./plan";
+export { PlannerError, runPlanner, type PlannerInput, type PlannerResult } from "./planner";
+export { implementerTools, type Todo } from "./tools";
+export {
+  DEFAULT_SCORE_THRESHOLD,
+  reviewSchema,
+  runChecks,
+  runValidator,
+  validationReport,
+  type CheckResult,
+  type Finding,
+  type ValidationResult,
+} from "./validator";

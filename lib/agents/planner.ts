@@ -1,0 +1,155 @@
+import { generateText, Output, type LanguageModel } from "ai";
+import { callModel, type ModelCallContext } from "@/lib/ai/call";
+import { section } from "@/lib/ai/prompt-sections";
+import { AppError } from "@/lib/errors";
+import { extractConstraints, MermaidError, stripFence } from "@/lib/mermaid";
+import { redactDeep } from "@/lib/security/redact";
+import { plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
+
+export type PlannerInput = {
+  request: string;
+  /** `.autonomous/memory.md` of the project. */
+  memory?: string;
+  /** Answers to earlier questions of this run. */
+  clarifications?: Array<{ question: string; answer: string }>;
+  /** Feedback from rejected plans, oldest first. */
+  rejectionFeedback?: string[];
+  /** A listing of the repository (paths), so the plan names real files. */
+  repositoryFiles?: string[];
+  /** Diagrams this run's planner already produced (the workflow adds `diagramsProduced` after each call). */
+  diagramAttempt?: number;
+};
+
+export type PlannerResult =
+  | { kind: "plan"; plan: Plan; diagramsProduced: number }
+  | {
+      kind: "clarification";
+      question: string;
+      context: string | null;
+      options: string[];
+      responseType: "text" | "single_choice";
+      diagramsProduced: number;
+    };
+
+/** The planner's diagram stayed invalid after the retry: the workflow pauses for a human fix. */
+export class PlannerError extends AppError {
+  readonly reason = "invalid_mermaid" as const;
+  constructor(
+    message: string,
+    readonly mermaid: string,
+    readonly line: number | undefined,
+    readonly diagramsProduced: number,
+  ) {
+    super("bad_request:mermaid", message, { details: { reason: "invalid_mermaid", line, diagramsProduced } });
+    this.name = "PlannerError";
+  }
+}
+
+const SYSTEM = `You are the planner of Gatehouse, an orchestrator for autonomous coding agents.
+Turn the request into a plan another agent will implement and a third will validate.
+- Return a Mermaid diagram (flowchart, sequence, class, ER or state) of the change; no code fence.
+- Tasks are small, ordered by dependsOn, and each lists the files or folders it may change: that list is a contract,
+  changes outside it fail validation.
+- Acceptance criteria are checkable; give a command that proves one when possible (it runs in the repository, exit 0 = pass).
+- Ask a clarification (kind "clarification") only when the request cannot be planned without an answer.
+- Respect the project memory and address any rejection feedback.`;
+
+function userPrompt(input: PlannerInput, diagramAttempt: number, previousError?: { mermaid: string; message: string }): string {
+  const parts = [section("request", input.request)];
+  if (input.memory?.trim()) parts.push(section("memory", input.memory));
+  if (input.clarifications?.length) {
+    parts.push(section("clarifications", input.clarifications.map((c) => `Q: ${c.question}\nA: ${c.answer}`).join("\n\n")));
+  }
+  if (input.rejectionFeedback?.length) {
+    parts.push(section("rejection-feedback", input.rejectionFeedback.map((f, i) => `${i + 1}. ${f}`).join("\n")));
+  }
+  if (input.repositoryFiles?.length) parts.push(section("repository-files", input.repositoryFiles.slice(0, 400).join("\n")));
+  parts.push(section("diagram-attempt", String(diagramAttempt)));
+  if (previousError) {
+    parts.push(
+      section(
+        "previous-error",
+        `Your previous diagram was rejected by the Mermaid parser:\n${previousError.message}\n\nDiagram:\n${previousError.mermaid}\n\nReturn the whole plan again with a valid diagram.`,
+      ),
+    );
+  }
+  return parts.join("\n\n");
+}
+
+function toPlan(out: PlannerOutput, constraints: Plan["constraints"], mermaid: string): Plan {
+  const ids = new Set(out.tasks.map((t) => t.id));
+  return {
+    summary: out.summary,
+    mermaid,
+    tasks: out.tasks.map((t) => ({ ...t, dependsOn: t.dependsOn.filter((d) => ids.has(d) && d !== t.id) })),
+    acceptanceCriteria: out.acceptanceCriteria.map((c, i) => ({
+      id: c.id?.trim() || `AC${i + 1}`,
+      description: c.description,
+      ...(c.command?.trim() ? { command: c.command.trim() } : {}),
+    })),
+    risks: out.risks,
+    constraints,
+  };
+}
+
+/**
+ * Plan a request. Returns a checked plan (diagram parsed, constraints extracted) or the planner's question. An invalid
+ * diagram is retried once with the parser's message; a second invalid one throws PlannerError. Model failures throw
+ * ModelCallError (see lib/ai/call.ts).
+ */
+export async function runPlanner({
+  input,
+  modelId,
+  model,
+  context,
+}: {
+  input: PlannerInput;
+  modelId: string;
+  model?: LanguageModel;
+  context: Omit<ModelCallContext, "stage">;
+}): Promise<PlannerResult> {
+  const firstAttempt = input.diagramAttempt ?? 0;
+  let previousError: { mermaid: string; message: string; line?: number } | undefined;
+  for (let n = 0; n < 2; n++) {
+    const out = await callModel({
+      modelId,
+      model,
+      context: { ...context, stage: "planning", stepKey: context.stepKey && (n === 0 ? context.stepKey : `${context.stepKey}:retry`) },
+      run: async ({ model }) => {
+        const result = await generateText({
+          model,
+          system: SYSTEM,
+          prompt: userPrompt(input, firstAttempt + n, previousError),
+          output: Output.object({ schema: plannerOutputSchema }),
+          maxRetries: 0,
+        });
+        return { value: redactDeep(result.output), usage: result.totalUsage };
+      },
+    });
+    if (out.kind === "clarification" && out.clarification) {
+      const options = out.clarification.options.filter((o) => o.trim());
+      return {
+        kind: "clarification",
+        question: out.clarification.question,
+        context: out.clarification.context,
+        options,
+        responseType: options.length ? "single_choice" : "text",
+        diagramsProduced: n,
+      };
+    }
+    const mermaid = stripFence(out.mermaid);
+    try {
+      const constraints = await extractConstraints(mermaid);
+      return { kind: "plan", plan: toPlan(out, constraints, mermaid), diagramsProduced: n + 1 };
+    } catch (error) {
+      if (!(error instanceof MermaidError)) throw error;
+      previousError = { mermaid, message: error.message, line: error.line };
+    }
+  }
+  throw new PlannerError(
+    `The planner's diagram is still invalid after a retry: ${previousError!.message}`,
+    previousError!.mermaid,
+    previousError!.line,
+    2,
+  );
+}

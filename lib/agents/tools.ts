@@ -1,0 +1,155 @@
+import { tool } from "ai";
+import { z } from "zod";
+import type { Sandbox } from "@/lib/sandbox/types";
+import { redact } from "@/lib/security/redact";
+import { workspacePath } from "./paths";
+
+/**
+ * The implementer's tools. Every one goes through the Sandbox interface, and every path through workspacePath(); an
+ * error thrown here reaches the model as the tool's (error) result, so it can correct itself.
+ */
+
+export type Todo = { id: string; title: string; status: "pending" | "in_progress" | "done" };
+
+/** The mutable part of a turn that tools update; copied back into the implementer state after the turn. */
+export type ToolContext = {
+  sandbox: Sandbox;
+  todos: Todo[];
+  filesChanged: string[];
+  /** Set when a tool changed something (file content or a todo's status): resets loop detection. */
+  progress: boolean;
+};
+
+const MAX_READ_CHARS = 100_000;
+const MAX_OUTPUT_CHARS = 12_000;
+const MAX_LIST_ENTRIES = 500;
+
+function tail(text: string, max: number): string {
+  return text.length <= max ? text : `[… ${text.length - max} characters cut …]\n${text.slice(-max)}`;
+}
+
+async function readOrNull(sandbox: Sandbox, path: string): Promise<string | null> {
+  try {
+    return await sandbox.readFile(path);
+  } catch (error) {
+    if ((error as Error)?.name === "PathEscapeError") throw error;
+    return null;
+  }
+}
+
+function noteChange(ctx: ToolContext, path: string) {
+  ctx.progress = true;
+  if (!ctx.filesChanged.includes(path)) ctx.filesChanged.push(path);
+}
+
+export const REQUEST_CLARIFICATION = "request_clarification";
+
+export function implementerTools(ctx: ToolContext) {
+  return {
+    list_files: tool({
+      description: "List files in the workspace (a folder path relative to the repository root; default the root).",
+      inputSchema: z.object({
+        path: z.string().optional().describe("Folder relative to the repository root"),
+        recursive: z.boolean().optional(),
+      }),
+      execute: async ({ path, recursive }) => {
+        const entries = await ctx.sandbox.listFiles(workspacePath(path ?? "."), { recursive: recursive ?? false });
+        const lines = entries.slice(0, MAX_LIST_ENTRIES).map((e) => (e.type === "dir" ? `${e.path}/` : e.path));
+        if (entries.length > MAX_LIST_ENTRIES) lines.push(`[… ${entries.length - MAX_LIST_ENTRIES} more]`);
+        return lines.join("\n") || "(empty)";
+      },
+    }),
+    read_file: tool({
+      description: "Read a text file from the workspace.",
+      inputSchema: z.object({ path: z.string().describe("File path relative to the repository root") }),
+      execute: async ({ path }) => {
+        const content = await ctx.sandbox.readFile(workspacePath(path));
+        return content.length > MAX_READ_CHARS
+          ? `${content.slice(0, MAX_READ_CHARS)}\n[… ${content.length - MAX_READ_CHARS} more characters]`
+          : content;
+      },
+    }),
+    write_file: tool({
+      description: "Create or overwrite a file in the workspace with the full content given.",
+      inputSchema: z.object({ path: z.string(), content: z.string() }),
+      execute: async ({ path, content }) => {
+        const target = workspacePath(path);
+        const before = await readOrNull(ctx.sandbox, target);
+        if (before === content) return `${target} already has this content; nothing changed.`;
+        await ctx.sandbox.writeFile(target, content);
+        noteChange(ctx, target);
+        return `Wrote ${target} (${content.length} characters).`;
+      },
+    }),
+    edit_file: tool({
+      description:
+        "Replace an exact piece of text in a file. `search` must match exactly once unless replaceAll is true; include enough surrounding lines to make it unique.",
+      inputSchema: z.object({
+        path: z.string(),
+        search: z.string().min(1),
+        replace: z.string(),
+        replaceAll: z.boolean().optional(),
+      }),
+      execute: async ({ path, search, replace, replaceAll }) => {
+        const target = workspacePath(path);
+        const before = await ctx.sandbox.readFile(target);
+        const count = before.split(search).length - 1;
+        if (count === 0) throw new Error(`The search text was not found in ${target}. Read the file and copy the text exactly.`);
+        if (count > 1 && !replaceAll) {
+          throw new Error(`The search text occurs ${count} times in ${target}; add surrounding lines to make it unique, or set replaceAll.`);
+        }
+        const after = replaceAll ? before.split(search).join(replace) : before.replace(search, () => replace);
+        if (after === before) return `${target} unchanged (replacement equals the original).`;
+        await ctx.sandbox.writeFile(target, after);
+        noteChange(ctx, target);
+        return `Edited ${target} (${count} replacement${count === 1 ? "" : "s"}).`;
+      },
+    }),
+    run_command: tool({
+      description:
+        "Run a program in the workspace with an argument array (no shell), e.g. {command: \"npm\", args: [\"test\"]}. Returns exit code and output.",
+      inputSchema: z.object({
+        command: z.string().min(1),
+        args: z.array(z.string()).default([]),
+        cwd: z.string().optional().describe("Working directory relative to the repository root"),
+        timeoutSeconds: z.number().int().min(1).max(1800).optional(),
+      }),
+      execute: async ({ command, args, cwd, timeoutSeconds }) => {
+        const result = await ctx.sandbox.exec(command, args ?? [], {
+          cwd: cwd ? workspacePath(cwd) : undefined,
+          timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
+        });
+        return {
+          exitCode: result.exitCode,
+          timedOut: result.timedOut,
+          stdout: redact(tail(result.stdout, MAX_OUTPUT_CHARS)),
+          stderr: redact(tail(result.stderr, MAX_OUTPUT_CHARS)),
+        };
+      },
+    }),
+    update_todo: tool({
+      description: "Mark one of your todos in_progress when you start it and done when it is finished.",
+      inputSchema: z.object({ id: z.string(), status: z.enum(["in_progress", "done"]) }),
+      execute: async ({ id, status }) => {
+        const todo = ctx.todos.find((t) => t.id === id);
+        if (!todo) throw new Error(`No todo "${id}". Todos: ${ctx.todos.map((t) => t.id).join(", ")}.`);
+        if (todo.status !== status) {
+          todo.status = status;
+          ctx.progress = true;
+        }
+        const open = ctx.todos.filter((t) => t.status !== "done").map((t) => `${t.id} (${t.status})`);
+        return open.length ? `${id} is ${status}. Open: ${open.join(", ")}.` : `${id} is ${status}. All todos are done.`;
+      },
+    }),
+    // No execute: the turn ends and the workflow asks a human; the answer comes back as this call's result.
+    [REQUEST_CLARIFICATION]: tool({
+      description:
+        "Ask the person who made the request a question you cannot answer from the repository. Give options for a single choice; omit them for a free-text answer. Use sparingly.",
+      inputSchema: z.object({
+        question: z.string().min(1),
+        options: z.array(z.string()).optional(),
+        context: z.string().optional(),
+      }),
+    }),
+  };
+}

@@ -1,0 +1,232 @@
+import { generateText, Output, type LanguageModel } from "ai";
+import { z } from "zod";
+import { callModel, type ModelCallContext } from "@/lib/ai/call";
+import { section } from "@/lib/ai/prompt-sections";
+import type { Sandbox } from "@/lib/sandbox/types";
+import { redact, redactDeep } from "@/lib/security/redact";
+import { changedFilesOfDiff, commandArgv, inScope } from "./paths";
+import { describePlan, planScope, type Plan } from "./plan";
+
+/**
+ * Validation: facts first (each criterion's command in the sandbox, the diff, files outside the plan's scope), then a
+ * blind review by the validator model, which sees the plan, criteria, diff and check results — never the implementer's
+ * own account. Pass = every command green, nothing out of scope, and an alignment score at the threshold.
+ */
+
+export const reviewSchema = z.object({
+  passed: z.boolean(),
+  alignmentScore: z.number().min(0).max(10).describe("How well the diff implements the plan and its criteria, 0-10"),
+  findings: z.array(
+    z.object({
+      severity: z.enum(["minor", "major"]),
+      criterion: z.string().describe("The criterion id (or 'scope', 'diagram') the finding is about"),
+      evidence: z.string(),
+    }),
+  ),
+  feedback: z.string().describe("What the implementer must change for the next attempt; empty when passed"),
+});
+
+export type Finding = z.infer<typeof reviewSchema>["findings"][number];
+
+export type CheckResult = {
+  criterionId: string;
+  description: string;
+  command: string;
+  passed: boolean;
+  exitCode: number | null;
+  timedOut: boolean;
+  output: string;
+  durationMs: number;
+};
+
+export type ValidationResult = {
+  passed: boolean;
+  alignmentScore: number;
+  threshold: number;
+  attempt: number;
+  checks: CheckResult[];
+  changedFiles: string[];
+  outOfScopeFiles: string[];
+  findings: Finding[];
+  feedback: string;
+  /** Markdown for `validation-report.md`. */
+  report: string;
+};
+
+export const DEFAULT_SCORE_THRESHOLD = 9;
+const MAX_DIFF_CHARS = 60_000;
+const MAX_CHECK_OUTPUT = 4_000;
+
+/** Paths Gatehouse itself writes on the run branch; never counted against the plan's scope. */
+const ALWAYS_IN_SCOPE = [".autonomous/", "validation-report.md"];
+
+const SYSTEM = `You are the validator of Gatehouse, reviewing a change blind: you see the plan, its acceptance criteria,
+the check results and the diff — not the implementer's explanation. Judge only what the diff shows. Score alignment
+0-10 (10 = every criterion and diagram rule is met, nothing extra). List findings with evidence from the diff or the
+checks (major = a criterion is not met or something is broken; minor = polish). Give concrete feedback for a retry.`;
+
+function tail(text: string, max: number): string {
+  return text.length <= max ? text : `[…]\n${text.slice(-max)}`;
+}
+
+export async function runChecks({
+  plan,
+  sandbox,
+  timeoutMs,
+}: {
+  plan: Pick<Plan, "acceptanceCriteria">;
+  sandbox: Sandbox;
+  timeoutMs?: number;
+}): Promise<CheckResult[]> {
+  const checks: CheckResult[] = [];
+  for (const criterion of plan.acceptanceCriteria) {
+    if (!criterion.command) continue;
+    const { command, args } = commandArgv(criterion.command);
+    const started = performance.now();
+    try {
+      const r = await sandbox.exec(command, args, { timeoutMs });
+      checks.push({
+        criterionId: criterion.id,
+        description: criterion.description,
+        command: criterion.command,
+        passed: r.exitCode === 0 && !r.timedOut,
+        exitCode: r.exitCode,
+        timedOut: r.timedOut,
+        output: redact(tail([r.stdout, r.stderr].filter(Boolean).join("\n"), MAX_CHECK_OUTPUT)),
+        durationMs: Math.round(r.durationMs),
+      });
+    } catch (error) {
+      checks.push({
+        criterionId: criterion.id,
+        description: criterion.description,
+        command: criterion.command,
+        passed: false,
+        exitCode: null,
+        timedOut: false,
+        output: redact(`Could not run the command: ${(error as Error).message}`),
+        durationMs: Math.round(performance.now() - started),
+      });
+    }
+  }
+  return checks;
+}
+
+export async function runValidator({
+  plan,
+  request,
+  sandbox,
+  attempt = 1,
+  threshold = DEFAULT_SCORE_THRESHOLD,
+  commandTimeoutMs,
+  modelId,
+  model,
+  context,
+}: {
+  plan: Plan;
+  request: string;
+  sandbox: Sandbox;
+  /** 1 for the first validation of the run, 2 after the first fix, … */
+  attempt?: number;
+  threshold?: number;
+  commandTimeoutMs?: number;
+  modelId: string;
+  model?: LanguageModel;
+  context: Omit<ModelCallContext, "stage">;
+}): Promise<ValidationResult> {
+  const checks = await runChecks({ plan, sandbox, timeoutMs: commandTimeoutMs });
+  const diff = redact(await sandbox.diff());
+  const changedFiles = changedFilesOfDiff(diff);
+  const scope = planScope(plan);
+  const outOfScopeFiles = changedFiles.filter((f) => !inScope(f, [...scope, ...ALWAYS_IN_SCOPE]));
+
+  const prompt = [
+    section("request", request),
+    section("plan", describePlan(plan)),
+    section("checks", JSON.stringify(checks.map((c) => ({ criterion: c.criterionId, command: c.command, passed: c.passed, exitCode: c.exitCode, output: c.output })))),
+    section("out-of-scope-files", outOfScopeFiles.join("\n") || "(none)"),
+    section("validation-attempt", String(attempt)),
+    section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
+  ].join("\n\n");
+
+  const review = await callModel({
+    modelId,
+    model,
+    context: { ...context, stage: "validation" },
+    run: async ({ model }) => {
+      const r = await generateText({ model, system: SYSTEM, prompt, output: Output.object({ schema: reviewSchema }), maxRetries: 0 });
+      return { value: redactDeep(r.output), usage: r.totalUsage };
+    },
+  });
+
+  const findings: Finding[] = [
+    ...outOfScopeFiles.map((f) => ({
+      severity: "major" as const,
+      criterion: "scope",
+      evidence: `${f} changed but is outside the plan's files (${scope.join(", ") || "none"}).`,
+    })),
+    ...checks
+      .filter((c) => !c.passed)
+      .filter((c) => !review.findings.some((f) => f.criterion === c.criterionId))
+      .map((c) => ({
+        severity: "major" as const,
+        criterion: c.criterionId,
+        evidence: `\`${c.command}\` ${c.timedOut ? "timed out" : `exited ${c.exitCode}`}.`,
+      })),
+    ...review.findings,
+  ];
+  const allGreen = checks.every((c) => c.passed);
+  const score = Math.max(0, Math.min(10, review.alignmentScore));
+  const passed = allGreen && outOfScopeFiles.length === 0 && score >= threshold && review.passed;
+  const feedbackParts = [
+    ...(outOfScopeFiles.length ? [`Revert the changes outside the plan's scope: ${outOfScopeFiles.join(", ")}.`] : []),
+    ...checks.filter((c) => !c.passed).map((c) => `Make \`${c.command}\` pass (${c.criterionId}).`),
+    ...(review.feedback.trim() ? [review.feedback.trim()] : []),
+    ...(!passed && score < threshold && !review.feedback.trim() ? [`Alignment score ${score} is below ${threshold}.`] : []),
+  ];
+  const result: Omit<ValidationResult, "report"> = {
+    passed,
+    alignmentScore: score,
+    threshold,
+    attempt,
+    checks,
+    changedFiles,
+    outOfScopeFiles,
+    findings,
+    feedback: passed ? "" : feedbackParts.join("\n"),
+  };
+  return { ...result, report: validationReport({ plan, result }) };
+}
+
+export function validationReport({ plan, result }: { plan: Plan; result: Omit<ValidationResult, "report"> }): string {
+  const lines = [
+    `# Validation report`,
+    "",
+    `**Result:** ${result.passed ? "passed" : "failed"} · alignment ${result.alignmentScore}/10 (threshold ${result.threshold}) · attempt ${result.attempt}`,
+    "",
+    `## Plan`,
+    "",
+    plan.summary,
+    "",
+    `## Acceptance criteria`,
+    "",
+    "| Criterion | Command | Result |",
+    "|---|---|---|",
+  ];
+  for (const c of plan.acceptanceCriteria) {
+    const check = result.checks.find((k) => k.criterionId === c.id);
+    const outcome = check ? (check.passed ? "✅ passed" : check.timedOut ? "❌ timed out" : `❌ exit ${check.exitCode}`) : "reviewed";
+    lines.push(`| ${c.id}: ${c.description.replace(/\|/g, "\\|")} | ${c.command ? `\`${c.command}\`` : "—"} | ${outcome} |`);
+  }
+  lines.push("", "## Changed files", "");
+  lines.push(...(result.changedFiles.length ? result.changedFiles.map((f) => `- \`${f}\`${result.outOfScopeFiles.includes(f) ? " — **outside the plan's scope**" : ""}`) : ["(none)"]));
+  lines.push("", "## Findings", "");
+  lines.push(...(result.findings.length ? result.findings.map((f) => `- **${f.severity}** (${f.criterion}): ${f.evidence}`) : ["(none)"]));
+  const failed = result.checks.filter((c) => !c.passed);
+  if (failed.length) {
+    lines.push("", "## Failed checks", "");
+    for (const c of failed) lines.push(`### ${c.criterionId}: \`${c.command}\``, "", "```", c.output || "(no output)", "```", "");
+  }
+  if (result.feedback) lines.push("", "## Feedback for the next attempt", "", result.feedback);
+  lines.push("");
+  return lines.join("\n");
+}

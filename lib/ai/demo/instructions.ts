@@ -1,0 +1,80 @@
+/**
+ * The demo model's instruction syntax (DESIGN.md §6), parsed from the text of a run's request:
+ *   ```file:<path>            → the implementer writes that file with that content
+ *   [plan-ask: <question>]    → the planner asks that clarification before planning
+ *   [ask: <q> | <opt> | <opt>] → the implementer asks once (single choice with options, free text without)
+ *   [fail-validation: N]      → the first N validations fail with a minor finding
+ *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
+ */
+
+export type DemoInstructions = {
+  files: Array<{ path: string; content: string }>;
+  planAsks: string[];
+  asks: Array<{ question: string; options: string[] }>;
+  failValidation: number;
+  invalidMermaid: number;
+  /** The request with markers and file blocks removed. */
+  description: string;
+  title: string;
+  slug: string;
+  notePath: string;
+};
+
+const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
+const MARKER = /\[(plan-ask|ask|fail-validation|invalid-mermaid):([^\]]*)\]/g;
+
+export function slugify(text: string): string {
+  const slug = text
+    .toLowerCase()
+    .normalize("NFKD")
+    .replace(/[^a-z0-9]+/g, "-")
+    .replace(/^-+|-+$/g, "");
+  if (!slug) return "request";
+  if (slug.length <= 48) return slug;
+  const cut = slug.slice(0, 48);
+  return cut.includes("-") ? cut.slice(0, cut.lastIndexOf("-")) : cut;
+}
+
+function count(value: string): number {
+  const n = Number.parseInt(value.trim(), 10);
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+export function parseInstructions(request: string): DemoInstructions {
+  const files: DemoInstructions["files"] = [];
+  const withoutFiles = request.replace(FILE_BLOCK, (_all, _fence: string, path: string, body: string) => {
+    files.push({ path: path.trim(), content: body });
+    return "";
+  });
+  const planAsks: string[] = [];
+  const asks: DemoInstructions["asks"] = [];
+  let failValidation = 0;
+  let invalidMermaid = 0;
+  const description = withoutFiles
+    .replace(MARKER, (_all, kind: string, body: string) => {
+      if (kind === "plan-ask" && body.trim()) planAsks.push(body.trim());
+      if (kind === "ask") {
+        const [question = "", ...options] = body.split("|").map((s) => s.trim());
+        if (question) asks.push({ question, options: options.filter(Boolean) });
+      }
+      if (kind === "fail-validation") failValidation = count(body);
+      if (kind === "invalid-mermaid") invalidMermaid = count(body);
+      return "";
+    })
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
+  const firstLine = description.split("\n").find((l) => l.trim()) ?? "";
+  const title = firstLine.replace(/^#+\s*/, "").trim().slice(0, 80) || "Request";
+  const slug = slugify(title);
+  return {
+    files,
+    planAsks,
+    asks,
+    failValidation,
+    invalidMermaid,
+    description: description || "(no description)",
+    title,
+    slug,
+    notePath: `docs/requests/${slug}.md`,
+  };
+}

@@ -1,0 +1,189 @@
+import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
+import { readSection } from "../prompt-sections";
+import { createScriptedModel, instructionText, type ScriptedReply } from "../scripted-model";
+import { parseInstructions, type DemoInstructions } from "./instructions";
+
+/**
+ * `demo:*` — the embedded default model. It never pretends to be intelligent: it follows the instructions written into
+ * the request (see ./instructions.ts) and otherwise plans one task and writes a note file, so runs are deterministic and
+ * offline while still driving the real agent loops (tool calls, structured output, usage).
+ */
+export function createDemoModel(name = "default"): LanguageModelV3 {
+  return createScriptedModel({ provider: "demo", modelId: name, respond: demoRespond });
+}
+
+export const DEMO_LABEL = "demo";
+
+function demoRespond(options: LanguageModelV3CallOptions): ScriptedReply {
+  const text = instructionText(options.prompt);
+  const ins = parseInstructions(readSection(text, "request") ?? "");
+  const tools = (options.tools ?? []).map((t) => t.name);
+  if (tools.includes("write_file")) return implementerReply(ins, options.prompt, text);
+  const schema = options.responseFormat?.type === "json" ? options.responseFormat.schema : undefined;
+  const props = Object.keys((schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+  if (props.includes("mermaid")) return { text: JSON.stringify(planReply(ins, text)) };
+  if (props.includes("alignmentScore")) return { text: JSON.stringify(reviewReply(ins, text)) };
+  return { text: `Demo model (scripted, not AI). Request: ${ins.title}` };
+}
+
+// ── planner ───────────────────────────────────────────────────────────────────────────────────────────────────────
+
+function label(text: string): string {
+  return `"${text.replace(/"/g, "'")}"`;
+}
+
+function planReply(ins: DemoInstructions, prompt: string) {
+  const answered = readSection(prompt, "clarifications") ?? "";
+  const open = ins.planAsks.find((q) => !answered.includes(q));
+  const none = { summary: "", mermaid: "", tasks: [], acceptanceCriteria: [], risks: [] };
+  if (open) {
+    return {
+      kind: "clarification",
+      clarification: { question: open, context: "Asked by the demo model ([plan-ask] in the request).", options: [], responseType: "text" },
+      ...none,
+    };
+  }
+  const tasks = ins.files.map((f, i) => ({
+    id: `T${i + 1}`,
+    title: `Write ${f.path}`,
+    description: `Create ${f.path} with the content given in the request.`,
+    dependsOn: [] as string[],
+    files: [f.path],
+  }));
+  tasks.push({
+    id: `T${tasks.length + 1}`,
+    title: "Write the request note",
+    description: `Describe the request in ${ins.notePath}.`,
+    dependsOn: tasks.map((t) => t.id),
+    files: [ins.notePath],
+  });
+  const diagramsSoFar = Number(readSection(prompt, "diagram-attempt") ?? "0") || 0;
+  const mermaid =
+    diagramsSoFar < ins.invalidMermaid
+      ? `flowchart TD\n  A[${ins.title}] --> B{{{ invalid on purpose ([invalid-mermaid: ${ins.invalidMermaid}])`
+      : [
+          "flowchart TD",
+          `  R[${label(ins.title)}]`,
+          ...tasks.map((t) => `  ${t.id}[${label(t.title)}]`),
+          ...tasks.map((t) => (t.dependsOn.length ? t.dependsOn.map((d) => `  ${d} --> ${t.id}`).join("\n") : `  R --> ${t.id}`)),
+        ].join("\n");
+  return {
+    kind: "plan",
+    clarification: null,
+    summary: `Demo plan (scripted): ${ins.title}`,
+    mermaid,
+    tasks,
+    acceptanceCriteria: [
+      ...ins.files.map((f, i) => ({ id: `AC${i + 1}`, description: `${f.path} exists`, command: `test -f ${f.path}` })),
+      {
+        id: `AC${ins.files.length + 1}`,
+        description: `${ins.notePath} describes the request`,
+        command: `test -f ${ins.notePath}`,
+      },
+    ],
+    risks: ["Demo model: the plan follows the request's instructions literally."],
+  };
+}
+
+// ── implementer ───────────────────────────────────────────────────────────────────────────────────────────────────
+
+type Call = { toolName: string; input: unknown };
+
+function clarificationAnswers(prompt: LanguageModelV3Prompt): Array<{ question: string; answer: string }> {
+  const out: Array<{ question: string; answer: string }> = [];
+  for (const message of prompt) {
+    if (message.role !== "tool") continue;
+    for (const part of message.content) {
+      if (part.type !== "tool-result" || part.toolName !== "request_clarification") continue;
+      const value = part.output.type === "json" ? (part.output.value as { question?: string; answer?: unknown }) : undefined;
+      if (value) out.push({ question: String(value.question ?? ""), answer: String(value.answer ?? "") });
+    }
+  }
+  return out;
+}
+
+function noteContent(ins: DemoInstructions, answers: Array<{ question: string; answer: string }>): string {
+  const lines = [`# ${ins.title}`, "", ins.description, ""];
+  if (ins.files.length) lines.push("## Files", "", ...ins.files.map((f) => `- \`${f.path}\``), "");
+  if (answers.length) {
+    lines.push("## Clarifications", "");
+    for (const a of answers) lines.push(`- **${a.question}** — ${a.answer}`);
+    lines.push("");
+  }
+  lines.push("_Written by the Gatehouse demo model (scripted, not AI)._", "");
+  return lines.join("\n");
+}
+
+function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, text: string): ScriptedReply {
+  let todos: Array<{ id: string; files?: string[] }> = [];
+  try {
+    todos = JSON.parse(readSection(text, "todos") ?? "[]");
+  } catch {
+    todos = [];
+  }
+  const answers = clarificationAnswers(prompt);
+  const writes: Array<{ path: string; content: string }> = [
+    ...ins.files,
+    { path: ins.notePath, content: noteContent(ins, answers) },
+  ];
+  const owner = (path: string) => todos.find((t) => t.files?.includes(path)) ?? todos[todos.length - 1];
+
+  const turns: Call[][] = ins.asks.map((a) => [
+    {
+      toolName: "request_clarification",
+      input: { question: a.question, options: a.options, context: "Asked by the demo model ([ask] in the request)." },
+    },
+  ]);
+  if (todos.length === 0) {
+    turns.push(writes.map((w) => ({ toolName: "write_file", input: w })));
+  } else {
+    for (const todo of todos) {
+      const mine = writes.filter((w) => owner(w.path) === todo);
+      turns.push([
+        { toolName: "update_todo", input: { id: todo.id, status: "in_progress" } },
+        ...mine.map((w) => ({ toolName: "write_file", input: w })),
+      ]);
+      turns.push([{ toolName: "update_todo", input: { id: todo.id, status: "done" } }]);
+    }
+  }
+  const done = prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length;
+  const next = turns[done];
+  if (next) return { toolCalls: next };
+  return { text: `Done (demo model, scripted). Wrote ${writes.map((w) => w.path).join(", ")}.` };
+}
+
+// ── validator ─────────────────────────────────────────────────────────────────────────────────────────────────────
+
+function reviewReply(ins: DemoInstructions, prompt: string) {
+  const attempt = Number(readSection(prompt, "validation-attempt") ?? "1") || 1;
+  let checks: Array<{ criterion: string; passed: boolean }> = [];
+  try {
+    checks = JSON.parse(readSection(prompt, "checks") ?? "[]");
+  } catch {
+    checks = [];
+  }
+  const red = checks.filter((c) => !c.passed);
+  if (red.length) {
+    return {
+      passed: false,
+      alignmentScore: 4,
+      findings: red.map((c) => ({ severity: "major", criterion: c.criterion, evidence: "Its command failed." })),
+      feedback: `Make these checks pass: ${red.map((c) => c.criterion).join(", ")}.`,
+    };
+  }
+  if (attempt <= ins.failValidation) {
+    return {
+      passed: false,
+      alignmentScore: 7,
+      findings: [
+        {
+          severity: "minor",
+          criterion: checks[0]?.criterion ?? "AC1",
+          evidence: `Scripted failure ${attempt} of ${ins.failValidation} ([fail-validation: ${ins.failValidation}] in the request).`,
+        },
+      ],
+      feedback: "Scripted demo feedback: try again.",
+    };
+  }
+  return { passed: true, alignmentScore: 10, findings: [], feedback: "" };
+}
