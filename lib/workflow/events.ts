@@ -1,6 +1,15 @@
 import type { GateKind } from "./types";
 import type { Stage } from "./config";
 
+/** A plan as the planner returns it and the dashboard shows it (carried in PLAN_CREATED / PLAN_EDITED). */
+export type PlanDocument = {
+  summary: string;
+  mermaid: string;
+  tasks: Array<{ id: string; title: string; description?: string; dependsOn?: string[]; files?: string[] }>;
+  acceptanceCriteria: Array<{ id?: string; description: string; command?: string }>;
+  risks?: string[];
+};
+
 /**
  * Every state change of a run is one of these events, appended to workflow_events with the next sequence number.
  * Payloads are plain JSON. Names never appear as bare strings elsewhere: use `RunEventType`.
@@ -16,8 +25,8 @@ export type RunEventPayloads = {
   RUN_STARTED: Record<string, never> | { by?: string };
   STAGE_STARTED: { stage: Stage; attempt?: number };
   STAGE_COMPLETED: { stage: Stage };
-  PLAN_CREATED: { version: number; summary?: string; path?: string; commitSha?: string; taskCount?: number };
-  PLAN_EDITED: { version: number; by: string; path?: string; commitSha?: string };
+  PLAN_CREATED: { version: number; plan?: PlanDocument; path?: string; commitSha?: string; feedback?: string | null };
+  PLAN_EDITED: { version: number; by: string; plan?: PlanDocument; path?: string; commitSha?: string };
   APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null };
   APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean };
   APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
@@ -25,11 +34,12 @@ export type RunEventPayloads = {
   CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
   ARTIFACT_CREATED: { artifactId?: string; type: string; path: string; commitSha?: string | null; version?: number };
+  TASK_STARTED: { taskId: string; index: number; total: number };
   TASK_COMPLETED: { taskId: string; commitSha?: string | null };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
   IMPLEMENTATION_FAILED: { attempt: number; reason: string };
-  VALIDATION_PASSED: { attempt: number; score?: number };
-  VALIDATION_FAILED: { attempt: number; score?: number; summary?: string };
+  VALIDATION_PASSED: { attempt: number; score?: number; report?: string };
+  VALIDATION_FAILED: { attempt: number; score?: number; summary?: string; report?: string };
   RUN_PAUSED: {
     reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "other";
     message: string;
@@ -63,6 +73,7 @@ export const RUN_EVENT_TYPES = [
   "CLARIFICATION_REQUESTED",
   "CLARIFICATION_ANSWERED",
   "ARTIFACT_CREATED",
+  "TASK_STARTED",
   "TASK_COMPLETED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",

@@ -142,6 +142,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       return next({ status: "running", pendingClarification: null, resumedAt: at });
 
     case "ARTIFACT_CREATED":
+    case "TASK_STARTED":
     case "TASK_COMPLETED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
