@@ -1,0 +1,164 @@
+import { streamText } from "ai";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { answerClarification, implementerTurn, startImplementer, type ImplementerState } from "@/lib/agents/implementer";
+import { PlannerError, runPlanner, type PlannerInput } from "@/lib/agents/planner";
+import { runValidator } from "@/lib/agents/validator";
+import type { Plan } from "@/lib/agents/plan";
+import { getLanguageModel } from "@/lib/ai/providers";
+import { parseInstructions } from "@/lib/ai/demo/instructions";
+import { getDb } from "@/lib/db";
+import { modelCalls } from "@/lib/db/schema";
+import { createTempSandbox } from "@/tests/agents/helpers/temp-sandbox";
+
+const DEMO = "demo:default";
+type Sbx = Awaited<ReturnType<typeof createTempSandbox>>;
+let sandbox: Sbx;
+let run = 0;
+let runKey: string;
+beforeEach(async () => {
+  sandbox = await createTempSandbox();
+  runKey = `demo-run-${++run}`;
+});
+afterEach(() => sandbox.destroy());
+
+async function plan(input: PlannerInput, key = "plan"): Promise<ReturnType<typeof runPlanner>> {
+  return runPlanner({ input, modelId: DEMO, context: { stepKey: `${runKey}:${key}` } });
+}
+
+/** Drive the implementer turn by turn as the workflow would, answering questions with `answer`. */
+async function implement(p: Plan, request: string, answer?: string) {
+  let state: ImplementerState = startImplementer({ plan: p, request });
+  const questions: Array<{ question: string; options: string[] }> = [];
+  for (let i = 0; i < 30; i++) {
+    const r = await implementerTurn({ state, sandbox, modelId: DEMO, context: { stepKey: `${runKey}:impl:${i}` } });
+    state = JSON.parse(JSON.stringify(r.state));
+    if (r.kind === "clarification") {
+      questions.push({ question: r.question, options: r.options });
+      state = answerClarification(state, answer);
+      continue;
+    }
+    if (r.kind !== "continue") return { result: r, questions, turns: i + 1 };
+  }
+  throw new Error("the demo implementer did not finish");
+}
+
+async function validate(p: Plan, request: string, attempt: number) {
+  return runValidator({ plan: p, request, sandbox, attempt, modelId: DEMO, context: { stepKey: `${runKey}:validate:${attempt}` } });
+}
+
+describe("demo model: a full planner → implementer → validator pass", () => {
+  it("with no instructions: one task, a note file describing the request, validation passes", async () => {
+    const request = "Add a dark mode toggle to the settings page";
+    const planned = await plan({ request });
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    expect(planned.plan.tasks).toEqual([
+      expect.objectContaining({ id: "T1", files: ["docs/requests/add-a-dark-mode-toggle-to-the-settings-page.md"] }),
+    ]);
+    expect(planned.plan.constraints.requiredRoutes).toContain("Write the request note");
+
+    const { result } = await implement(planned.plan, request);
+    expect(result.kind).toBe("done");
+    const note = await sandbox.readFile("docs/requests/add-a-dark-mode-toggle-to-the-settings-page.md");
+    expect(note).toContain("Add a dark mode toggle to the settings page");
+    expect(note).toContain("demo model");
+
+    const v = await validate(planned.plan, request, 1);
+    expect(v).toMatchObject({ passed: true, alignmentScore: 10, outOfScopeFiles: [] });
+    expect(v.checks.every((c) => c.passed)).toBe(true);
+
+    // Every call was recorded with demo token usage (free).
+    const db = await getDb();
+    const rows = (await db.select().from(modelCalls)).filter((r) => r.stepKey?.startsWith(`${runKey}:`));
+    expect(new Set(rows.map((r) => r.stage))).toEqual(new Set(["planning", "implementation", "validation"]));
+    for (const row of rows) {
+      expect(row.model).toBe(DEMO);
+      expect(row.tokensIn).toBeGreaterThan(0);
+      expect(row.tokensOut).toBeGreaterThan(0);
+      expect(row.costUsd).toBe(0);
+    }
+  });
+
+  it("follows every §6 instruction: files, plan-ask, ask, invalid-mermaid, fail-validation", async () => {
+    const request = [
+      "Greeting module",
+      "[plan-ask: Which greeting should we use?]",
+      "[ask: Which language? | English | French]",
+      "[invalid-mermaid: 1]",
+      "[fail-validation: 1]",
+      "```file:src/greet.ts",
+      'export const greet = (name: string) => `Hello, ${name}!`;',
+      "```",
+      "```file:src/index.ts",
+      'export { greet } from "./greet";',
+      "```",
+    ].join("\n");
+
+    const asked = await plan({ request });
+    expect(asked).toMatchObject({ kind: "clarification", question: "Which greeting should we use?", responseType: "text" });
+
+    const planned = await plan({ request, clarifications: [{ question: "Which greeting should we use?", answer: "Hello" }] }, "plan-2");
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    // The first diagram was invalid on purpose; the planner retried with the parser's message.
+    expect(planned.diagramsProduced).toBe(2);
+    expect(planned.plan.tasks.map((t) => t.files)).toEqual([["src/greet.ts"], ["src/index.ts"], ["docs/requests/greeting-module.md"]]);
+    expect(planned.plan.acceptanceCriteria.map((c) => c.command)).toEqual([
+      "test -f src/greet.ts",
+      "test -f src/index.ts",
+      "test -f docs/requests/greeting-module.md",
+    ]);
+
+    const { result, questions } = await implement(planned.plan, request, "French");
+    expect(questions).toEqual([{ question: "Which language?", options: ["English", "French"] }]);
+    expect(result.kind).toBe("done");
+    expect(result.state.todos.every((t) => t.status === "done")).toBe(true);
+    expect(await sandbox.readFile("src/greet.ts")).toBe('export const greet = (name: string) => `Hello, ${name}!`;\n');
+    expect(await sandbox.readFile("src/index.ts")).toBe('export { greet } from "./greet";\n');
+    const note = await sandbox.readFile("docs/requests/greeting-module.md");
+    expect(note).toContain("**Which language?** — French");
+    expect(note).not.toContain("[ask:");
+
+    const first = await validate(planned.plan, request, 1);
+    expect(first.passed).toBe(false);
+    expect(first.findings).toEqual([expect.objectContaining({ severity: "minor" })]);
+    expect(first.report).toContain("**Result:** failed");
+    const second = await validate(planned.plan, request, 2);
+    expect(second.passed).toBe(true);
+    expect(second.changedFiles).toEqual(["docs/requests/greeting-module.md", "src/greet.ts", "src/index.ts"]);
+  });
+
+  it("[invalid-mermaid: 2] ends planning in a typed failure; the next planning attempt succeeds", async () => {
+    const request = "Checkout flow\n[invalid-mermaid: 2]";
+    const error = await plan({ request }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PlannerError);
+    expect((error as PlannerError).code).toBe("bad_request:mermaid");
+    expect((error as PlannerError).diagramsProduced).toBe(2);
+    const again = await plan({ request, diagramAttempt: 2 }, "plan-after-fix");
+    expect(again.kind).toBe("plan");
+  });
+
+  it("streams like any provider and is labelled demo", async () => {
+    const model = getLanguageModel(DEMO);
+    expect(model).toMatchObject({ provider: "demo", modelId: "default" });
+    const r = streamText({ model, prompt: "<request>\nHello there\n</request>" });
+    expect(await r.text).toBe("Demo model (scripted, not AI). Request: Hello there");
+    expect((await r.totalUsage).outputTokens).toBeGreaterThan(0);
+  });
+});
+
+describe("demo instruction syntax", () => {
+  it("parses markers and file blocks and strips them from the description", () => {
+    const ins = parseInstructions(
+      "# Fix: the login   bug!\n[ask: Free text?]\n[fail-validation: 3]\n~~~file:a/b.txt\nline\n~~~\nrest",
+    );
+    expect(ins).toMatchObject({
+      title: "Fix: the login   bug!",
+      slug: "fix-the-login-bug",
+      notePath: "docs/requests/fix-the-login-bug.md",
+      asks: [{ question: "Free text?", options: [] }],
+      failValidation: 3,
+      invalidMermaid: 0,
+      files: [{ path: "a/b.txt", content: "line\n" }],
+    });
+    expect(ins.description).toBe("# Fix: the login   bug!\n\nrest");
+  });
+});
