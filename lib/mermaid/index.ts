@@ -1,4 +1,4 @@
-export { MermaidError, SUPPORTED_DIAGRAMS, stripFence, type DiagramKind } from "./parser";
+export { MermaidError, SUPPORTED_DIAGRAMS, stripFence, warmUpMermaid, type DiagramKind } from "./parser";
 export {
   extractConstraints,
   validateMermaid,

@@ -58,6 +58,11 @@ function getMermaid(): Promise<MermaidInstance> {
   return globalForMermaid.__gatehouseMermaid;
 }
 
+/** Load mermaid ahead of the first plan (e.g. at server start) so no request pays the cold start. */
+export async function warmUpMermaid(): Promise<void> {
+  await getMermaid();
+}
+
 // mermaid keeps one database per diagram type; parses are serialised so an extraction never reads another parse's data.
 let queue: Promise<unknown> = Promise.resolve();
 function serialized<T>(fn: () => Promise<T>): Promise<T> {
