@@ -6,6 +6,7 @@ export { squashMerge, type MergeResult } from "./merge";
 export { rebuildFromGit, type RebuildResult } from "./rebuild";
 export {
   buildRunContext,
+  clarificationFromRow,
   commitRunRecords,
   commitSpec,
   parseEvents,

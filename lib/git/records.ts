@@ -198,6 +198,37 @@ export function parseRunContext(text: string): RunContext {
   return parsed.data;
 }
 
+/** A clarification_requests row as context.json stores it (timestamps as epoch ms). */
+export function clarificationFromRow(row: {
+  id: string;
+  stage: string;
+  question: string;
+  context: string | null;
+  options: string[] | null;
+  responseType: string;
+  status: string;
+  response: unknown;
+  answeredBy: string | null;
+  answeredAt: Date | null;
+  attemptNumber: number;
+  createdAt: Date;
+}): ContextClarification {
+  return {
+    id: row.id,
+    stage: row.stage,
+    question: row.question,
+    context: row.context,
+    options: row.options,
+    responseType: row.responseType,
+    status: row.status,
+    response: row.response ?? null,
+    answeredBy: row.answeredBy,
+    answeredAt: row.answeredAt ? row.answeredAt.getTime() : null,
+    attemptNumber: row.attemptNumber,
+    createdAt: row.createdAt.getTime(),
+  };
+}
+
 const ARTIFACT_STAGE: Record<string, string> = { spec: "planning", plan: "planning", checkpoint: "implementation", report: "validation" };
 
 /**

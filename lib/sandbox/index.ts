@@ -65,6 +65,8 @@ export type CreateSandboxOptions = {
   allowInternet?: boolean;
   /** E2B only: a substitute client (tests). */
   e2bClient?: E2BClient;
+  /** E2B only: where the repository is unpacked remotely (default /home/user/repo). */
+  remoteRoot?: string;
 };
 
 /** Create a run's sandbox: E2B when configured (or asked for), otherwise a local worktree (bubblewrap when available). */

@@ -1,0 +1,129 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { baseChildEnv, resetEnvCache } from "@/lib/env";
+import { commitCheckpoint, createRunBranch } from "@/lib/git";
+import { gitOut } from "@/lib/git/run";
+import { createSandbox, PathEscapeError, shellQuote, type E2BClient, type E2BRemote } from "@/lib/sandbox";
+import type { E2BCreateOptions } from "@/lib/sandbox/e2b";
+import { makeRepo } from "../git/helpers";
+
+/**
+ * A stand-in for the E2B service: the "remote" is a temp directory and commands run in bash on this machine, exactly as
+ * E2B would receive them (one command string). It proves upload, quoting, diff, sync-back and kill — not E2B itself.
+ */
+function fakeClient() {
+  const calls: { created: E2BCreateOptions[]; commands: { cmd: string; envs?: Record<string, string> }[]; killed: number } = {
+    created: [],
+    commands: [],
+    killed: 0,
+  };
+  const client: E2BClient = {
+    async create(options) {
+      calls.created.push(options);
+      const remote: E2BRemote = {
+        sandboxId: "fake123",
+        files: {
+          async write(file, data) {
+            await fs.mkdir(path.dirname(file), { recursive: true });
+            await fs.writeFile(file, typeof data === "string" ? data : Buffer.from(data));
+          },
+          read: (file) => fs.readFile(file, "utf8"),
+        },
+        commands: {
+          async run(cmd, opts) {
+            calls.commands.push({ cmd, envs: opts.envs });
+            const r = spawnSync("bash", ["-c", cmd], { cwd: opts.cwd, env: baseChildEnv(opts.envs) as NodeJS.ProcessEnv, encoding: "utf8" });
+            const result = { exitCode: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
+            if (result.exitCode !== 0) throw Object.assign(new Error("CommandExitError"), result);
+            return result;
+          },
+        },
+        async kill() {
+          calls.killed++;
+          return true;
+        },
+      };
+      return remote;
+    },
+  };
+  return { client, calls };
+}
+
+let repo: string;
+let remoteBase: string;
+
+beforeAll(async () => {
+  process.env.E2B_API_KEY = "e2b_test_key_not_real_0123456789";
+  process.env.ANTHROPIC_API_KEY = "sk-ant-fake-secret-0123456789";
+  resetEnvCache();
+  repo = await makeRepo();
+  remoteBase = await fs.mkdtemp(path.join(os.tmpdir(), "gatehouse-fake-e2b-"));
+});
+afterAll(() => {
+  delete process.env.E2B_API_KEY;
+  delete process.env.ANTHROPIC_API_KEY;
+  resetEnvCache();
+});
+
+describe("E2B sandbox (fake client, no network)", () => {
+  it("quotes every argument so the command string carries them as data", () => {
+    const r = spawnSync("bash", ["-c", ["printf", "%s|", "a b", "$(id)", "it's", "; rm -rf /"].map(shellQuote).join(" ")], { encoding: "utf8" });
+    expect(r.stdout).toBe("a b|$(id)|it's|; rm -rf /|");
+  });
+
+  it("is chosen when E2B_API_KEY is set: uploads the repo, internet off, runs commands, returns the diff, syncs back, is killed on destroy", async () => {
+    const { client, calls } = fakeClient();
+    const runId = "run_e2b01";
+    const { branch } = await createRunBranch({ repoPath: repo, runId, request: "e2b work", baseBranch: "main" });
+    const sandbox = await createSandbox({ runId, repoPath: repo, ref: branch, branch, e2bClient: client, remoteRoot: path.join(remoteBase, "first") });
+    expect(sandbox.kind).toBe("e2b");
+    expect(sandbox.isolated).toBe(true);
+    expect(calls.created).toEqual([expect.objectContaining({ apiKey: "e2b_test_key_not_real_0123456789", allowInternetAccess: false, metadata: { gatehouseRunId: runId } })]);
+    expect(await fs.readFile(path.join(remoteBase, "first", "README.md"), "utf8")).toBe("# demo\n");
+    await sandbox.destroy();
+    expect(calls.killed).toBe(1);
+
+    // Against a remote root we can inspect.
+    const root = path.join(remoteBase, "repo");
+    const { E2BSandbox } = await import("@/lib/sandbox/e2b");
+    const s = await E2BSandbox.create({ runId, repoPath: repo, ref: branch, branch, client, remoteRoot: root, allowInternet: true });
+    expect(calls.created.at(-1)?.allowInternetAccess).toBe(true);
+    expect(await s.readFile("README.md")).toBe("# demo\n");
+    await expect(s.readFile("../etc/passwd")).rejects.toBeInstanceOf(PathEscapeError);
+    await fs.symlink("/etc", path.join(root, "etc-link"));
+    await expect(s.readFile("etc-link/hostname")).rejects.toBeInstanceOf(PathEscapeError);
+    await fs.rm(path.join(root, "etc-link"));
+
+    await s.writeFile("src/new file.ts", "export const n = 1;\n");
+    const r = await s.exec("printf", ["%s", "$(touch pwned); echo no"], { env: { ANTHROPIC_API_KEY: "x", FINE: "1" } });
+    expect(r.stdout).toBe("$(touch pwned); echo no");
+    await expect(fs.access(path.join(root, "pwned"))).rejects.toThrow();
+    expect(calls.commands.at(-1)?.envs).toEqual({ FINE: "1" });
+    expect(JSON.stringify(calls.commands)).not.toContain("sk-ant-fake-secret");
+    expect(JSON.stringify(calls.commands)).not.toContain("e2b_test_key_not_real");
+
+    const big = await s.exec("head", ["-c", "300000", "/dev/zero"], { maxOutputBytes: 1000 });
+    expect(big.truncated).toBe(true);
+    expect(big.stdout).toContain("bytes omitted");
+
+    const diff = await s.diff();
+    expect(diff).toContain("src/new file.ts");
+    expect(diff).toContain("+export const n = 1;");
+
+    // Checkpoint: the remote changes come back into the local worktree and are committed on the run branch.
+    const cp = await commitCheckpoint({ sandbox: s, runId, taskId: "T1", title: "remote work" });
+    expect(await gitOut(repo, ["show", `${cp.sha}:src/new file.ts`])).toBe("export const n = 1;");
+    await s.writeFile("src/new file.ts", "export const n = 2;\n");
+    const cp2 = await commitCheckpoint({ sandbox: s, runId, taskId: "T2", title: "more remote work" });
+    expect(await gitOut(repo, ["show", `${cp2.sha}:src/new file.ts`])).toBe("export const n = 2;");
+    expect(await gitOut(repo, ["rev-parse", branch])).toBe(cp2.sha);
+
+    const killed = calls.killed;
+    await s.destroy();
+    expect(calls.killed).toBe(killed + 1);
+    await expect(fs.access(s.workspacePath)).rejects.toThrow();
+  });
+});
