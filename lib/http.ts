@@ -78,6 +78,28 @@ export async function readJson<S extends z.ZodType>(request: Request, schema: S)
   return parsed.data;
 }
 
+/** Like readJson, but an empty body is an empty object (for actions whose fields are all optional). */
+export async function readOptionalJson<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
+  const hasBody = request.body !== null && request.headers.get("content-length") !== "0";
+  if (!hasBody) return parseOrThrow(schema, {});
+  const limit = getEnv().GATEHOUSE_MAX_BODY_BYTES;
+  const text = await readLimited(request, limit);
+  if (text.trim() === "") return parseOrThrow(schema, {});
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw new AppError("bad_request:api", "The request body is not valid JSON.");
+  }
+  return parseOrThrow(schema, body);
+}
+
+function parseOrThrow<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const parsed = schema.safeParse(body);
+  if (!parsed.success) throw new AppError("bad_request:api", describeIssues(parsed.error.issues));
+  return parsed.data;
+}
+
 function tooLarge(limit: number) {
   return new AppError("payload_too_large:api", `The request body is larger than ${limit} bytes.`);
 }

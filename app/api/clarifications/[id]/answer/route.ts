@@ -1,0 +1,13 @@
+import { json, readJson, route } from "@/lib/http";
+import { answerClarification, answerSchema } from "@/lib/runs/decisions";
+import { announce } from "@/inngest/announce";
+import { clarificationAnswered } from "@/inngest/events";
+
+export const dynamic = "force-dynamic";
+
+export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  const { response } = await readJson(request, answerSchema);
+  const clarification = await answerClarification({ user, clarificationId: params.id, response });
+  await announce(clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }));
+  return json({ clarification });
+});

@@ -1,0 +1,14 @@
+import { json, readOptionalJson, route } from "@/lib/http";
+import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
+import { toRunDto } from "@/lib/runs/dto";
+import { announce } from "@/inngest/announce";
+import { runResumed } from "@/inngest/events";
+
+export const dynamic = "force-dynamic";
+
+export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  await readOptionalJson(request, resumeSchema);
+  const run = await resumeRun({ user, runId: params.id, action: "extend" });
+  await announce(runResumed.create({ runId: params.id, action: "extend" }));
+  return json({ run: toRunDto(run) });
+});

@@ -1,0 +1,14 @@
+import { json, readJson, route } from "@/lib/http";
+import { decideFix, fixDecisionSchema } from "@/lib/runs/decisions";
+import { announce } from "@/inngest/announce";
+import { gateDecided, runCancelled } from "@/inngest/events";
+
+export const dynamic = "force-dynamic";
+
+export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  const input = await readJson(request, fixDecisionSchema);
+  const gate = await decideFix({ user, runId: params.id, input });
+  await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: input.decision }));
+  if (input.decision === "cancel") await announce(runCancelled.create({ runId: params.id }));
+  return json({ gate });
+});

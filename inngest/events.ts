@@ -1,0 +1,22 @@
+import { eventType } from "inngest";
+import { z } from "zod";
+
+/*
+ * Gatehouse's Inngest events, declared once with schemas. Event names are never spelled as bare strings elsewhere.
+ * Every one is an announcement of something already stored in the database: a lost or early announcement never
+ * loses a decision, because the workflow re-reads the stored state.
+ */
+
+export const runStarted = eventType("run/started", { schema: z.object({ runId: z.string() }) });
+export const runCancelled = eventType("run/cancelled", { schema: z.object({ runId: z.string() }) });
+export const gateDecided = eventType("run/gate.decided", {
+  schema: z.object({ runId: z.string(), gateId: z.string(), decision: z.string() }),
+});
+export const clarificationAnswered = eventType("run/clarification.answered", {
+  schema: z.object({ runId: z.string(), clarificationId: z.string() }),
+});
+export const runResumed = eventType("run/resumed", {
+  schema: z.object({ runId: z.string(), action: z.enum(["retry", "extend"]) }),
+});
+/** A run finished (any terminal status): frees a slot of the user's concurrency limit. */
+export const runFinished = eventType("run/finished", { schema: z.object({ runId: z.string(), userId: z.string() }) });

@@ -1,0 +1,327 @@
+import { and, desc, eq } from "drizzle-orm";
+import { z } from "zod";
+import { getDb, write, type Tx } from "@/lib/db";
+import { clarificationRequests, gates } from "@/lib/db/schema";
+import { appendEventsTx } from "@/lib/db/queries/runs";
+import { AppError } from "@/lib/errors";
+import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
+import { validateMermaid } from "@/lib/mermaid";
+import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/workflow";
+import { getVisibleRun } from "./service";
+
+/*
+ * Human decisions. Each is written to the database first — the gate/clarification row and the run's event in ONE
+ * transaction, guarded by `status = 'pending'` so that of N concurrent identical decisions exactly one applies — and
+ * announced afterwards by the caller (an Inngest event). The workflow re-reads the stored decision, so an announcement
+ * that is lost or early never loses a decision.
+ */
+
+export const planTaskSchema = z.strictObject({
+  id: z.string().trim().min(1).max(100),
+  title: z.string().trim().min(1).max(500),
+  description: z.string().max(20_000).optional(),
+  dependsOn: z.array(z.string().max(100)).max(100).optional(),
+  files: z.array(z.string().max(1000)).max(500).optional(),
+});
+
+export const editedPlanSchema = z.strictObject({
+  mermaid: z.string().trim().min(1, "must not be empty").max(100_000),
+  tasks: z.array(planTaskSchema).max(200).optional(),
+  summary: z.string().max(5_000).optional(),
+});
+
+export const approveSchema = z.strictObject({
+  gateId: z.string().max(100).optional(),
+  notes: z.string().max(20_000).optional(),
+  editedPlan: editedPlanSchema.optional(),
+});
+
+export const rejectSchema = z.strictObject({
+  gateId: z.string().max(100).optional(),
+  feedback: z.string({ error: "is required" }).trim().min(1, "must say what to change").max(20_000),
+});
+
+export const fixDecisionSchema = z.strictObject({
+  gateId: z.string().max(100).optional(),
+  decision: z.enum(["retry", "accept", "cancel"], { error: 'must be "retry", "accept" or "cancel"' }),
+  notes: z.string().max(20_000).optional(),
+});
+
+export const cancelSchema = z.strictObject({ reason: z.string().max(2_000).optional() });
+export const resumeSchema = z.strictObject({
+  minutes: z.number().int().min(1).max(60 * 24 * 7).optional(),
+  notes: z.string().max(2_000).optional(),
+});
+
+export type GateRow = typeof gates.$inferSelect;
+export type ClarificationRow = typeof clarificationRequests.$inferSelect;
+
+async function findGate(tx: Tx, runId: string, gateId: string | undefined): Promise<GateRow> {
+  const gate = gateId
+    ? await tx.query.gates.findFirst({ where: and(eq(gates.id, gateId), eq(gates.workflowRunId, runId)) })
+    : await tx.query.gates.findFirst({ where: eq(gates.workflowRunId, runId), orderBy: desc(gates.gateNumber) });
+  if (!gate) throw new AppError("not_found:gate", gateId ? `Gate ${gateId} does not exist on this run.` : "This run has no gate.");
+  return gate;
+}
+
+function alreadyDecided(gate: GateRow): AppError {
+  const when = gate.decidedAt ? ` at ${gate.decidedAt.toISOString()}` : "";
+  return new AppError(
+    "conflict:gate",
+    gate.status === "pending"
+      ? `Gate ${gate.gateNumber} is not waiting for this decision.`
+      : `Gate ${gate.gateNumber} is not pending: it was ${gate.status}${gate.decidedBy ? ` by ${gate.decidedBy}` : ""}${when}.`,
+    { details: { gateId: gate.id, status: gate.status } },
+  );
+}
+
+/** Mark a pending gate decided; exactly one concurrent caller wins, the rest get 409. */
+async function claimGate(
+  tx: Tx,
+  gate: GateRow,
+  change: { status: string; decision: string; decidedBy: string; notes?: string | null; payload?: Record<string, unknown> },
+) {
+  const updated = await tx
+    .update(gates)
+    .set({ ...change, decidedAt: new Date() })
+    .where(and(eq(gates.id, gate.id), eq(gates.status, "pending")))
+    .returning();
+  if (updated.length !== 1) {
+    const current = (await tx.query.gates.findFirst({ where: eq(gates.id, gate.id) })) ?? gate;
+    throw alreadyDecided(current);
+  }
+  return updated[0]!;
+}
+
+/** Validate an edited plan with mermaid's own grammar; a 400 names the line. */
+export async function checkEditedPlan(plan: z.output<typeof editedPlanSchema>): Promise<void> {
+  try {
+    await validateMermaid(plan.mermaid);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    throw new AppError("bad_request:mermaid", `editedPlan.mermaid: ${message}`);
+  }
+}
+
+export async function approveGate({
+  user,
+  runId,
+  input,
+}: {
+  user: SessionUser;
+  runId: string;
+  input: z.output<typeof approveSchema>;
+}) {
+  await getVisibleRun({ user, runId, action: "decide" });
+  if (input.editedPlan) await checkEditedPlan(input.editedPlan);
+  return write(async (tx) => {
+    const gate = await findGate(tx, runId, input.gateId);
+    if (gate.kind === "fix") {
+      throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
+    }
+    if (input.editedPlan && gate.kind !== "plan") {
+      throw new AppError("bad_request:gate", "editedPlan: only a plan gate takes an edited plan.");
+    }
+    const decided = await claimGate(tx, gate, {
+      status: "approved",
+      decision: "approve",
+      decidedBy: user.id,
+      notes: input.notes ?? null,
+      payload: input.editedPlan ? { editedPlan: input.editedPlan } : undefined,
+    });
+    const event: NewRunEvent = {
+      type: "APPROVAL_GRANTED",
+      payload: { gateId: gate.id, by: user.id, notes: input.notes ?? null, editedPlan: !!input.editedPlan },
+    };
+    await appendEventsTx(tx, runId, [event]);
+    return decided;
+  });
+}
+
+export async function rejectGate({
+  user,
+  runId,
+  input,
+}: {
+  user: SessionUser;
+  runId: string;
+  input: z.output<typeof rejectSchema>;
+}) {
+  await getVisibleRun({ user, runId, action: "decide" });
+  return write(async (tx) => {
+    const gate = await findGate(tx, runId, input.gateId);
+    if (gate.kind === "fix") {
+      throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
+    }
+    const decided = await claimGate(tx, gate, {
+      status: "rejected",
+      decision: "reject",
+      decidedBy: user.id,
+      notes: input.feedback,
+    });
+    await appendEventsTx(tx, runId, [
+      { type: "APPROVAL_REJECTED", payload: { gateId: gate.id, by: user.id, feedback: input.feedback } },
+    ]);
+    return decided;
+  });
+}
+
+export async function decideFix({
+  user,
+  runId,
+  input,
+}: {
+  user: SessionUser;
+  runId: string;
+  input: z.output<typeof fixDecisionSchema>;
+}) {
+  await getVisibleRun({ user, runId, action: "decide" });
+  return write(async (tx) => {
+    const gate = await findGate(tx, runId, input.gateId);
+    if (gate.kind !== "fix") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate, not a fix decision.`);
+    const decided = await claimGate(tx, gate, {
+      status: "decided",
+      decision: input.decision,
+      decidedBy: user.id,
+      notes: input.notes ?? null,
+    });
+    const events: NewRunEvent[] = [
+      { type: "FIX_DECISION_MADE", payload: { gateId: gate.id, by: user.id, decision: input.decision } },
+    ];
+    if (input.decision === "cancel") {
+      events.push({ type: "RUN_CANCELLED", payload: { by: user.id, reason: "cancelled at the fix decision" } });
+    }
+    await appendEventsTx(tx, runId, events);
+    return decided;
+  });
+}
+
+/** Cancel a run in any non-final state; pending gates and questions are closed with it. */
+export async function cancelRun({ user, runId, reason }: { user: SessionUser; runId: string; reason?: string }) {
+  const run = await getVisibleRun({ user, runId, action: "decide" });
+  if (TERMINAL_STATUSES.has(run.status)) {
+    throw new AppError("conflict:run", `The run is already ${run.status}; there is nothing to cancel.`);
+  }
+  return write(async (tx) => {
+    const { state } = await appendEventsTx(tx, runId, [{ type: "RUN_CANCELLED", payload: { by: user.id, reason } }]);
+    await tx
+      .update(gates)
+      .set({ status: "cancelled", decidedAt: new Date(), decidedBy: user.id })
+      .where(and(eq(gates.workflowRunId, runId), eq(gates.status, "pending")));
+    await tx
+      .update(clarificationRequests)
+      .set({ status: "cancelled" })
+      .where(and(eq(clarificationRequests.workflowRunId, runId), eq(clarificationRequests.status, "pending")));
+    return state;
+  });
+}
+
+/** Resume a paused run: `retry` after a model outage or failure, `extend` after a stage timeout. */
+export async function resumeRun({
+  user,
+  runId,
+  action,
+}: {
+  user: SessionUser;
+  runId: string;
+  action: "retry" | "extend";
+}) {
+  const run = await getVisibleRun({ user, runId, action: "decide" });
+  if (run.status !== "paused") {
+    throw new AppError("conflict:run", `The run is ${run.status.replaceAll("_", " ")}, not paused; there is nothing to ${action}.`);
+  }
+  if (action === "extend" && run.pauseReason?.reason !== "timeout") {
+    throw new AppError("conflict:run", `The run is paused for ${run.pauseReason?.reason ?? "another reason"}, not a timeout; use retry.`);
+  }
+  const { state } = await write((tx) =>
+    appendEventsTx(tx, runId, [{ type: "RUN_RESUMED", payload: { by: user.id, action } }]),
+  );
+  return state;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Clarifications
+
+const MAX_UPLOAD_BYTES = 256 * 1024;
+
+export const answerSchema = z.strictObject({
+  response: z.union(
+    [
+      z.string().trim().min(1, "must not be empty").max(20_000),
+      z.array(z.string().max(1_000)).min(1, "choose at least one option").max(50),
+      z.strictObject({
+        fileName: z.string().trim().min(1).max(255),
+        contentBase64: z.string().max(Math.ceil((MAX_UPLOAD_BYTES * 4) / 3) + 4, `must be at most ${MAX_UPLOAD_BYTES} bytes`),
+        contentType: z.string().max(200).optional(),
+      }),
+    ],
+    { error: "must be text, a list of chosen options, or a file {fileName, contentBase64}" },
+  ),
+});
+
+/** Check an answer against the question's response type and options. */
+export function checkAnswer(
+  clarification: Pick<ClarificationRow, "responseType" | "options">,
+  response: z.output<typeof answerSchema>["response"],
+): void {
+  const options = clarification.options ?? [];
+  switch (clarification.responseType) {
+    case "text":
+      if (typeof response !== "string") throw new AppError("bad_request:clarification", "response: this question takes text.");
+      return;
+    case "single_choice":
+      if (typeof response !== "string" || !options.includes(response)) {
+        throw new AppError("bad_request:clarification", `response: choose one of: ${options.join(", ")}.`);
+      }
+      return;
+    case "multiple_choice":
+      if (!Array.isArray(response) || response.some((r) => !options.includes(r)) || new Set(response).size !== response.length) {
+        throw new AppError("bad_request:clarification", `response: choose one or more distinct options of: ${options.join(", ")}.`);
+      }
+      return;
+    case "file":
+      if (typeof response !== "object" || Array.isArray(response)) {
+        throw new AppError("bad_request:clarification", "response: this question takes a file {fileName, contentBase64}.");
+      }
+      return;
+    default:
+      throw new AppError("bad_request:clarification", `Unknown response type ${clarification.responseType}.`);
+  }
+}
+
+export async function answerClarification({
+  user,
+  clarificationId,
+  response,
+}: {
+  user: SessionUser;
+  clarificationId: string;
+  response: z.output<typeof answerSchema>["response"];
+}) {
+  const db = await getDb();
+  const clarification = await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, clarificationId) });
+  if (!clarification) throw new AppError("not_found:clarification");
+  const run = await getVisibleRun({ user, runId: clarification.workflowRunId }).catch((error) => {
+    // Not a member: the question does not exist for them.
+    if (error instanceof AppError && error.type === "not_found") throw new AppError("not_found:clarification");
+    throw error;
+  });
+  await requireProjectRole({ user, projectId: run.projectId, action: "decide", notFound: "not_found:clarification" });
+  checkAnswer(clarification, response);
+  return write(async (tx) => {
+    const updated = await tx
+      .update(clarificationRequests)
+      .set({ status: "answered", response, answeredBy: user.id, answeredAt: new Date() })
+      .where(and(eq(clarificationRequests.id, clarificationId), eq(clarificationRequests.status, "pending")))
+      .returning();
+    if (updated.length !== 1) {
+      throw new AppError("conflict:clarification", `This question is not open: it is ${clarification.status === "pending" ? "answered" : clarification.status}.`);
+    }
+    await appendEventsTx(tx, clarification.workflowRunId, [
+      { type: "CLARIFICATION_ANSWERED", payload: { clarificationId, by: user.id } },
+    ]);
+    return updated[0]!;
+  });
+}
+
+export type { PlanDocument };
