@@ -31,7 +31,11 @@ const MAX_LIST_ENTRIES = 10_000;
 const ALWAYS_EXCLUDED = [".autonomous"];
 
 export function excludePathspecs(excludePaths: string[] = []): string[] {
-  return excludePaths.filter((p) => p.trim() !== "").map((p) => `:(exclude,glob)${p.replace(/^\/+/, "")}`);
+  // Like .gitignore: a pattern without a slash matches at any depth ("*.log", "secrets").
+  return excludePaths
+    .map((p) => p.trim().replace(/^\/+/, ""))
+    .filter((p) => p !== "")
+    .flatMap((p) => (p.includes("/") ? [`:(exclude,glob)${p}`] : [`:(exclude,glob)${p}`, `:(exclude,glob)**/${p}`]));
 }
 
 /** Drop extra variables that name or carry an app secret: the sandbox never sees them. */

@@ -90,6 +90,7 @@ describe("a run's branch", () => {
     await sandbox.writeFile("src/greet.ts", "export const greet = () => 'hi';\n");
     await sandbox.writeFile("secrets/token.txt", "do-not-commit");
     await sandbox.writeFile("debug.log", "noise");
+    await sandbox.writeFile("src/deep/trace.log", "noise");
     const t1 = await commitCheckpoint({ sandbox, runId: run.id, taskId: "T1", title: "Create greet()" });
     await sandbox.writeFile("src/index.ts", "export * from './greet';\n");
     const t2 = await commitCheckpoint({ sandbox, runId: run.id, taskId: "T2", title: "Export it" });
