@@ -1,23 +1,12 @@
-/**
- * Model routing for new runs. The agents layer (lib/ai) owns providers; until it registers its resolver, every stage
- * uses the demo model, which needs no key.
- */
+import { checkRouting, defaultRouting } from "@/lib/ai";
+
+/** Model routing for new runs: defaults from the configured providers; a provider without its key is refused. */
 export type StageRouting = { planner: string; implementer: string; validator: string };
 
-type RoutingHooks = { defaultRouting: () => StageRouting; problems: (routing: StageRouting) => string[] };
-
-const hooks: RoutingHooks = {
-  defaultRouting: () => ({ planner: "demo:default", implementer: "demo:default", validator: "demo:default" }),
-  problems: (routing) =>
-    Object.entries(routing)
-      .filter(([, id]) => !id.startsWith("demo:"))
-      .map(([stage, id]) => `modelRouting.${stage}: provider of "${id}" is not configured.`),
-};
-
 export function routingForNewRun(): StageRouting {
-  return hooks.defaultRouting();
+  return defaultRouting();
 }
 
 export function routingProblems(routing: StageRouting): string[] {
-  return hooks.problems(routing);
+  return checkRouting(routing).map((p) => p.message);
 }
