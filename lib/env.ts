@@ -68,6 +68,15 @@ const schema = z.object({
     (v) => v === undefined || v.length >= 8,
     "GATEHOUSE_ADMIN_PASSWORD must be at least 8 characters",
   ),
+  /** GitHub OAuth app (both or neither). Callback URL: <public URL>/api/auth/callback/github. */
+  AUTH_GITHUB_ID: optionalString,
+  AUTH_GITHUB_SECRET: optionalString,
+  /** Any OpenID Connect provider (issuer, client id and secret together). Callback: <public URL>/api/auth/callback/oidc. */
+  AUTH_OIDC_ISSUER: url("AUTH_OIDC_ISSUER"),
+  AUTH_OIDC_CLIENT_ID: optionalString,
+  AUTH_OIDC_CLIENT_SECRET: optionalString,
+  /** Label of the OIDC button on the sign-in page. */
+  AUTH_OIDC_NAME: z.string().trim().min(1).default("Single sign-on"),
 
   // Durable execution. None of the INNGEST_* keys set → the embedded executor.
   INNGEST_EVENT_KEY: optionalString,
@@ -84,6 +93,9 @@ const schema = z.object({
   // Runs
   MAX_CONCURRENT_RUNS_PER_USER: positiveInt("MAX_CONCURRENT_RUNS_PER_USER", 5),
   GATEHOUSE_MAX_BODY_BYTES: positiveInt("GATEHOUSE_MAX_BODY_BYTES", 1_000_000),
+  /** Per-user rate limits (requests per minute, bursts up to the same number): run creation and gate decisions. */
+  GATEHOUSE_RATE_LIMIT_RUNS: positiveInt("GATEHOUSE_RATE_LIMIT_RUNS", 30),
+  GATEHOUSE_RATE_LIMIT_DECISIONS: positiveInt("GATEHOUSE_RATE_LIMIT_DECISIONS", 120),
 
   // Models
   OPENAI_API_KEY: optionalString,
@@ -109,6 +121,19 @@ const schema = z.object({
   GITHUB_APP_CLIENT_ID: optionalString,
   GITHUB_APP_CLIENT_SECRET: optionalString,
   GITHUB_API_URL: url("GITHUB_API_URL"),
+}).superRefine((v, ctx) => {
+  // Half-configured sign-in providers would show a button that can never work: say what is missing instead.
+  if (!!v.AUTH_GITHUB_ID !== !!v.AUTH_GITHUB_SECRET) {
+    const missing = v.AUTH_GITHUB_ID ? "AUTH_GITHUB_SECRET" : "AUTH_GITHUB_ID";
+    ctx.addIssue({ code: "custom", path: [missing], message: `${missing} must be set together with ${missing === "AUTH_GITHUB_ID" ? "AUTH_GITHUB_SECRET" : "AUTH_GITHUB_ID"} (GitHub OAuth sign-in)` });
+  }
+  const oidc = ["AUTH_OIDC_ISSUER", "AUTH_OIDC_CLIENT_ID", "AUTH_OIDC_CLIENT_SECRET"] as const;
+  const set = oidc.filter((name) => !!v[name]);
+  if (set.length > 0 && set.length < oidc.length) {
+    for (const name of oidc.filter((n) => !v[n])) {
+      ctx.addIssue({ code: "custom", path: [name], message: `${name} must be set together with ${set.join(" and ")} (OIDC sign-in)` });
+    }
+  }
 });
 
 type RawEnv = z.infer<typeof schema>;
@@ -181,6 +206,8 @@ export const SECRET_ENV_NAMES = [
   "GITHUB_APP_PRIVATE_KEY",
   "GITHUB_APP_WEBHOOK_SECRET",
   "GITHUB_APP_CLIENT_SECRET",
+  "AUTH_GITHUB_SECRET",
+  "AUTH_OIDC_CLIENT_SECRET",
 ] as const satisfies readonly (keyof RawEnv)[];
 
 /** The secret values currently configured, for redaction. */

@@ -3,23 +3,30 @@ import Credentials from "@auth/core/providers/credentials";
 import { getEnv } from "@/lib/env";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { consumeLoginToken } from "./login-link";
+import { gatehouseAdapter } from "./adapter";
+import { externalProviders } from "./providers";
 import { getAuthSecret, safeEqual } from "./secret";
 
 export const AUTH_BASE_PATH = "/api/auth";
 
 /**
- * Auth.js configuration. Local mode: the owner signs in with GATEHOUSE_ADMIN_PASSWORD or the one-time link printed at
- * start. Sessions are JWTs in an httpOnly cookie (Credentials requires the JWT strategy).
+ * Auth.js configuration. GitHub OAuth and/or an OIDC provider when configured (users become `users` rows on first
+ * sign-in through the Drizzle adapter, with no project access until an owner adds them). The local owner signs in with
+ * GATEHOUSE_ADMIN_PASSWORD or the one-time link printed at start. Sessions are JWTs in an httpOnly cookie (Credentials
+ * requires the JWT strategy).
  */
 export function getAuthConfig(): AuthConfig {
   const env = getEnv();
+  const external = externalProviders(env);
   return {
+    ...(external.length ? { adapter: gatehouseAdapter() } : {}),
     basePath: AUTH_BASE_PATH,
     secret: getAuthSecret(),
     trustHost: true,
     session: { strategy: "jwt", maxAge: 30 * 24 * 60 * 60 },
     pages: { signIn: "/signin", error: "/signin" },
     providers: [
+      ...external,
       Credentials({
         id: "local",
         name: "Local owner",

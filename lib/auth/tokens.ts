@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { and, eq, isNull } from "drizzle-orm";
+import { and, desc, eq, isNull } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { apiTokens } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
@@ -36,4 +36,27 @@ export async function resolveApiToken(token: string): Promise<string | null> {
     where: and(eq(apiTokens.tokenHash, sha256(token)), isNull(apiTokens.revokedAt)),
   });
   return row?.userId ?? null;
+}
+
+/** A user's tokens (never the token or its hash): name, the first characters to recognise it, dates. */
+export async function listApiTokens({ userId }: { userId: string }) {
+  const db = await getDb();
+  const rows = await db
+    .select({
+      id: apiTokens.id,
+      name: apiTokens.name,
+      prefix: apiTokens.prefix,
+      createdAt: apiTokens.createdAt,
+      lastUsedAt: apiTokens.lastUsedAt,
+      revokedAt: apiTokens.revokedAt,
+    })
+    .from(apiTokens)
+    .where(eq(apiTokens.userId, userId))
+    .orderBy(desc(apiTokens.createdAt));
+  return rows.map((r) => ({
+    ...r,
+    createdAt: r.createdAt.toISOString(),
+    lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
+    revokedAt: r.revokedAt?.toISOString() ?? null,
+  }));
 }

@@ -1,0 +1,21 @@
+import { z } from "zod";
+import { json, readJson, route } from "@/lib/http";
+import { createApiToken, listApiTokens } from "@/lib/auth/tokens";
+
+export const dynamic = "force-dynamic";
+
+const createTokenSchema = z.strictObject({
+  name: z.string({ error: "is required" }).trim().min(1, "must not be empty").max(100, "must be at most 100 characters"),
+});
+
+/** The caller's own API tokens (never the token values). */
+export const GET = route(async ({ user }) => {
+  return json({ tokens: await listApiTokens({ userId: user.id }) });
+});
+
+/** Create a token for the caller; the response is the only time the token is shown. */
+export const POST = route(async ({ request, user }) => {
+  const body = await readJson(request, createTokenSchema);
+  const { id, token } = await createApiToken({ userId: user.id, name: body.name });
+  return json({ id, name: body.name, token }, { status: 201 });
+});
