@@ -83,3 +83,15 @@ describe("appendEvent", () => {
     expect(await listEvents({ runId: run.id })).toEqual(events);
   });
 });
+
+describe("appendEvents with a step key", () => {
+  it("writes a re-run step's events once", async () => {
+    const run = await newRun();
+    const first = await appendEvents(run.id, [{ type: "RUN_STARTED", payload: {} }], { stepKey: "start" });
+    const again = await appendEvents(run.id, [{ type: "RUN_STARTED", payload: {} }], { stepKey: "start" });
+    expect(again.duplicate).toBe(true);
+    expect(again.events.map((e) => e.sequence)).toEqual(first.events.map((e) => e.sequence));
+    expect((await listEvents({ runId: run.id })).map((e) => e.type)).toEqual(["RUN_CREATED", "RUN_STARTED"]);
+    expect(await replay({ runId: run.id })).toEqual(await getRunState({ id: run.id }));
+  });
+});

@@ -154,15 +154,25 @@ export async function appendEventsTx(
   tx: Tx,
   runId: string,
   events: NewRunEvent[],
-  options: { timestamp?: number } = {},
-): Promise<{ state: RunState; events: StoredRunEvent[] }> {
+  options: { timestamp?: number; stepKey?: string } = {},
+): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   const row = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
   if (!row) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
   let state = rowToState(row);
+  if (options.stepKey) {
+    // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
+    const existing = await tx
+      .select()
+      .from(workflowEvents)
+      .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${options.stepKey}`))
+      .orderBy(asc(workflowEvents.sequence));
+    if (existing.length > 0) return { state, events: existing.map(rowToEvent), duplicate: true };
+  }
   const stored: StoredRunEvent[] = [];
   for (const input of events) {
     const sequence = state.lastSequence + 1;
-    const event = { ...input, timestamp: options.timestamp ?? Date.now() } as RunEvent;
+    const payload = options.stepKey ? { ...input.payload, stepKey: options.stepKey } : input.payload;
+    const event = { ...input, payload, timestamp: options.timestamp ?? Date.now() } as RunEvent;
     try {
       state = apply(state, event, { runId, sequence });
     } catch (error) {
@@ -210,10 +220,11 @@ function isRetryableWriteConflict(error: unknown): boolean {
 export async function appendEvents(
   runId: string,
   events: NewRunEvent[],
-): Promise<{ state: RunState; events: StoredRunEvent[] }> {
+  options: { stepKey?: string } = {},
+): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await write((tx) => appendEventsTx(tx, runId, events));
+      return await write((tx) => appendEventsTx(tx, runId, events, options));
     } catch (error) {
       if (attempt < 8 && isRetryableWriteConflict(error)) {
         await new Promise((r) => setTimeout(r, Math.min(200, 5 * 2 ** attempt) * Math.random()));
