@@ -1,0 +1,245 @@
+import fs from "node:fs";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { bearer, call, makeWorld, type Result, type World } from "./fixtures";
+
+/*
+ * The authorization matrix. Every route handler under app/ is found on disk and imported, so a new route is covered
+ * (or fails here) without anyone editing this file — unless it is public (then it must be on the allowlist, with the
+ * reason) or its body / parameters are new (then the failure says what to add).
+ */
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+const MUTATIONS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** Routes that answer without a user, and why that is safe. */
+const PUBLIC_ROUTES: Record<string, string> = {
+  "app/api/health/route.ts": "liveness probe for load balancers and the e2e web server; reports no project or run data",
+  "app/api/auth/[...nextauth]/route.ts": "Auth.js's own endpoints must work before sign-in; Auth.js checks its CSRF token",
+  "app/api/inngest/route.ts": "Inngest serve endpoint: Inngest Cloud / self-hosted requests are signed (INNGEST_SIGNING_KEY)",
+  "app/e/[key]/route.ts": "Inngest event ingestion for the embedded executor, keyed by the event key in the path",
+  "app/api/github/webhook/route.ts": "GitHub App webhooks, verified by HMAC with GITHUB_APP_WEBHOOK_SECRET",
+};
+
+/** Routes about the caller's own things, not a project's: any signed-in user may call them. */
+const USER_SCOPED = new Set([
+  "GET /api/projects",
+  "POST /api/projects",
+  "GET /api/runs",
+  "GET /api/tokens",
+  "POST /api/tokens",
+  "DELETE /api/tokens/[id]",
+]);
+
+type Action = "read" | "decide" | "manage";
+
+/** What a handler needs on the project: members management is the owner's; other reads are a viewer's; other writes an approver's. */
+function actionFor(method: string, pattern: string): Action {
+  if (pattern.includes("/members")) return "manage";
+  return MUTATIONS.has(method) ? "decide" : "read";
+}
+
+/** Bodies a mutation needs to get past input parsing (parsing comes before the role check). */
+function sampleBodies(key: string, w: World): unknown[] {
+  const specific: Record<string, unknown> = {
+    "POST /api/runs": { projectId: w.project.id, request: "matrix: a new run" },
+    "POST /api/projects": { name: "matrix: another project", repository: { type: "local", path: w.repoPath } },
+    "POST /api/projects/[id]/members": { userId: w.target.id, role: "approver" },
+    "PATCH /api/projects/[id]/members/[userId]": { role: "approver" },
+  };
+  const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
+  return key in specific ? [specific[key]] : generic;
+}
+
+/** Where each dynamic segment points in the fixture world. */
+function paramValue(previous: string, name: string, w: World): { value: string; project: boolean } {
+  if (previous === "runs" && name === "id") return { value: w.runId, project: true };
+  if (previous === "projects" && name === "id") return { value: w.project.id, project: true };
+  if (previous === "clarifications" && name === "id") return { value: w.clarificationId, project: true };
+  if (previous === "members" && name === "userId") return { value: w.target.id, project: true };
+  if (previous === "tokens" && name === "id") return { value: w.approver.tokenId, project: false };
+  throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${path.relative(ROOT, import.meta.filename)}`);
+}
+
+function findRouteFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return findRouteFiles(full);
+    return /^route\.(ts|tsx|js)$/.test(entry.name) ? [full] : [];
+  });
+}
+
+type Handler = ((request: Request, context: { params: Promise<unknown> }) => Promise<Response>) & { guarded?: boolean };
+type RouteCase = { file: string; method: string; pattern: string; key: string; handler: Handler };
+
+const files = findRouteFiles(path.join(ROOT, "app")).map((f) => path.relative(ROOT, f).split(path.sep).join("/")).sort();
+
+async function loadCases(): Promise<RouteCase[]> {
+  const cases: RouteCase[] = [];
+  for (const file of files) {
+    const mod = (await import(path.join(ROOT, file))) as Record<string, unknown>;
+    const pattern = "/" + file.replace(/^app\//, "").replace(/\/route\.(ts|tsx|js)$/, "").replace(/\([^)]+\)\//g, "");
+    for (const method of METHODS) {
+      const handler = mod[method] as Handler | undefined;
+      if (typeof handler === "function") cases.push({ file, method, pattern, key: `${method} ${pattern}`, handler });
+    }
+  }
+  return cases;
+}
+
+let cases: RouteCase[] = [];
+let world: World;
+
+beforeAll(async () => {
+  world = await makeWorld();
+  cases = await loadCases();
+});
+
+function target(c: RouteCase, w: World) {
+  const params: Record<string, string> = {};
+  let projectScoped = false;
+  const segments = c.pattern.split("/").filter(Boolean);
+  const urlPath = segments
+    .map((segment, i) => {
+      const match = /^\[(\w+)\]$/.exec(segment);
+      if (!match) return segment;
+      const { value, project } = paramValue(segments[i - 1] ?? "", match[1]!, w);
+      params[match[1]!] = value;
+      projectScoped ||= project;
+      return value;
+    })
+    .join("/");
+  return { params, path: `/${urlPath}`, projectScoped };
+}
+
+function send(c: RouteCase, w: World, headers: Record<string, string>, body?: unknown): Promise<Result> {
+  const t = target(c, w);
+  return call(c.handler as never, { method: c.method, path: t.path, params: t.params, headers, body });
+}
+
+const guardedCases = () => cases.filter((c) => !(c.file in PUBLIC_ROUTES));
+
+/** The first sample body that gets past parsing, found by asking as a viewer (who can never change anything). */
+async function validBody(c: RouteCase, w: World, as: { headers: Record<string, string> }): Promise<{ body: unknown; result: Result }> {
+  if (!MUTATIONS.has(c.method)) return { body: undefined, result: await send(c, w, as.headers) };
+  let last: Result | undefined;
+  for (const body of sampleBodies(c.key, w)) {
+    last = await send(c, w, as.headers, body);
+    if (last.status !== 400) return { body, result: last };
+  }
+  throw new Error(
+    `${c.key}: every sample body was refused with 400 (${JSON.stringify(last?.json)}); add a valid one to sampleBodies()`,
+  );
+}
+
+describe("route discovery", () => {
+  it("finds the API routes, including the decision endpoints", () => {
+    const keys = cases.map((c) => c.key);
+    expect(keys).toEqual(expect.arrayContaining(["POST /api/runs", "GET /api/runs/[id]", "POST /api/tokens", "GET /api/projects/[id]/members"]));
+    expect(cases.length).toBeGreaterThanOrEqual(12);
+  });
+
+  it("every handler is wrapped by the guard, except allowlisted public routes", () => {
+    const unguarded = cases.filter((c) => c.handler.guarded !== true && !(c.file in PUBLIC_ROUTES)).map((c) => c.key);
+    expect(unguarded, "these handlers are not wrapped with route() from lib/http.ts").toEqual([]);
+    const publicButGuarded = cases.filter((c) => c.file in PUBLIC_ROUTES && c.handler.guarded === true).map((c) => c.key);
+    expect(publicButGuarded, "allowlisted as public but guarded: remove them from PUBLIC_ROUTES").toEqual([]);
+  });
+
+  it("every project-independent route is declared user-scoped", () => {
+    const undeclared = guardedCases()
+      .filter((c) => !target(c, world).projectScoped && !USER_SCOPED.has(c.key) && c.key !== "POST /api/runs")
+      .map((c) => c.key);
+    expect(undeclared, "routes without a project parameter: add them to USER_SCOPED or give them a project check").toEqual([]);
+  });
+});
+
+describe("authorization matrix", () => {
+  it("no credentials → 401 on every guarded handler", async () => {
+    for (const c of guardedCases()) {
+      const res = await send(c, world, {}, MUTATIONS.has(c.method) ? {} : undefined);
+      expect(res.status, c.key).toBe(401);
+      expect(res.json?.error?.code, c.key).toBe("unauthorized:auth");
+    }
+  });
+
+  it("a revoked, unknown or malformed token → 401 on every guarded handler", async () => {
+    for (const c of guardedCases()) {
+      for (const headers of [bearer(world.revokedToken), bearer("gh_pat_not-a-real-token-000000000000"), { authorization: "Basic abc" }]) {
+        const res = await send(c, world, headers, MUTATIONS.has(c.method) ? {} : undefined);
+        expect(res.status, `${c.key} with ${headers.authorization.slice(0, 12)}…`).toBe(401);
+      }
+    }
+  });
+
+  it("a non-member → 404 on every project route, and sees none of the project's data anywhere", async () => {
+    for (const c of guardedCases()) {
+      const { body } = await validBody(c, world, world.viewer);
+      const res = await send(c, world, world.stranger.headers, body);
+      if (target(c, world).projectScoped || c.key === "POST /api/runs") {
+        expect(res.status, c.key).toBe(404);
+      }
+      const text = JSON.stringify(res.json ?? "");
+      expect(text.includes(world.runId), `${c.key} leaks the run`).toBe(false);
+      expect(text.includes(world.project.id), `${c.key} leaks the project`).toBe(false);
+    }
+  });
+
+  it("a viewer → 403 on every project mutation and on members management; reads allowed", async () => {
+    for (const c of guardedCases()) {
+      const projectRoute = target(c, world).projectScoped || c.key === "POST /api/runs";
+      if (!projectRoute) continue;
+      const { result } = await validBody(c, world, world.viewer);
+      if (actionFor(c.method, c.pattern) === "read") {
+        expect([401, 403, 404], `${c.key} should be readable by a viewer (got ${result.status})`).not.toContain(result.status);
+      } else {
+        expect(result.status, `${c.key}: ${JSON.stringify(result.json)}`).toBe(403);
+        expect(result.json.error.code, c.key).toBe("forbidden:auth");
+      }
+    }
+  });
+
+  it("an approver → allowed on every run and clarification action (never 401/403/404); 403 on members management", async () => {
+    for (const c of guardedCases()) {
+      const projectRoute = target(c, world).projectScoped || c.key === "POST /api/runs";
+      if (!projectRoute) continue;
+      const { body } = await validBody(c, world, world.viewer);
+      const res = await send(c, world, world.approver.headers, body);
+      if (actionFor(c.method, c.pattern) === "manage") {
+        expect(res.status, c.key).toBe(403);
+      } else {
+        expect([401, 403, 404], `${c.key} refused an approver: ${res.status} ${JSON.stringify(res.json)}`).not.toContain(res.status);
+        expect(res.status, `${c.key}: ${JSON.stringify(res.json)}`).toBeLessThan(500);
+      }
+    }
+  });
+
+  it("the project owner → allowed on members management", async () => {
+    for (const c of guardedCases().filter((c) => actionFor(c.method, c.pattern) === "manage")) {
+      // The target is a viewer member before each call, so add/change/remove each have something to act on.
+      await world.setMember(world.target, "viewer");
+      const { body } = await validBody(c, world, world.viewer);
+      const res = await send(c, world, world.owner.headers, body);
+      expect([401, 403, 404], `${c.key}: ${res.status} ${JSON.stringify(res.json)}`).not.toContain(res.status);
+    }
+  });
+
+  it("any signed-in user may use the user-scoped routes", async () => {
+    for (const c of guardedCases().filter((c) => USER_SCOPED.has(c.key))) {
+      const { body } = await validBody(c, world, world.stranger);
+      const res = await send(c, world, world.stranger.headers, body);
+      expect([401, 403], c.key).not.toContain(res.status);
+    }
+  });
+
+  it("an oversized body → 413 on every mutation that reads one, before anything is done", async () => {
+    const huge = { padding: "x".repeat(1_100_000) };
+    for (const c of guardedCases().filter((c) => MUTATIONS.has(c.method))) {
+      const { body } = await validBody(c, world, world.viewer);
+      if (body === undefined && c.method === "DELETE") continue;
+      const res = await send(c, world, world.approver.headers, huge);
+      expect(res.status, c.key).toBe(413);
+    }
+  });
+});
