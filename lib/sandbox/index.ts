@@ -61,6 +61,8 @@ export type CreateSandboxOptions = {
   kind?: SandboxKind;
   isolation?: Isolation;
   excludePaths?: string[];
+  /** Local only: reuse the run's live worktree (see attachSandbox). */
+  reuse?: boolean;
   /** E2B only: outbound internet (default off). */
   allowInternet?: boolean;
   /** E2B only: a substitute client (tests). */
@@ -77,6 +79,28 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<RunS
     return E2BSandbox.create({ ...options, client: options.e2bClient, apiKey: getEnv().E2B_API_KEY ?? "test" });
   }
   return LocalSandbox.create({ ...options, isolation: options.isolation ?? getEnv().GATEHOUSE_SANDBOX_ISOLATION });
+}
+
+const attached = new Map<string, RunSandbox>();
+
+/**
+ * The run's sandbox for one durable step: the one this process already has open, else the run's worktree on disk as
+ * it is (uncommitted work included — it survives a crash), else a new one on the run branch. E2B sandboxes live only as
+ * long as this process; after a restart the run continues from the branch.
+ */
+export async function attachSandbox(options: CreateSandboxOptions & { branch: string }): Promise<RunSandbox> {
+  const open = attached.get(options.runId);
+  if (open) return open;
+  const sandbox = await createSandbox({ ...options, reuse: true });
+  attached.set(options.runId, sandbox);
+  return sandbox;
+}
+
+/** Destroy the run's sandbox (before a pause, at the end, on cancel); the branch and its commits stay. */
+export async function releaseSandbox(options: CreateSandboxOptions & { branch: string }): Promise<void> {
+  const open = attached.get(options.runId) ?? (await createSandbox({ ...options, reuse: true }).catch(() => null));
+  attached.delete(options.runId);
+  await open?.destroy();
 }
 
 /**

@@ -23,6 +23,8 @@ export type LocalSandboxOptions = {
   diffBase?: string;
   /** auto: bubblewrap when it works; bwrap: refuse to start without it; none: plain child processes. */
   isolation?: Isolation;
+  /** Reuse the run's existing worktree (with its uncommitted work) when it is on `branch`, instead of recreating it. */
+  reuse?: boolean;
   /** Paths never committed nor shown in diffs (from .autonomous/config.json). */
   excludePaths?: string[];
 };
@@ -82,9 +84,15 @@ export class LocalSandbox implements Sandbox {
     const diffBase = options.diffBase ? await resolveCommit(repoPath, options.diffBase) : startSha;
     if (!diffBase) throw new AppError("not_found:sandbox", `Ref "${options.diffBase}" does not exist in ${repoPath}.`);
 
-    const root = path.join(getEnv().dataDir, "workspaces");
-    await fs.mkdir(root, { recursive: true });
-    const dir = path.join(root, runId.replace(/[^A-Za-z0-9_-]/g, "_"));
+    const dir = worktreeDir(runId);
+    await fs.mkdir(path.dirname(dir), { recursive: true });
+    if (options.reuse && branch && (await worktreeOnBranch(dir, branch))) {
+      // Durable steps of one run share the worktree: uncommitted work survives between steps and a process crash.
+      const real = await fs.realpath(dir);
+      const home = `${dir}.home`;
+      await fs.mkdir(home, { recursive: true });
+      return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, await commonGitDir(real), excludePaths, useBwrap);
+    }
     await removeWorktree(repoPath, dir);
     if (branch) {
       const exists = await resolveCommit(repoPath, `refs/heads/${branch}`);
@@ -193,6 +201,18 @@ export class LocalSandbox implements Sandbox {
     await removeWorktree(this.repoPath, this.workspacePath);
     await fs.rm(this.home, { recursive: true, force: true });
   };
+}
+
+function worktreeDir(runId: string): string {
+  return path.join(getEnv().dataDir, "workspaces", runId.replace(/[^A-Za-z0-9_-]/g, "_"));
+}
+
+/** Whether `dir` is a live worktree with `branch` checked out. */
+async function worktreeOnBranch(dir: string, branch: string): Promise<boolean> {
+  const stat = await fs.stat(path.join(dir, ".git")).catch(() => null);
+  if (!stat) return false;
+  const head = await git(dir, ["symbolic-ref", "--quiet", "HEAD"], { allowFailure: true });
+  return head.code === 0 && head.stdout.trim() === `refs/heads/${branch}`;
 }
 
 async function removeWorktree(repoPath: string, dir: string) {
