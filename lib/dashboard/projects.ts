@@ -1,0 +1,52 @@
+import { eq } from "drizzle-orm";
+import { z } from "zod";
+import { write } from "@/lib/db";
+import { projects } from "@/lib/db/schema";
+import { getProject } from "@/lib/db/queries/projects";
+import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
+import { AppError, describeIssues } from "@/lib/errors";
+import { repositorySchema } from "@/lib/runs/schemas";
+import { validateRepositoryBinding } from "@/lib/runs/projects";
+import { resolveRunConfig, runConfigSchema } from "@/lib/workflow/config";
+import { defaultRouting } from "@/lib/ai";
+
+export const updateProjectSchema = z.strictObject({
+  name: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").optional(),
+  repository: repositorySchema.optional(),
+  defaultConfig: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** Change a project's name, repository binding or default run config (owners only); the defaults must be a valid partial RunConfig. */
+export async function updateProject({
+  user,
+  projectId,
+  changes,
+}: {
+  user: SessionUser;
+  projectId: string;
+  changes: z.output<typeof updateProjectSchema>;
+}) {
+  const project = await getProject({ id: projectId });
+  if (!project) throw new AppError("not_found:project");
+  await requireProjectRole({ user, projectId, action: "manage" });
+  if (changes.repository) await validateRepositoryBinding(changes.repository);
+  if (changes.defaultConfig) {
+    const checked = runConfigSchema.safeParse(changes.defaultConfig);
+    if (!checked.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(checked.error.issues)}`);
+    const resolved = resolveRunConfig({ input: {}, projectDefaults: changes.defaultConfig, defaultRouting: defaultRouting() });
+    if (!resolved.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(resolved.error.issues)}`);
+  }
+  return write(async (tx) => {
+    const [row] = await tx
+      .update(projects)
+      .set({
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.repository ? { repository: changes.repository } : {}),
+        ...(changes.defaultConfig ? { defaultConfig: changes.defaultConfig } : {}),
+        updatedAt: new Date(),
+      })
+      .where(eq(projects.id, projectId))
+      .returning();
+    return row!;
+  });
+}

@@ -1,0 +1,127 @@
+/**
+ * Server-sent events for a run's event log: each stored event is one SSE message whose `id:` is its sequence, so a
+ * browser that reconnects sends Last-Event-ID and resumes exactly after the last event it saw.
+ */
+
+export type StreamedEvent = { sequence: number; type: string; payload: unknown; timestamp: string };
+
+export function sseMessage({ id, event, data }: { id?: number | string; event?: string; data: unknown }): string {
+  const lines: string[] = [];
+  if (id !== undefined) lines.push(`id: ${id}`);
+  if (event) lines.push(`event: ${event}`);
+  // JSON never contains a raw newline, so one data line suffices.
+  lines.push(`data: ${JSON.stringify(data)}`);
+  return `${lines.join("\n")}\n\n`;
+}
+
+/** Where to resume: the Last-Event-ID header (a reconnect) wins over ?after= (the first connection). */
+export function resumeAfter(request: Request): number {
+  const candidates = [request.headers.get("last-event-id"), new URL(request.url).searchParams.get("after")];
+  for (const value of candidates) {
+    if (value === null || value.trim() === "") continue;
+    const n = Number(value);
+    if (Number.isInteger(n) && n >= 0) return n;
+  }
+  return 0;
+}
+
+export type RunStreamSource = {
+  /** Events with sequence > after, oldest first. */
+  events(after: number): Promise<StreamedEvent[]>;
+  /** The run's status and last sequence now. */
+  state(): Promise<{ status: string; lastSequence: number } | null>;
+};
+
+const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+
+/**
+ * Poll the source and stream new events until the run is terminal and every event has been sent (then an `end`
+ * message), the client goes away, or `maxDurationMs` passes (the browser reconnects and resumes by Last-Event-ID —
+ * serverless hosts cap a response's lifetime).
+ */
+export function runEventStream({
+  source,
+  after,
+  signal,
+  intervalMs = 500,
+  heartbeatMs = 15_000,
+  maxDurationMs = 5 * 60_000,
+  sleep = defaultSleep,
+  now = Date.now,
+}: {
+  source: RunStreamSource;
+  after: number;
+  signal?: AbortSignal;
+  intervalMs?: number;
+  heartbeatMs?: number;
+  maxDurationMs?: number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  now?: () => number;
+}): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let cursor = after;
+  let closed = false;
+  return new ReadableStream<Uint8Array>({
+    async start(controller) {
+      const send = (chunk: string) => {
+        if (!closed) controller.enqueue(encoder.encode(chunk));
+      };
+      const close = () => {
+        if (closed) return;
+        closed = true;
+        controller.close();
+      };
+      signal?.addEventListener("abort", close, { once: true });
+      const started = now();
+      let lastWrite = started;
+      // Tell EventSource how soon to reconnect when the connection drops.
+      send("retry: 1000\n\n");
+      try {
+        while (!closed && !signal?.aborted) {
+          const batch = await source.events(cursor);
+          for (const event of batch) {
+            send(sseMessage({ id: event.sequence, event: "run-event", data: event }));
+            cursor = event.sequence;
+          }
+          if (batch.length) lastWrite = now();
+          const state = await source.state();
+          if (!state) {
+            send(sseMessage({ event: "end", data: { reason: "not_found" } }));
+            break;
+          }
+          if (TERMINAL.has(state.status) && cursor >= state.lastSequence) {
+            send(sseMessage({ event: "end", data: { status: state.status, lastSequence: cursor } }));
+            break;
+          }
+          if (now() - started >= maxDurationMs) break;
+          if (now() - lastWrite >= heartbeatMs) {
+            send(": keep-alive\n\n");
+            lastWrite = now();
+          }
+          // A full page means more are waiting: fetch again at once.
+          if (batch.length === 0) await sleep(intervalMs, signal);
+        }
+      } catch (error) {
+        send(sseMessage({ event: "error", data: { message: error instanceof Error ? error.message : "stream failed" } }));
+      }
+      close();
+    },
+    cancel() {
+      closed = true;
+    },
+  });
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
+  });
+}

@@ -1,0 +1,131 @@
+import { describe, expect, it } from "vitest";
+import { describeEvent, mergeEvents, planVersions, stageProgress, validations, type ApiEvent } from "./timeline";
+import { planDiff, planToText, hasChanges } from "./plan-diff";
+import { runsQuery, needsPerson } from "./filters";
+import { formatDuration, formatUsd } from "./format";
+
+let seq = 0;
+const ev = (type: string, payload: Record<string, unknown> = {}, at = seq): ApiEvent => ({
+  sequence: ++seq,
+  type,
+  payload,
+  timestamp: new Date(Date.UTC(2025, 0, 1, 0, 0, at)).toISOString(),
+});
+
+const plan = (mermaid: string, titles: string[]) => ({
+  summary: "Add a hello file",
+  mermaid,
+  tasks: titles.map((title, i) => ({ id: `t${i + 1}`, title })),
+  acceptanceCriteria: [{ description: "hello.txt exists" }],
+});
+
+describe("timeline", () => {
+  it("merges overlapping batches from the stream and the polling fallback once per sequence, in order", () => {
+    const a = [ev("RUN_CREATED"), ev("RUN_STARTED")];
+    const b = [ev("STAGE_STARTED", { stage: "planning" }), ev("PLAN_CREATED", { version: 1 })];
+    const merged = mergeEvents(mergeEvents(a, [a[1]!, b[0]!]), [b[1]!, b[0]!]);
+    expect(merged.map((e) => e.sequence)).toEqual([a[0]!.sequence, a[1]!.sequence, b[0]!.sequence, b[1]!.sequence]);
+  });
+
+  it("describes events in words, with the question, feedback and pause reason a person needs", () => {
+    expect(describeEvent(ev("CLARIFICATION_REQUESTED", { question: "Which database?" }))).toMatchObject({
+      title: "Question asked",
+      detail: "Which database?",
+      tone: "waiting",
+    });
+    expect(describeEvent(ev("APPROVAL_REJECTED", { by: "ana", feedback: "split task 2" }))).toMatchObject({
+      title: "Rejected",
+      detail: "by ana — split task 2",
+      tone: "danger",
+    });
+    expect(describeEvent(ev("RUN_PAUSED", { reason: "model_outage", message: "503 from provider" }))).toMatchObject({
+      title: "Paused: model outage",
+      detail: "503 from provider",
+      tone: "warning",
+    });
+    expect(describeEvent(ev("TASK_STARTED", { taskId: "t2", index: 1, total: 3 })).title).toBe("Task 2 of 3 started");
+  });
+
+  it("derives the running stage's progress: start time, attempt, task i of n, and none once it completes", () => {
+    const stage = ev("STAGE_STARTED", { stage: "implementation", attempt: 2 });
+    const events = [ev("RUN_STARTED"), stage, ev("TASK_STARTED", { taskId: "t1", index: 0, total: 3 }), ev("TASK_COMPLETED", { taskId: "t1" }), ev("TASK_STARTED", { taskId: "t2", index: 1, total: 3 })];
+    expect(stageProgress(events)).toEqual({
+      stage: "implementation",
+      startedAt: stage.timestamp,
+      attempt: 2,
+      task: { taskId: "t2", index: 1, total: 3 },
+      tasksCompleted: 1,
+    });
+    expect(stageProgress([...events, ev("STAGE_COMPLETED", { stage: "implementation" })])).toBeNull();
+  });
+
+  it("collects plan versions from PLAN_CREATED and PLAN_EDITED, with who edited and the feedback that led to a re-plan", () => {
+    const events = [
+      ev("PLAN_CREATED", { version: 1, plan: plan("flowchart TD\n  A-->B", ["one"]) }),
+      ev("APPROVAL_REJECTED", { feedback: "add tests" }),
+      ev("PLAN_CREATED", { version: 2, plan: plan("flowchart TD\n  A-->B-->C", ["one", "tests"]), feedback: "add tests" }),
+      ev("PLAN_EDITED", { version: 3, by: "ana", plan: plan("flowchart TD\n  A-->C", ["one", "tests"]) }),
+      ev("PLAN_CREATED", { version: 4 }),
+    ];
+    const versions = planVersions(events);
+    expect(versions.map((v) => [v.version, v.source, v.by ?? null, v.feedback ?? null])).toEqual([
+      [1, "planner", null, null],
+      [2, "planner", null, "add tests"],
+      [3, "edit", "ana", null],
+    ]);
+  });
+
+  it("lists validation outcomes with report and score", () => {
+    const results = validations([
+      ev("VALIDATION_FAILED", { attempt: 1, score: 6, report: "## Findings\n- missing test" }),
+      ev("VALIDATION_PASSED", { attempt: 2, score: 10, report: "All good" }),
+    ]);
+    expect(results.map((r) => [r.passed, r.attempt, r.score])).toEqual([
+      [false, 1, 6],
+      [true, 2, 10],
+    ]);
+    expect(results[0]!.report).toContain("missing test");
+  });
+});
+
+describe("plan diff", () => {
+  it("is a git-style unified diff showing the changed diagram line and the added task", () => {
+    const diff = planDiff({
+      from: plan("flowchart TD\n  A-->B", ["one"]),
+      to: plan("flowchart TD\n  A-->C", ["one", "two"]),
+      fromVersion: 1,
+      toVersion: 2,
+    });
+    expect(diff.startsWith("diff --git a/plan-v1.md b/plan-v2.md\n--- a/plan-v1.md")).toBe(true);
+    expect(diff).toContain("-  A-->B");
+    expect(diff).toContain("+  A-->C");
+    expect(diff).toContain("+- [t2] two");
+    expect(hasChanges(diff)).toBe(true);
+  });
+
+  it("has no hunk for identical plans", () => {
+    const p = plan("flowchart TD\n  A-->B", ["one"]);
+    expect(hasChanges(planDiff({ from: p, to: p, fromVersion: 1, toVersion: 2 }))).toBe(false);
+    expect(planToText(p)).toContain("- [t1] one");
+  });
+});
+
+describe("runs list helpers", () => {
+  it("turns a quick filter into the status list the API filters by", () => {
+    expect(new URLSearchParams(runsQuery({ filter: "waiting", q: " hello ", projectId: "prj_1" })).get("status")).toBe(
+      "awaiting_approval,awaiting_clarification,awaiting_fix_decision,paused",
+    );
+    expect(runsQuery({ filter: "all" })).toBe("");
+    expect(runsQuery({ filter: "done", q: " x ", cursor: "abc", limit: 25 })).toBe("status=completed&q=x&cursor=abc&limit=25");
+    expect(needsPerson("awaiting_fix_decision")).toBe(true);
+    expect(needsPerson("running")).toBe(false);
+  });
+
+  it("formats durations and costs compactly", () => {
+    expect(formatDuration(65_000)).toBe("1m 05s");
+    expect(formatDuration(3 * 3_600_000 + 4 * 60_000)).toBe("3h 04m");
+    expect(formatUsd(0)).toBe("$0");
+    expect(formatUsd(0.00421)).toBe("$0.0042");
+    expect(formatUsd(1.5)).toBe("$1.50");
+  });
+});

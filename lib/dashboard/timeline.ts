@@ -1,0 +1,211 @@
+import type { PlanDocument, RunEventPayloads, RunEventType } from "@/lib/workflow/events";
+
+/** An event as the API returns it (GET /api/runs/:id/events and the SSE stream). */
+export type ApiEvent = { sequence: number; type: string; payload: Record<string, unknown>; timestamp: string };
+
+export type Tone = "info" | "success" | "warning" | "danger" | "waiting";
+
+export type TimelineItem = { sequence: number; type: string; timestamp: string; title: string; detail?: string; tone: Tone };
+
+/** Add newly received events to the known ones: ordered by sequence, each sequence once (SSE and polling may overlap). */
+export function mergeEvents(known: readonly ApiEvent[], incoming: readonly ApiEvent[]): ApiEvent[] {
+  if (incoming.length === 0) return known as ApiEvent[];
+  const last = known.at(-1)?.sequence ?? 0;
+  if (incoming.every((e, i) => e.sequence > last && (i === 0 || e.sequence > incoming[i - 1]!.sequence))) {
+    return [...known, ...incoming];
+  }
+  const bySequence = new Map<number, ApiEvent>();
+  for (const e of known) bySequence.set(e.sequence, e);
+  for (const e of incoming) bySequence.set(e.sequence, e);
+  return [...bySequence.values()].sort((a, b) => a.sequence - b.sequence);
+}
+
+function p<K extends RunEventType>(event: ApiEvent, _type: K): Partial<RunEventPayloads[K]> {
+  return event.payload as Partial<RunEventPayloads[K]>;
+}
+
+const text = (v: unknown) => (typeof v === "string" && v.trim() ? v : undefined);
+
+/** One line per event for the timeline: what happened, in words, with a tone for its icon and colour. */
+export function describeEvent(event: ApiEvent): TimelineItem {
+  const base = { sequence: event.sequence, type: event.type, timestamp: event.timestamp };
+  const item = (title: string, tone: Tone, detail?: string): TimelineItem => ({ ...base, title, tone, ...(detail ? { detail } : {}) });
+  switch (event.type) {
+    case "RUN_CREATED":
+      return item("Run created", "info");
+    case "RUN_STARTED":
+      return item("Run started", "info");
+    case "STAGE_STARTED": {
+      const { stage, attempt } = p(event, "STAGE_STARTED");
+      return item(`${cap(stage ?? "stage")} started`, "info", attempt && attempt > 1 ? `attempt ${attempt}` : undefined);
+    }
+    case "STAGE_COMPLETED":
+      return item(`${cap(p(event, "STAGE_COMPLETED").stage ?? "stage")} completed`, "success");
+    case "PLAN_CREATED": {
+      const { version, plan, feedback } = p(event, "PLAN_CREATED");
+      return item(`Plan v${version ?? "?"} created`, "info", text(feedback) ? `after feedback: ${feedback}` : plan?.summary);
+    }
+    case "PLAN_EDITED": {
+      const { version, by } = p(event, "PLAN_EDITED");
+      return item(`Plan edited → v${version ?? "?"}`, "info", by ? `by ${by}` : undefined);
+    }
+    case "APPROVAL_REQUESTED": {
+      const { kind, gateNumber } = p(event, "APPROVAL_REQUESTED");
+      return item(`Waiting for ${kind ?? "an"} approval`, "waiting", gateNumber ? `gate ${gateNumber}` : undefined);
+    }
+    case "APPROVAL_GRANTED": {
+      const { by, notes, editedPlan } = p(event, "APPROVAL_GRANTED");
+      return item(editedPlan ? "Approved with an edited plan" : "Approved", "success", [by && `by ${by}`, text(notes)].filter(Boolean).join(" — ") || undefined);
+    }
+    case "APPROVAL_REJECTED": {
+      const { by, feedback } = p(event, "APPROVAL_REJECTED");
+      return item("Rejected", "danger", [by && `by ${by}`, text(feedback)].filter(Boolean).join(" — ") || undefined);
+    }
+    case "FIX_DECISION_MADE": {
+      const { decision, by } = p(event, "FIX_DECISION_MADE");
+      const label = decision === "retry" ? "Retry the fix" : decision === "accept" ? "Accepted anyway" : "Cancel";
+      return item(`Fix decision: ${label}`, decision === "cancel" ? "danger" : "success", by ? `by ${by}` : undefined);
+    }
+    case "CLARIFICATION_REQUESTED":
+      return item("Question asked", "waiting", p(event, "CLARIFICATION_REQUESTED").question);
+    case "CLARIFICATION_ANSWERED": {
+      const { by } = p(event, "CLARIFICATION_ANSWERED");
+      return item("Question answered", "success", by ? `by ${by}` : undefined);
+    }
+    case "ARTIFACT_CREATED": {
+      const { type, path } = p(event, "ARTIFACT_CREATED");
+      return item(`Artifact: ${type ?? "file"}`, "info", path);
+    }
+    case "TASK_STARTED": {
+      const { index, total, taskId } = p(event, "TASK_STARTED");
+      return item(`Task ${(index ?? 0) + 1} of ${total ?? "?"} started`, "info", taskId);
+    }
+    case "TASK_COMPLETED":
+      return item("Task completed", "success", p(event, "TASK_COMPLETED").taskId);
+    case "IMPLEMENTATION_SUCCEEDED":
+      return item("Implementation finished", "success", `attempt ${p(event, "IMPLEMENTATION_SUCCEEDED").attempt ?? 1}`);
+    case "IMPLEMENTATION_FAILED":
+      return item("Implementation failed", "danger", p(event, "IMPLEMENTATION_FAILED").reason);
+    case "VALIDATION_PASSED": {
+      const { score } = p(event, "VALIDATION_PASSED");
+      return item("Validation passed", "success", score !== undefined ? `score ${score}/10` : undefined);
+    }
+    case "VALIDATION_FAILED": {
+      const { score, summary } = p(event, "VALIDATION_FAILED");
+      return item("Validation failed", "danger", [score !== undefined && `score ${score}/10`, text(summary)].filter(Boolean).join(" — ") || undefined);
+    }
+    case "RUN_PAUSED": {
+      const { reason, message } = p(event, "RUN_PAUSED");
+      return item(`Paused: ${(reason ?? "other").replaceAll("_", " ")}`, "warning", message);
+    }
+    case "RUN_RESUMED": {
+      const { by, action } = p(event, "RUN_RESUMED");
+      return item(action === "extend" ? "Resumed with more time" : "Resumed", "info", by ? `by ${by}` : undefined);
+    }
+    case "BRANCH_CREATED":
+      return item("Branch created", "info", p(event, "BRANCH_CREATED").branch);
+    case "BRANCH_PUSHED":
+      return item("Branch pushed", "info", p(event, "BRANCH_PUSHED").branch);
+    case "PR_OPENED": {
+      const { number, draft } = p(event, "PR_OPENED");
+      return item(`Pull request #${number ?? "?"} opened`, "success", draft ? "draft" : undefined);
+    }
+    case "PR_UPDATED":
+      return item(`Pull request #${p(event, "PR_UPDATED").number ?? "?"} updated`, "info");
+    case "PR_MERGED":
+      return item("Merged", "success", p(event, "PR_MERGED").sha ?? undefined);
+    case "PR_CLOSED":
+      return item(`Pull request #${p(event, "PR_CLOSED").number ?? "?"} closed`, "warning");
+    case "RUN_COMPLETED":
+      return item("Run completed", "success", p(event, "RUN_COMPLETED").summary);
+    case "RUN_FAILED":
+      return item("Run failed", "danger", p(event, "RUN_FAILED").reason);
+    case "RUN_CANCELLED": {
+      const { by, reason } = p(event, "RUN_CANCELLED");
+      return item("Run cancelled", "danger", [by && `by ${by}`, text(reason)].filter(Boolean).join(" — ") || undefined);
+    }
+    default:
+      return item(event.type.replaceAll("_", " ").toLowerCase(), "info");
+  }
+}
+
+function cap(s: string) {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+export type StageProgress = {
+  stage: string;
+  /** When the current stage started (ISO), for the elapsed-time clock. */
+  startedAt: string;
+  attempt: number;
+  /** The task being worked on, from the latest TASK_STARTED in this stage. */
+  task: { taskId: string; index: number; total: number } | null;
+  tasksCompleted: number;
+};
+
+/** Progress of the stage that is running now, or null when no stage is in progress. */
+export function stageProgress(events: readonly ApiEvent[]): StageProgress | null {
+  let progress: StageProgress | null = null;
+  for (const event of events) {
+    if (event.type === "STAGE_STARTED") {
+      const { stage, attempt } = p(event, "STAGE_STARTED");
+      progress = { stage: stage ?? "unknown", startedAt: event.timestamp, attempt: attempt ?? 1, task: null, tasksCompleted: 0 };
+    } else if (event.type === "STAGE_COMPLETED" || event.type === "RUN_COMPLETED" || event.type === "RUN_FAILED" || event.type === "RUN_CANCELLED") {
+      progress = null;
+    } else if (progress && event.type === "TASK_STARTED") {
+      const { taskId, index, total } = p(event, "TASK_STARTED");
+      progress.task = { taskId: taskId ?? "", index: index ?? 0, total: total ?? 0 };
+    } else if (progress && event.type === "TASK_COMPLETED") {
+      progress.tasksCompleted += 1;
+    }
+  }
+  return progress;
+}
+
+export type PlanVersion = {
+  version: number;
+  plan: PlanDocument;
+  source: "planner" | "edit";
+  by?: string;
+  feedback?: string | null;
+  timestamp: string;
+};
+
+/** Every plan version the run has had, oldest first (a later event for the same version replaces an earlier one). */
+export function planVersions(events: readonly ApiEvent[]): PlanVersion[] {
+  const byVersion = new Map<number, PlanVersion>();
+  for (const event of events) {
+    if (event.type !== "PLAN_CREATED" && event.type !== "PLAN_EDITED") continue;
+    const payload = event.payload as Partial<RunEventPayloads["PLAN_CREATED"] & RunEventPayloads["PLAN_EDITED"]>;
+    if (!payload.plan || typeof payload.version !== "number") continue;
+    byVersion.set(payload.version, {
+      version: payload.version,
+      plan: payload.plan,
+      source: event.type === "PLAN_EDITED" ? "edit" : "planner",
+      ...(payload.by ? { by: payload.by } : {}),
+      ...(payload.feedback !== undefined ? { feedback: payload.feedback } : {}),
+      timestamp: event.timestamp,
+    });
+  }
+  return [...byVersion.values()].sort((a, b) => a.version - b.version);
+}
+
+export type ValidationResult = { passed: boolean; attempt: number; score?: number; report?: string; summary?: string; timestamp: string };
+
+/** Every validation outcome, oldest first. */
+export function validations(events: readonly ApiEvent[]): ValidationResult[] {
+  const out: ValidationResult[] = [];
+  for (const event of events) {
+    if (event.type !== "VALIDATION_PASSED" && event.type !== "VALIDATION_FAILED") continue;
+    const payload = event.payload as Partial<RunEventPayloads["VALIDATION_FAILED"]>;
+    out.push({
+      passed: event.type === "VALIDATION_PASSED",
+      attempt: payload.attempt ?? out.length + 1,
+      ...(payload.score !== undefined ? { score: payload.score } : {}),
+      ...(payload.report ? { report: payload.report } : {}),
+      ...(payload.summary ? { summary: payload.summary } : {}),
+      timestamp: event.timestamp,
+    });
+  }
+  return out;
+}
