@@ -17,6 +17,12 @@ const PATTERNS: Array<[RegExp, string]> = [
   [/\be2b_[A-Za-z0-9]{20,}/g, "[REDACTED:e2b-key]"],
   [/\bsignkey-[a-z]+-[A-Za-z0-9]{16,}/g, "[REDACTED:inngest-key]"],
   [/\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g, "[REDACTED:jwt]"],
+  // Credentials of providers we do not know by shape: bearer headers, and values assigned to secret-sounding names.
+  [/\b(Bearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/-]{16,}=*/gi, "$1[REDACTED:bearer]"],
+  [
+    /\b([A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|password|passwd|private[_-]?key)["']?\s*[:=]\s*["']?)(?!\[REDACTED)[^\s"',;}]{8,}/gi,
+    "$1[REDACTED]",
+  ],
 ];
 
 export function redact(text: string, extraSecrets: string[] = []): string {
