@@ -1,6 +1,7 @@
 import Link from "next/link";
 import { requirePageUser } from "@/app/_server/session";
 import { ThemeToggle } from "@/components/layout/theme-toggle";
+import { SignOutButton } from "@/components/auth/sign-out-button";
 
 export const dynamic = "force-dynamic";
 
@@ -16,11 +17,15 @@ export default async function DashboardLayout({ children }: { children: React.Re
           <Link href="/" className="text-muted-foreground hover:text-foreground text-sm">
             Runs
           </Link>
+          <Link href="/settings" className="text-muted-foreground hover:text-foreground text-sm">
+            Settings
+          </Link>
           <div className="ml-auto flex items-center gap-2">
             <span className="text-muted-foreground text-sm" data-testid="current-user">
               {user.name ?? user.id}
             </span>
             <ThemeToggle />
+            <SignOutButton />
           </div>
         </nav>
       </header>

@@ -9,10 +9,29 @@ import { Label } from "@/components/ui/label";
 const MESSAGES: Record<string, string> = {
   CredentialsSignin: "That password or sign-in link is not valid (links work once). Try again.",
   Configuration: "Sign-in is not configured on this server. See the README's sign-in section.",
+  OAuthAccountNotLinked: "That email already belongs to another sign-in method. Use the one you used first.",
+  AccessDenied: "Sign-in was refused.",
 };
 
-/** Posts to Auth.js's credentials callback with its CSRF token; a one-time link (?token=) signs in by itself. */
-export function SignInForm({ callbackUrl, error, token }: { callbackUrl: string; error?: string; token?: string }) {
+export type SignInProvider = { id: string; name: string };
+
+/**
+ * One button per configured provider (GitHub, OIDC), each a form POST to Auth.js with its CSRF token; then the local
+ * owner's password. A one-time link (?token=) signs in by itself.
+ */
+export function SignInForm({
+  callbackUrl,
+  error,
+  token,
+  providers = [],
+  hasPassword = true,
+}: {
+  callbackUrl: string;
+  error?: string;
+  token?: string;
+  providers?: SignInProvider[];
+  hasPassword?: boolean;
+}) {
   const [csrfToken, setCsrfToken] = useState<string | null>(null);
   const [loadError, setLoadError] = useState<string | null>(null);
   const formRef = useRef<HTMLFormElement>(null);
@@ -33,26 +52,44 @@ export function SignInForm({ callbackUrl, error, token }: { callbackUrl: string;
       <CardHeader>
         <CardTitle>Sign in to Gatehouse</CardTitle>
         <CardDescription>
-          Use the owner password, or open the one-time sign-in link the server printed when it started.
+          {providers.length
+            ? "Continue with your organisation's account."
+            : "Use the owner password, or open the one-time sign-in link the server printed when it started."}
         </CardDescription>
       </CardHeader>
-      <CardContent>
+      <CardContent className="space-y-4">
+        {providers.map((p) => (
+          <form key={p.id} method="post" action={`/api/auth/signin/${p.id}`}>
+            <input type="hidden" name="csrfToken" value={csrfToken ?? ""} />
+            <input type="hidden" name="callbackUrl" value={callbackUrl} />
+            <Button type="submit" variant="outline" className="w-full" disabled={!csrfToken} data-testid={`sign-in-${p.id}`}>
+              Continue with {p.name}
+            </Button>
+          </form>
+        ))}
+        {providers.length && (hasPassword || token) ? (
+          <p className="text-muted-foreground text-center text-xs">or, as the owner of this server</p>
+        ) : null}
         <form ref={formRef} method="post" action="/api/auth/callback/local" className="space-y-4">
           <input type="hidden" name="csrfToken" value={csrfToken ?? ""} />
           <input type="hidden" name="callbackUrl" value={callbackUrl} />
           {token ? <input type="hidden" name="token" value={token} /> : null}
-          <div className="space-y-2">
-            <Label htmlFor="password">Password</Label>
-            <Input id="password" name="password" type="password" autoComplete="current-password" autoFocus={!token} />
-          </div>
+          {hasPassword || !providers.length ? (
+            <div className="space-y-2">
+              <Label htmlFor="password">Password</Label>
+              <Input id="password" name="password" type="password" autoComplete="current-password" autoFocus={!token && !providers.length} />
+            </div>
+          ) : null}
           {error || loadError ? (
             <p role="alert" className="text-destructive text-sm">
               {loadError ?? MESSAGES[error!] ?? "Sign-in failed. Try again."}
             </p>
           ) : null}
-          <Button type="submit" className="w-full" disabled={!csrfToken} data-testid="sign-in">
-            Sign in
-          </Button>
+          {hasPassword || token || !providers.length ? (
+            <Button type="submit" className="w-full" disabled={!csrfToken} data-testid="sign-in">
+              Sign in
+            </Button>
+          ) : null}
         </form>
       </CardContent>
     </Card>

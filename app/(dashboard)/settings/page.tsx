@@ -1,0 +1,15 @@
+import { ApiTokens } from "@/components/settings/api-tokens";
+
+export const dynamic = "force-dynamic";
+
+export default function SettingsPage() {
+  return (
+    <div className="space-y-4">
+      <div>
+        <h1 className="text-2xl font-semibold tracking-tight">Settings</h1>
+        <p className="text-muted-foreground text-sm">Your API tokens. Project members are managed by each project's owners.</p>
+      </div>
+      <ApiTokens />
+    </div>
+  );
+}
