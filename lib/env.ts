@@ -89,6 +89,11 @@ const schema = z.object({
   GATEHOUSE_EXECUTOR_APPS: optionalString,
   /** Set to false to run the web server without the in-process executor (then run `npm run worker`). */
   GATEHOUSE_EMBEDDED_WORKER: flag(true),
+  /**
+   * How the in-process executor reaches Gatehouse's own serve endpoint: "in-process" calls the handler directly (no
+   * socket, fastest); "http" goes through GATEHOUSE_PUBLIC_URL/api/inngest like any other app.
+   */
+  GATEHOUSE_EXECUTOR_TRANSPORT: z.enum(["in-process", "http"], { error: "must be in-process or http" }).default("in-process"),
 
   // Runs
   MAX_CONCURRENT_RUNS_PER_USER: positiveInt("MAX_CONCURRENT_RUNS_PER_USER", 5),

@@ -5,7 +5,7 @@ import {
   callFunction,
   protocolError,
   sleepUntil,
-  parseDuration,
+  deadline,
   syncApp,
   toSerializedError,
   type AppTarget,
@@ -96,7 +96,7 @@ export class Executor {
   constructor(options: ExecutorOptions) {
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.opts = {
-      leaseMs: options.leaseMs ?? 15_000,
+      leaseMs: options.leaseMs ?? 5_000,
       pollMs: options.pollMs ?? 500,
       requestTimeoutMs: options.requestTimeoutMs ?? 300_000,
       backoff: options.backoff ?? defaultBackoff,
@@ -520,6 +520,8 @@ export class Executor {
     if (unknown) {
       return this.functionError(ctx, state, protocolError(`Unsupported op "${unknown.op}" from ${ctx.target.url} (step ${unknown.id})`), true);
     }
+    const invalid = ops.map((o) => validateOp(o)).find((m) => m !== null);
+    if (invalid) return this.functionError(ctx, state, protocolError(`${invalid} from ${ctx.target.url}`), true);
     const complete = ops.find((o) => o.op === "RunComplete");
     if (complete) {
       await this.finish(ctx.run, "completed", complete.data ?? null, null);
@@ -566,7 +568,7 @@ export class Executor {
             case "WaitForEvent": {
               const eventName = op.name ?? "";
               const timeout = op.opts?.timeout;
-              const dueAt = timeout === undefined || timeout === null ? FAR_FUTURE : now + parseDuration(timeout);
+              const dueAt = timeout === undefined || timeout === null ? FAR_FUTURE : deadline(timeout, now);
               const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
               await insertPending("wait", dueAt, eventName, expression);
               await resolveWaitFromHistory(t, {
@@ -583,7 +585,7 @@ export class Executor {
               const fnId = String(op.opts?.function_id ?? "");
               const callee = registry.byId.get(fnId);
               const timeout = op.opts?.timeout;
-              const dueAt = typeof timeout === "string" && timeout ? now + parseDuration(timeout) : FAR_FUTURE;
+              const dueAt = typeof timeout === "string" && timeout ? deadline(timeout, now) : FAR_FUTURE;
               if (!callee) {
                 await this.record(t, ctx, op.id, { error: { name: "Error", message: `Invoked function "${fnId}" is not registered` } });
                 break;
@@ -699,4 +701,20 @@ export class Executor {
   async cancel(runId: string): Promise<void> {
     await tx((t) => cancelRunInTx(t, runId, Date.now()));
   }
+}
+
+/** Ops whose timing fields cannot be read are a protocol error, reported before anything is stored. */
+function validateOp(op: OutgoingOp): string | null {
+  try {
+    if (op.op === "Sleep") sleepUntil(op.name, 0);
+    if (op.op === "WaitForEvent") {
+      if (!op.name) return `WaitForEvent op ${op.id} without an event name`;
+      if (op.opts?.timeout != null) deadline(op.opts.timeout, 0);
+    }
+    if (op.op === "InvokeFunction" && typeof op.opts?.function_id !== "string") return `InvokeFunction op ${op.id} without opts.function_id`;
+    if (op.op === "InvokeFunction" && typeof op.opts?.timeout === "string" && op.opts.timeout) deadline(op.opts.timeout, 0);
+  } catch (err) {
+    return `Malformed ${op.op} op ${op.id}: ${err instanceof Error ? err.message : String(err)}`;
+  }
+  return null;
 }

@@ -205,7 +205,11 @@ export const functionConfigSchema = z.looseObject({
   ),
   idempotency: z.string().nullish(),
   concurrency: z
-    .union([z.number(), z.array(z.looseObject({ limit: z.number(), key: z.string().optional(), scope: z.string().optional() }))])
+    .union([
+      z.number(),
+      z.looseObject({ limit: z.number(), key: z.string().optional(), scope: z.string().optional() }),
+      z.array(z.looseObject({ limit: z.number(), key: z.string().optional(), scope: z.string().optional() })),
+    ])
     .nullish(),
   cancel: z.array(z.looseObject({ event: z.string(), if: z.string().optional(), timeout: z.string().optional() })).nullish(),
 });
@@ -260,13 +264,23 @@ export function parseDuration(value: unknown): number {
 
 /** A Sleep op's `name`: a duration, or an ISO time (sleepUntil). Returns the wake time. */
 export function sleepUntil(name: unknown, now: number): number {
-  if (typeof name === "string") {
+  try {
+    return deadline(name, now);
+  } catch {
+    throw new Error(`Sleep op with unreadable time ${JSON.stringify(name)}`);
+  }
+}
+
+/** A timeout option: a duration from now, or an absolute ISO time. */
+export function deadline(value: unknown, now: number): number {
+  if (typeof value === "string") {
     try {
-      return now + parseDuration(name);
+      return now + parseDuration(value);
     } catch {
-      const at = Date.parse(name);
+      const at = Date.parse(value);
       if (!Number.isNaN(at)) return at;
     }
   }
-  throw new Error(`Sleep op with unreadable time ${JSON.stringify(name)}`);
+  if (typeof value === "number" && Number.isFinite(value)) return now + value;
+  throw new Error(`Unreadable timeout ${JSON.stringify(value)}`);
 }

@@ -49,7 +49,7 @@ export function buildRegistry(apps: { url: string; functions: FunctionConfig[] }
         ? config.concurrency[0]
         : typeof config.concurrency === "number"
           ? { limit: config.concurrency }
-          : undefined;
+          : (config.concurrency ?? undefined);
       const fn: RegisteredFunction = {
         id: config.id,
         appUrl: app.url,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFixtureApp, type Probe } from "../fixtures/inngest-app/functions";
-import { startApp, waitForRuns } from "./harness";
+import { listRuns, startApp, waitForRuns } from "./harness";
 
 const probe: Probe = { calls: {} };
 let app: Awaited<ReturnType<typeof startApp>>;

@@ -1,0 +1,20 @@
+import { serve } from "inngest/next";
+import { getEnv } from "@/lib/env";
+import { startExecutor, type AppTarget, type Executor } from "@/lib/executor";
+import { inngest } from "./client";
+import { functions } from "./index";
+
+/**
+ * Start the embedded executor in this process for Gatehouse's own app (plus GATEHOUSE_EXECUTOR_APPS). The app is
+ * reached at GATEHOUSE_PUBLIC_URL/api/inngest; with the default in-process transport the executor calls the same serve
+ * handler directly instead of going through the socket.
+ */
+export async function startEmbeddedExecutor(): Promise<Executor> {
+  const env = getEnv();
+  const url = `${env.publicUrl}/api/inngest`;
+  const target: AppTarget =
+    env.GATEHOUSE_EXECUTOR_TRANSPORT === "in-process"
+      ? { url, handler: serve({ client: inngest, functions }) as unknown as (request: Request) => Promise<Response> }
+      : { url };
+  return startExecutor({ apps: [target] });
+}

@@ -1,0 +1,81 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseArgs } from "node:util";
+import { getEnv } from "@/lib/env";
+import { configuredAppUrls, handleEventRequest, startExecutor, stopExecutor, type Executor } from "@/lib/executor";
+
+/**
+ * `npm run worker` — the executor on its own, like `inngest dev -u <url>`:
+ *   npm run worker -- --app http://127.0.0.1:4000/api/inngest [--app …] [--port 8288]
+ * Drives the apps given with --app and in GATEHOUSE_EXECUTOR_APPS (default: Gatehouse's own /api/inngest), and serves
+ * the event API (POST /e/:key) on --port so those apps can send events (point them at it with INNGEST_DEV=<origin>).
+ * Several workers may share one database: each run is driven by one worker at a time.
+ */
+const { values } = parseArgs({
+  options: {
+    app: { type: "string", multiple: true, short: "u" },
+    port: { type: "string", default: "8288" },
+    host: { type: "string", default: "127.0.0.1" },
+    "lease-ms": { type: "string" },
+    "poll-ms": { type: "string" },
+    "worker-id": { type: "string" },
+  },
+});
+
+function positive(name: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`--${name} must be a positive whole number (got ${value})`);
+  return n;
+}
+
+const env = getEnv();
+const urls = [...new Set([...(values.app ?? []), ...configuredAppUrls()])];
+if (urls.length === 0) urls.push(`${env.publicUrl}/api/inngest`);
+for (const url of urls) {
+  if (!/^https?:\/\//.test(url)) throw new Error(`--app must be an http(s) serve URL (got ${url})`);
+}
+
+const leaseMs = positive("lease-ms", values["lease-ms"]);
+const pollMs = positive("poll-ms", values["poll-ms"]);
+let executor: Executor | undefined;
+
+const server = http.createServer(async (req, res) => {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  let response: Response;
+  if (req.method === "POST" && req.url?.startsWith("/e/")) {
+    response = await handleEventRequest(
+      new Request(`http://${req.headers.host}${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } }),
+    ).catch((err) => Response.json({ error: String(err), status: 500 }, { status: 500 }));
+  } else if (req.method === "GET" && req.url === "/health") {
+    response = Response.json(executor ? await executor.status() : { running: false });
+  } else {
+    response = Response.json({ error: "not found" }, { status: 404 });
+  }
+  res.statusCode = response.status;
+  response.headers.forEach((v, k) => res.setHeader(k, v));
+  res.end(Buffer.from(await response.arrayBuffer()));
+});
+
+await new Promise<void>((resolve) => server.listen(Number(values.port), values.host, resolve));
+const port = (server.address() as AddressInfo).port;
+executor = await startExecutor({ apps: urls.map((url) => ({ url })), workerId: values["worker-id"], leaseMs, pollMs });
+const status = await executor.status();
+console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>`);
+for (const app of status.apps) {
+  console.log(`  ${app.url} → ${app.error ? `sync failed: ${app.error} (retrying)` : `${app.appId}, ${app.functions} functions`}`);
+}
+console.log(`READY ${port}`);
+
+let stopping = false;
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    void stopExecutor().then(() => {
+      server.close();
+      process.exit(0);
+    });
+  });
+}
