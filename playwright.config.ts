@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { defineConfig } from "@playwright/test";
 import { E2E_ADMIN_PASSWORD, E2E_ADMIN_TOKEN, E2E_PORT } from "./e2e/constants";
+import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ISSUER, OIDC_NAME } from "./e2e/oidc-constants";
 
 /*
  * E2E against the real server (`next build` + `next start`): embedded executor, demo model, local git, a fresh data
@@ -61,6 +62,11 @@ export default defineConfig({
       GATEHOUSE_DATA_DIR: path.join(artifacts, "data"),
       GATEHOUSE_ADMIN_PASSWORD: E2E_ADMIN_PASSWORD,
       GATEHOUSE_ADMIN_TOKEN: E2E_ADMIN_TOKEN,
+      // Sign-in through the loopback OIDC provider that e2e/auth-oidc.spec.ts starts.
+      AUTH_OIDC_ISSUER: OIDC_ISSUER,
+      AUTH_OIDC_CLIENT_ID: OIDC_CLIENT_ID,
+      AUTH_OIDC_CLIENT_SECRET: OIDC_CLIENT_SECRET,
+      AUTH_OIDC_NAME: OIDC_NAME,
       NEXT_TELEMETRY_DISABLED: "1",
       LOG_LEVEL: "warn",
     },
