@@ -30,6 +30,9 @@ const USER_SCOPED = new Set([
   "GET /api/tokens",
   "POST /api/tokens",
   "DELETE /api/tokens/[id]",
+  "POST /api/mermaid/validate",
+  // Takes run ids; answers only for runs the caller may see (the leak check below proves it for a stranger).
+  "GET /api/run-costs",
 ]);
 
 type Action = "read" | "decide" | "manage";
@@ -37,6 +40,7 @@ type Action = "read" | "decide" | "manage";
 /** What a handler needs on the project: members management is the owner's; other reads are a viewer's; other writes an approver's. */
 function actionFor(method: string, pattern: string): Action {
   if (pattern.includes("/members")) return "manage";
+  if (pattern === "/api/projects/[id]" && MUTATIONS.has(method)) return "manage";
   return MUTATIONS.has(method) ? "decide" : "read";
 }
 
@@ -47,9 +51,16 @@ function sampleBodies(key: string, w: World): unknown[] {
     "POST /api/projects": { name: "matrix: another project", repository: { type: "local", path: w.repoPath } },
     "POST /api/projects/[id]/members": { userId: w.target.id, role: "approver" },
     "PATCH /api/projects/[id]/members/[userId]": { role: "approver" },
+    "POST /api/mermaid/validate": { source: "flowchart TD\n  A --> B" },
   };
   const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
   return key in specific ? [specific[key]] : generic;
+}
+
+/** Query strings a GET needs to get past parsing. */
+function sampleQuery(key: string, w: World): string {
+  const queries: Record<string, string> = { "GET /api/run-costs": `?ids=${w.runId}` };
+  return queries[key] ?? "";
 }
 
 /** Where each dynamic segment points in the fixture world. */
@@ -110,7 +121,7 @@ function target(c: RouteCase, w: World) {
       return value;
     })
     .join("/");
-  return { params, path: `/${urlPath}`, projectScoped };
+  return { params, path: `/${urlPath}${sampleQuery(c.key, w)}`, projectScoped };
 }
 
 function send(c: RouteCase, w: World, headers: Record<string, string>, body?: unknown): Promise<Result> {
