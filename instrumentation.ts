@@ -8,7 +8,11 @@ export async function register(): Promise<void> {
   const { getEnv } = await import("./lib/env");
   const env = getEnv();
 
-  // ── Startup banner: the lead adds it here (mode, URL, sign-in link). ──
+  // Where we listen, how to sign in (the one-time owner link in local mode), and security warnings. Once per process.
+  const { printStartupBanner } = await import("./lib/auth/startup");
+  await printStartupBanner().catch((error: unknown) => {
+    console.warn(`[startup] could not print the sign-in banner: ${error instanceof Error ? error.message : String(error)}`);
+  });
 
   if (env.executionMode !== "embedded" || !env.GATEHOUSE_EMBEDDED_WORKER) return;
   const { startEmbeddedExecutor } = await import("./inngest/embedded");
