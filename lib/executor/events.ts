@@ -12,6 +12,9 @@ import { rows, TERMINAL_SQL, tx, type Tx } from "./store";
 
 export const DEDUPE_MS = 86_400_000;
 
+/** How waits were resolved in this process (observability, and proof in tests that the look-back path is taken). */
+export const waitStats = { byIncomingEvent: 0, fromHistory: 0 };
+
 const eventSchema = z.looseObject({
   name: z.string().trim().min(1, "event name is required"),
   data: z.record(z.string(), z.unknown()).nullish(),
@@ -100,6 +103,7 @@ async function resolveWaits(t: Tx, event: StoredEvent, seq: number): Promise<str
   for (const w of waits) {
     if (w.expression && !celMatches(w.expression, { event: JSON.parse(w.trigger), async: event })) continue;
     await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, watermark: seq });
+    waitStats.byIncomingEvent++;
     woken.push(w.run_id);
   }
   return woken;
@@ -159,14 +163,21 @@ export async function resolveWaitFromHistory(
     watermark: number;
   },
 ): Promise<boolean> {
+  // `match` compiles to `event.<path> == async.<path>`: narrow the candidates in SQL before evaluating CEL.
+  const simple = expression ? /^\s*event\.([A-Za-z_][\w.]*)\s*==\s*async\.([A-Za-z_][\w.]*)\s*$/.exec(expression) : null;
+  const triggerValue = simple ? pathValue(trigger, simple[1]!) : undefined;
+  const narrow = simple && (typeof triggerValue === "string" || typeof triggerValue === "number");
   const candidates = await rows<{ seq: number; payload: string }>(
     t,
-    "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? ORDER BY seq",
-    [eventName, watermark],
+    narrow
+      ? "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? AND json_extract(payload, ?) = ? ORDER BY seq"
+      : "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? ORDER BY seq",
+    narrow ? [eventName, watermark, `$.${simple![2]}`, triggerValue as string | number] : [eventName, watermark],
   );
   for (const c of candidates) {
     const event = JSON.parse(c.payload) as StoredEvent;
     if (expression && !celMatches(expression, { event: trigger, async: event })) continue;
+    waitStats.fromHistory++;
     return resolvePending(t, { runId, hashedId, result: event, watermark: Number(c.seq) });
   }
   return false;
@@ -196,4 +207,13 @@ export async function cancelRunInTx(t: Tx, runId: string, now: number): Promise<
     args: [now, runId],
   });
   await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ?", args: [runId] });
+}
+
+function pathValue(value: unknown, path: string): unknown {
+  let current = value;
+  for (const key of path.split(".")) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<string, unknown>)[key];
+  }
+  return current;
 }

@@ -83,6 +83,14 @@ export async function listRuns(fnSuffix: string): Promise<RunView[]> {
 export async function waitForRuns(fnSuffix: string, { count = 1, timeoutMs = 20_000, where }: { count?: number; timeoutMs?: number; where?: (r: RunView) => boolean } = {}) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    const [done] = await query<{ n: number }>(
+      "SELECT count(*) AS n FROM executor_runs WHERE fn_id LIKE ? AND status IN ('completed','failed','cancelled')",
+      [`%-${fnSuffix}`],
+    );
+    if (Number(done?.n) < count && Date.now() <= deadline) {
+      await new Promise((r) => setTimeout(r, 25));
+      continue;
+    }
     const runs = (await listRuns(fnSuffix)).filter((r) => ["completed", "failed", "cancelled"].includes(r.status) && (!where || where(r)));
     if (runs.length >= count) return runs;
     if (Date.now() > deadline) {
