@@ -1,4 +1,6 @@
+import { Suspense } from "react";
 import { RunsTable } from "@/components/runs/runs-table";
+import { Skeleton } from "@/components/ui/skeleton";
 
 export default function RunsPage() {
   return (
@@ -7,7 +9,9 @@ export default function RunsPage() {
         <h1 className="text-2xl font-semibold tracking-tight">Runs</h1>
         <p className="text-muted-foreground text-sm">Every coding request, from plan to pull request.</p>
       </div>
-      <RunsTable />
+      <Suspense fallback={<Skeleton className="h-40 w-full" />}>
+        <RunsTable />
+      </Suspense>
     </div>
   );
 }

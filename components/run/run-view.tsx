@@ -1,0 +1,210 @@
+"use client";
+
+import Link from "next/link";
+import { useEffect, useMemo, useState } from "react";
+import { useQuery, useQueryClient } from "@tanstack/react-query";
+import { ExternalLink, GitBranch } from "lucide-react";
+import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
+import { Button } from "@/components/ui/button";
+import { Card, CardContent } from "@/components/ui/card";
+import { Skeleton } from "@/components/ui/skeleton";
+import { Tabs, TabsContent, TabsList, TabsTrigger } from "@/components/ui/tabs";
+import { StatusBadge } from "@/components/runs/status-badge";
+import { Markdown } from "@/components/runs/markdown";
+import { apiGet, runKeys, type RunDetail } from "@/components/runs/api";
+import { useProjects } from "@/components/runs/use-projects";
+import { isTerminal } from "@/lib/dashboard/filters";
+import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
+import { planVersions, stageProgress, validations } from "@/lib/dashboard/timeline";
+import type { PlanDocument } from "@/lib/workflow/events";
+import { BranchDiff } from "./branch-diff";
+import { ClarificationForm } from "./clarification-form";
+import { ApprovalCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
+import { ModelCalls } from "./model-calls";
+import { PlanPanel } from "./plan-panel";
+import { StageProgress } from "./stage-progress";
+import { Timeline } from "./timeline";
+import { useDecision } from "./use-decision";
+import { useRunEvents } from "./use-run-events";
+
+export function RunView({ runId }: { runId: string }) {
+  const queryClient = useQueryClient();
+  const { events, connection, error: streamError } = useRunEvents(runId);
+  const detail = useQuery({
+    queryKey: runKeys.detail(runId),
+    queryFn: () => apiGet<RunDetail>(`/api/runs/${runId}`),
+    refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.run.status) ? false : 5_000),
+  });
+  const lastSequence = events.at(-1)?.sequence ?? 0;
+  // A new event changes the projection: refresh the run (status, gates, questions) right away.
+  useEffect(() => {
+    if (lastSequence > 0) void queryClient.invalidateQueries({ queryKey: runKeys.detail(runId) });
+  }, [lastSequence, runId, queryClient]);
+
+  const versions = useMemo(() => planVersions(events), [events]);
+  const progress = useMemo(() => stageProgress(events), [events]);
+  const results = useMemo(() => validations(events), [events]);
+
+  if (detail.isPending) {
+    return (
+      <div className="space-y-4" aria-busy="true">
+        <Skeleton className="h-8 w-2/3" />
+        <Skeleton className="h-40 w-full" />
+      </div>
+    );
+  }
+  if (detail.error) {
+    return (
+      <Alert variant="destructive">
+        <AlertTitle>Could not load this run</AlertTitle>
+        <AlertDescription>
+          {detail.error.message} <Link href="/" className="underline">Back to runs</Link>
+        </AlertDescription>
+      </Alert>
+    );
+  }
+  const { run, gates, clarifications, cost } = detail.data;
+  const pendingGate = run.pendingGate ? gates.find((g) => g.id === run.pendingGate!.gateId) ?? null : null;
+  const pendingQuestion = run.pendingClarification ? clarifications.find((c) => c.id === run.pendingClarification!.clarificationId) ?? null : null;
+  const gatePlan = (pendingGate?.context as { plan?: PlanDocument } | null)?.plan ?? versions.at(-1)?.plan ?? null;
+  const lastReport = results.at(-1);
+
+  return (
+    <div className="space-y-6" data-testid="run-view" data-status={run.status}>
+      <RunHeader detail={detail.data} />
+      {streamError && connection === "polling" && <p className="text-muted-foreground text-xs">{streamError}</p>}
+
+      {run.status === "awaiting_approval" && pendingGate?.kind === "plan" && <ApprovalCard key={pendingGate.id} run={run} gate={pendingGate} plan={gatePlan} />}
+      {run.status === "awaiting_approval" && pendingGate && pendingGate.kind !== "plan" && pendingGate.kind !== "fix" && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
+      {(run.status === "awaiting_fix_decision" || (run.status === "awaiting_approval" && pendingGate?.kind === "fix")) && (
+        <FixDecisionCard key={pendingGate?.id ?? "fix"} run={run} gate={pendingGate} fallbackReport={lastReport?.report} />
+      )}
+      {run.status === "awaiting_clarification" && pendingQuestion && <ClarificationForm key={pendingQuestion.id} run={run} clarification={pendingQuestion} />}
+      {run.status === "paused" && <PausedCard run={run} />}
+      {run.status === "failed" && run.error && (
+        <Alert variant="destructive">
+          <AlertTitle>The run failed</AlertTitle>
+          <AlertDescription>{run.error}</AlertDescription>
+        </Alert>
+      )}
+
+      <div className="grid gap-6 lg:grid-cols-[1fr_18rem]">
+        <div className="min-w-0 space-y-4">
+          {progress && !isTerminal(run.status) && <StageProgress progress={progress} active={run.status === "running"} />}
+          <Tabs defaultValue="plan">
+            <TabsList className="flex-wrap">
+              <TabsTrigger value="plan">Plan{versions.length > 1 ? ` (${versions.length})` : ""}</TabsTrigger>
+              <TabsTrigger value="diff">Diff</TabsTrigger>
+              <TabsTrigger value="validation">Validation</TabsTrigger>
+              <TabsTrigger value="cost">Model calls</TabsTrigger>
+            </TabsList>
+            <TabsContent value="plan" className="pt-2">
+              <PlanPanel versions={versions} />
+            </TabsContent>
+            <TabsContent value="diff" className="pt-2">
+              <BranchDiff runId={runId} refreshKey={lastSequence} />
+            </TabsContent>
+            <TabsContent value="validation" className="space-y-4 pt-2">
+              {results.length === 0 ? (
+                <p className="text-muted-foreground text-sm">Not validated yet.</p>
+              ) : (
+                [...results].reverse().map((r) => (
+                  <Card key={`${r.attempt}-${r.timestamp}`} data-testid="validation-result" data-passed={r.passed}>
+                    <CardContent className="space-y-2">
+                      <p className="text-sm font-medium">
+                        Attempt {r.attempt}: {r.passed ? "passed" : "failed"}
+                        {r.score !== undefined ? ` · score ${r.score}/10` : ""}
+                      </p>
+                      {r.report ? <Markdown>{r.report}</Markdown> : r.summary ? <p className="text-sm">{r.summary}</p> : null}
+                    </CardContent>
+                  </Card>
+                ))
+              )}
+            </TabsContent>
+            <TabsContent value="cost" className="pt-2">
+              <ModelCalls runId={runId} cost={cost} refreshKey={lastSequence} />
+            </TabsContent>
+          </Tabs>
+        </div>
+        <aside className="lg:border-l lg:pl-6">
+          <Timeline events={events} connection={connection} />
+        </aside>
+      </div>
+    </div>
+  );
+}
+
+function RunHeader({ detail }: { detail: RunDetail }) {
+  const { run, cost } = detail;
+  const projects = useProjects();
+  const project = projects.data?.find((p) => p.id === run.projectId);
+  const cancel = useDecision(run.id);
+  const [confirming, setConfirming] = useState(false);
+  const repo = project?.repository;
+  const branchUrl = repo?.type === "github" && run.branch ? `https://github.com/${repo.owner}/${repo.repo}/tree/${run.branch}` : null;
+  return (
+    <header className="space-y-3">
+      <div className="flex flex-wrap items-start justify-between gap-3">
+        <div className="min-w-0 space-y-1">
+          <h1 className="text-xl font-semibold tracking-tight break-words whitespace-pre-wrap" data-testid="run-request">
+            {run.originalRequest.length > 300 ? `${run.originalRequest.slice(0, 300)}…` : run.originalRequest}
+          </h1>
+          <div className="text-muted-foreground flex flex-wrap items-center gap-x-3 gap-y-1 text-sm">
+            <StatusBadge status={run.status} />
+            <span>stage: {humanize(run.currentStage)}</span>
+            {project && <span>project: {project.name}</span>}
+            <span>started {formatAge(run.createdAt)} ago</span>
+            <span data-testid="run-cost">cost {formatUsd(cost.usd)}</span>
+            {run.planVersion > 0 && <span>plan v{run.planVersion}</span>}
+          </div>
+        </div>
+        {!isTerminal(run.status) && (
+          <div className="flex gap-2">
+            {confirming ? (
+              <>
+                <Button
+                  variant="destructive"
+                  size="sm"
+                  data-testid="confirm-cancel"
+                  disabled={cancel.isPending}
+                  onClick={() => cancel.mutate({ url: `/api/runs/${run.id}/cancel`, success: "Run cancelled" }, { onSettled: () => setConfirming(false) })}
+                >
+                  Yes, cancel the run
+                </Button>
+                <Button variant="ghost" size="sm" onClick={() => setConfirming(false)}>
+                  Keep it
+                </Button>
+              </>
+            ) : (
+              <Button variant="outline" size="sm" data-testid="cancel-run" onClick={() => setConfirming(true)}>
+                Cancel run
+              </Button>
+            )}
+          </div>
+        )}
+      </div>
+      {cancel.error && <p className="text-destructive text-sm">{cancel.error.message}</p>}
+      <div className="flex flex-wrap items-center gap-3 text-sm">
+        {run.branch && (
+          <span className="inline-flex items-center gap-1.5" data-testid="run-branch">
+            <GitBranch className="size-4" aria-hidden />
+            {branchUrl ? (
+              <a href={branchUrl} target="_blank" rel="noreferrer" className="font-mono underline">
+                {run.branch}
+              </a>
+            ) : (
+              <code className="bg-muted rounded px-1 text-xs">{run.branch}</code>
+            )}
+          </span>
+        )}
+        {run.pullRequest && (
+          <a href={run.pullRequest.url} target="_blank" rel="noreferrer" className="inline-flex items-center gap-1 underline" data-testid="run-pr">
+            Pull request #{run.pullRequest.number} ({run.pullRequest.state}
+            {run.pullRequest.draft ? ", draft" : ""}) <ExternalLink className="size-3.5" aria-hidden />
+          </a>
+        )}
+        {run.merged && !run.pullRequest && <span className="text-emerald-600 dark:text-emerald-400">merged</span>}
+      </div>
+    </header>
+  );
+}

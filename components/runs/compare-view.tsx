@@ -1,0 +1,132 @@
+"use client";
+
+import Link from "next/link";
+import { useQueries } from "@tanstack/react-query";
+import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
+import { Card, CardContent, CardHeader, CardTitle } from "@/components/ui/card";
+import { Skeleton } from "@/components/ui/skeleton";
+import { BranchDiff } from "@/components/run/branch-diff";
+import { MermaidDiagram } from "@/components/run/mermaid-diagram";
+import { isTerminal } from "@/lib/dashboard/filters";
+import { formatTokens, formatUsd, humanize } from "@/lib/dashboard/format";
+import { planVersions, validations, type ApiEvent } from "@/lib/dashboard/timeline";
+import { apiGet, runKeys, type RunDetail } from "./api";
+import { Markdown } from "./markdown";
+import { StatusBadge } from "./status-badge";
+
+/** Runs started together ("explore N approaches"), side by side: plan, diff, validation, cost. */
+export function CompareView({ runIds }: { runIds: string[] }) {
+  const details = useQueries({
+    queries: runIds.map((id) => ({
+      queryKey: runKeys.detail(id),
+      queryFn: () => apiGet<RunDetail>(`/api/runs/${id}`),
+      refetchInterval: 3_000,
+    })),
+  });
+  const events = useQueries({
+    queries: runIds.map((id, i) => ({
+      queryKey: [...runKeys.events(id), "all"],
+      queryFn: () => apiGet<{ events: ApiEvent[] }>(`/api/runs/${id}/events?after=0&limit=2000`).then((b) => b.events),
+      refetchInterval: details[i]?.data && isTerminal(details[i].data.run.status) ? (false as const) : 3_000,
+    })),
+  });
+
+  if (runIds.length === 0) {
+    return (
+      <Alert>
+        <AlertTitle>Nothing to compare</AlertTitle>
+        <AlertDescription>
+          Start several approaches from the <Link href="/runs/new" className="underline">New run</Link> page, or open /compare?runs=id1,id2.
+        </AlertDescription>
+      </Alert>
+    );
+  }
+  return (
+    <div className="overflow-x-auto pb-2">
+      <div className="grid gap-4" style={{ gridTemplateColumns: `repeat(${runIds.length}, minmax(18rem, 1fr))` }} data-testid="compare-grid">
+        {runIds.map((id, i) => {
+          const d = details[i]!;
+          const ev = events[i]?.data ?? [];
+          const plan = planVersions(ev).at(-1);
+          const validation = validations(ev).at(-1);
+          return (
+            <Card key={id} className="min-w-0 gap-4" data-testid="compare-column" data-run-id={id}>
+              <CardHeader>
+                <CardTitle className="text-base">
+                  <Link href={`/runs/${id}`} className="hover:underline">
+                    Approach {i + 1}
+                  </Link>
+                </CardTitle>
+                {d.isPending ? (
+                  <Skeleton className="h-5 w-32" />
+                ) : d.error ? (
+                  <p className="text-destructive text-sm">{d.error.message}</p>
+                ) : (
+                  <div className="space-y-1">
+                    <p className="text-muted-foreground line-clamp-3 text-xs whitespace-pre-wrap">{d.data.run.originalRequest}</p>
+                    <div className="flex flex-wrap items-center gap-2 text-xs">
+                      <StatusBadge status={d.data.run.status} />
+                      <span className="text-muted-foreground">{humanize(d.data.run.currentStage)}</span>
+                    </div>
+                  </div>
+                )}
+              </CardHeader>
+              <CardContent className="space-y-4">
+                <section>
+                  <h3 className="mb-1 text-sm font-semibold">Cost</h3>
+                  {d.data ? (
+                    <p className="text-sm tabular-nums" data-testid="compare-cost">
+                      {formatUsd(d.data.cost.usd)} · {d.data.cost.calls} calls · {formatTokens(d.data.cost.tokensIn + d.data.cost.tokensOut)} tokens
+                    </p>
+                  ) : (
+                    <Skeleton className="h-4 w-24" />
+                  )}
+                </section>
+                <section>
+                  <h3 className="mb-1 text-sm font-semibold">Plan{plan ? ` v${plan.version}` : ""}</h3>
+                  {plan ? (
+                    <div className="space-y-2">
+                      <div className="rounded-md border p-2">
+                        <MermaidDiagram source={plan.plan.mermaid} label={`Approach ${i + 1} plan`} />
+                      </div>
+                      <ol className="list-decimal pl-5 text-xs">
+                        {plan.plan.tasks.map((t) => (
+                          <li key={t.id}>{t.title}</li>
+                        ))}
+                      </ol>
+                    </div>
+                  ) : (
+                    <p className="text-muted-foreground text-sm">No plan yet.</p>
+                  )}
+                </section>
+                <section>
+                  <h3 className="mb-1 text-sm font-semibold">Validation</h3>
+                  {validation ? (
+                    <div className="space-y-1">
+                      <p className="text-sm">
+                        {validation.passed ? "Passed" : "Failed"}
+                        {validation.score !== undefined ? ` · ${validation.score}/10` : ""}
+                      </p>
+                      {validation.report && (
+                        <details className="text-xs">
+                          <summary className="cursor-pointer">Report</summary>
+                          <Markdown className="text-xs">{validation.report}</Markdown>
+                        </details>
+                      )}
+                    </div>
+                  ) : (
+                    <p className="text-muted-foreground text-sm">Not validated yet.</p>
+                  )}
+                </section>
+                <section>
+                  <h3 className="mb-1 text-sm font-semibold">Diff</h3>
+                  <BranchDiff runId={id} refreshKey={ev.at(-1)?.sequence ?? 0} />
+                </section>
+              </CardContent>
+            </Card>
+          );
+        })}
+      </div>
+    </div>
+  );
+}
