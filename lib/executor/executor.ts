@@ -138,14 +138,16 @@ export class Executor {
   async syncOne(target: AppTarget): Promise<boolean> {
     try {
       const { appId, functions } = await syncApp({ target, timeoutMs: 30_000 });
-      await tx((t) =>
-        t.execute({
+      await tx(async (t) => {
+        // An app id lives at one URL: a re-sync from elsewhere (the app moved) replaces the old registration.
+        await t.execute({ sql: "DELETE FROM executor_apps WHERE app_id = ? AND url <> ?", args: [appId, target.url] });
+        await t.execute({
           sql: `INSERT INTO executor_apps (url, app_id, functions, synced_at, last_error) VALUES (?, ?, ?, ?, NULL)
                 ON CONFLICT(url) DO UPDATE SET app_id = excluded.app_id, functions = excluded.functions,
                   synced_at = excluded.synced_at, last_error = NULL`,
           args: [target.url, appId, JSON.stringify(functions), Date.now()],
-        }),
-      );
+        });
+      });
       invalidateRegistry();
       return true;
     } catch (err) {

@@ -17,7 +17,7 @@ function buildApp(origin: string) {
     inngest.createFunction({ id: "signal-race", retries: 0, triggers: [{ event: "rel/start" }] }, async ({ event, step }) => {
       await step.run("announce", async () => {
         const signal = () => inngest.send({ name: "rel/signal", data: { k: event.data.k } });
-        if (event.data.k % 2 === 0) await signal();
+        if (Number(event.data.k) % 2 === 0) await signal();
         else setImmediate(() => void signal());
       });
       const got = await step.waitForEvent("signal", { event: "rel/signal", match: "data.k", timeout: "1h" });

@@ -1,0 +1,58 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { getExecutorStatus, stopExecutor, type FetchHandler } from "@/lib/executor";
+import { resetEnvCache } from "@/lib/env";
+import { startServer, waitForRuns } from "./harness";
+
+/** Gatehouse's own app: the inngest/ client and functions, the /api/inngest route, and the embedded start. */
+
+afterAll(async () => {
+  await stopExecutor();
+});
+
+describe("embedded mode", () => {
+  it("reports no running executor before start", async () => {
+    resetEnvCache();
+    expect(await getExecutorStatus()).toEqual({ mode: "embedded", running: false });
+  });
+
+  it("starts in-process, syncs /api/inngest, and runs a function from an event sent with inngest.send()", async () => {
+    const { startEmbeddedExecutor } = await import("@/inngest/embedded");
+    const { inngest } = await import("@/inngest");
+    await startEmbeddedExecutor();
+    const status = await getExecutorStatus();
+    expect(status).toMatchObject({ mode: "embedded", running: true });
+    expect(status.apps?.[0]).toMatchObject({ appId: "gatehouse", error: null });
+    expect(status.apps?.[0]?.functions).toBeGreaterThanOrEqual(1);
+
+    const { ids } = await inngest.send({ name: "gatehouse/health.ping", data: { from: "test" } });
+    expect(ids).toHaveLength(1);
+    const [run] = await waitForRuns("health-check");
+    expect(run?.output).toMatchObject({ ok: true, ping: { from: "test" } });
+  });
+
+  it("the Next route /api/inngest answers the executor over HTTP", async () => {
+    const route = await import("@/app/api/inngest/route");
+    const server = await startServer();
+    server.setHandler((request) => {
+      const method = request.method as "GET" | "POST" | "PUT";
+      return (route[method] as unknown as FetchHandler)(request);
+    });
+    const { Executor, sendEvents } = await import("@/lib/executor");
+    const executor = new Executor({ apps: [{ url: server.serveUrl }], pollMs: 50, log: () => {} });
+    try {
+      await stopExecutor();
+      await executor.start();
+      const status = await executor.status();
+      expect(status.apps.find((a) => a.url === server.serveUrl)).toMatchObject({ appId: "gatehouse", error: null });
+      await sendEvents({ name: "gatehouse/health.ping", data: { from: "http" } });
+      const runs = await waitForRuns("health-check", { count: 2 });
+      // The app moved to the server's URL: the old registration is gone, so the ping started exactly one run.
+      expect(runs).toHaveLength(2);
+      expect((await executor.status()).apps.filter((a) => a.appId === "gatehouse")).toHaveLength(1);
+      expect(runs.map((r) => r.output)).toContainEqual(expect.objectContaining({ ok: true, ping: { from: "http" } }));
+    } finally {
+      await executor.stop();
+      await server.close();
+    }
+  });
+});
