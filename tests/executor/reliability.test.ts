@@ -24,7 +24,7 @@ function buildApp(origin: string) {
       return got?.data.k ?? null;
     }),
     inngest.createFunction({ id: "quick", triggers: [{ event: "rel/quick" }] }, async ({ event, step }) => {
-      const a = await step.run("one", () => event.data.n);
+      const a = await step.run("one", () => Number(event.data.n));
       return step.run("two", () => a * 2);
     }),
     inngest.createFunction({ id: "slow", triggers: [{ event: "rel/slow" }] }, async ({ step }) => {
