@@ -224,7 +224,7 @@ export function NewRunForm({
             <CardDescription>Start several runs of the same request together and compare their plans, diffs, validation and cost.</CardDescription>
           </CardHeader>
           <CardContent className="space-y-4">
-            <div className="grid max-w-40 gap-2">
+            <div className="grid max-w-56 gap-2">
               <Label htmlFor={fieldId("approaches")}>Number of approaches</Label>
               <Input id={fieldId("approaches")} type="number" min={1} max={5} value={approaches} onChange={(e) => setApproaches(e.target.value)} {...invalid("approaches")} />
               {err("approaches")}

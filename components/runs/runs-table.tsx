@@ -53,7 +53,9 @@ export function RunsTable() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [search]);
 
-  const query = runsQuery({ filter, projectId, q, limit: PAGE_SIZE });
+  const limitParam = Number(params.get("limit"));
+  const limit = Number.isInteger(limitParam) && limitParam >= 5 && limitParam <= 100 ? limitParam : PAGE_SIZE;
+  const query = runsQuery({ filter, projectId, q, limit });
   const runs = useInfiniteQuery({
     queryKey: runKeys.list(query),
     queryFn: ({ pageParam }) => apiGet<Page>(`/api/runs?${query}${pageParam ? `&cursor=${encodeURIComponent(pageParam)}` : ""}`),
