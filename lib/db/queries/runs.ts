@@ -161,12 +161,8 @@ export async function appendEventsTx(
   let state = rowToState(row);
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
-    const existing = await tx
-      .select()
-      .from(workflowEvents)
-      .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${options.stepKey}`))
-      .orderBy(asc(workflowEvents.sequence));
-    if (existing.length > 0) return { state, events: existing.map(rowToEvent), duplicate: true };
+    const existing = await findStepEvents(tx, runId, options.stepKey);
+    if (existing.length > 0) return { state, events: existing, duplicate: true };
   }
   const stored: StoredRunEvent[] = [];
   for (const input of events) {
@@ -201,6 +197,16 @@ export async function appendEventsTx(
     .returning({ id: workflowRuns.id });
   if (updated.length !== 1) throw new ConcurrentAppendError(runId);
   return { state, events: stored };
+}
+
+/** The events a durable step (by its key) already wrote, oldest first. */
+export async function findStepEvents(tx: Tx, runId: string, stepKey: string): Promise<StoredRunEvent[]> {
+  const rows = await tx
+    .select()
+    .from(workflowEvents)
+    .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${stepKey}`))
+    .orderBy(asc(workflowEvents.sequence));
+  return rows.map(rowToEvent);
 }
 
 class ConcurrentAppendError extends Error {

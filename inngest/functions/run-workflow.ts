@@ -1,0 +1,301 @@
+import { NonRetriableError } from "inngest";
+import { inngest } from "../client";
+import { clarificationAnswered, gateDecided, runCancelled, runFinished, runResumed, runStarted } from "../events";
+import * as ops from "@/lib/runs/workflow-ops";
+import type { PlanDocument, Stage } from "@/lib/workflow";
+import type { ImplementerState } from "@/lib/agents";
+
+/**
+ * One coding request: plan → (gate) → implement → validate → deliver, as one durable function. Every side effect runs
+ * inside a step (lib/runs/workflow-ops), so a crash never repeats a finished one; code between steps only decides what
+ * to do next from memoized results, which keeps it deterministic on every replay.
+ *
+ * Waiting for a person is "check the database, then wait for the announcement" in a loop: the decision is stored
+ * before it is announced, so an announcement that comes early, late or never cannot lose it.
+ */
+
+/** How long one wait lasts before the stored state is checked again (a safety net for a lost announcement). */
+const RECHECK_AFTER = "6h";
+
+class RunEnded extends Error {
+  constructor(readonly status: string) {
+    super(`run ended: ${status}`);
+  }
+}
+
+export const runWorkflow = inngest.createFunction(
+  {
+    id: "run-workflow",
+    name: "Run: plan → gate → implement → validate → deliver",
+    triggers: [runStarted],
+    idempotency: "event.data.runId",
+    cancelOn: [{ event: runCancelled, match: "data.runId" }],
+    retries: 3,
+    onFailure: async ({ event, error, step }) => {
+      const runId = (event.data.event.data as { runId: string }).runId;
+      const done = await step.run("record-failure", () =>
+        ops.finishUnsuccessfully({ runId, reason: error.message, stepKey: "failure" }),
+      );
+      if (done.userId) await step.sendEvent("free-slot", runFinished.create({ runId, userId: done.userId }));
+    },
+  },
+  async ({ event, step }) => {
+    const runId = event.data.runId;
+    const run = await step.run("load", () => ops.loadRun({ runId }));
+    const config = run.config;
+
+    /** Check the stored state; while it is pending, wait for its announcement (or the re-check timer) and look again. */
+    async function waitFor<T extends object>(
+      key: string,
+      check: () => Promise<ops.WaitResult<T>>,
+      announcement: string,
+    ): Promise<T> {
+      for (let i = 0; ; i++) {
+        const result = (await step.run(`${key}:check:${i}`, check)) as ops.WaitResult<T>;
+        if (result.state === "ended") throw new RunEnded(result.status);
+        if (result.state === "done") return result as T;
+        await step.waitForEvent(`${key}:wait:${i}`, {
+          event: announcement,
+          timeout: RECHECK_AFTER,
+          if: `async.data.runId == '${runId}'`,
+        });
+      }
+    }
+
+    /** Pause (outage, timeout, invalid plan) until a person retries or extends; the sandbox is parked meanwhile. */
+    async function pauseUntilResumed(key: string, reason: Parameters<typeof ops.pause>[0]["reason"], message: string, stage: Stage | null) {
+      const parked = await step.run(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage }));
+      const resumed = await waitFor(`${key}:resume`, () => ops.readResume({ runId }), runResumed.name);
+      if (parked.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: parked.tree! }));
+      return resumed;
+    }
+
+    /** A gate: opened with its context, decided by a person. */
+    async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
+      const opened = await step.run(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
+      const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name);
+      if (opened.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
+      return decision;
+    }
+
+    /** A question from a stage; past maxClarifications it escalates to a gate. Returns the answer as text. */
+    async function clarify(
+      key: string,
+      stage: Stage,
+      question: { question: string; context: string | null; options: string[]; responseType: "text" | "single_choice" },
+    ): Promise<string> {
+      const asked = await step.run(`${key}:ask`, () => ops.ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+      let answer: string;
+      if (asked.kind === "clarification") {
+        const answered = await waitFor(
+          `${key}:answer`,
+          () => ops.readClarification({ runId, clarificationId: asked.clarificationId }),
+          clarificationAnswered.name,
+        );
+        answer = answered.answer;
+      } else {
+        const decided = await waitFor(`${key}:escalation`, () => ops.readGate({ runId, gateId: asked.gateId }), gateDecided.name);
+        if (decided.decision === "reject") {
+          throw new NonRetriableError(`The escalated question was rejected: ${decided.notes ?? "no reason given"}`);
+        }
+        answer = decided.notes?.trim() || "No answer was given; proceed with your best judgement and note the assumption.";
+      }
+      if (asked.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: asked.tree! }));
+      return answer;
+    }
+
+    /** Stage deadlines come from memoized step times, so replays take the same decisions. */
+    function deadline(startedAt: number, stage: Exclude<Stage, "delivery">) {
+      return startedAt + config.timeoutMinutes[stage] * 60_000;
+    }
+
+    try {
+      if (run.status === "completed" || run.status === "failed" || run.status === "cancelled") return { status: run.status };
+
+      // Per-user concurrency: wait queued until a slot frees up.
+      for (let i = 0; ; i++) {
+        const slot = await step.run(`slot:${i}`, () => ops.tryStart({ runId }));
+        if (slot.started) break;
+        if (slot.status !== "queued") throw new RunEnded(slot.status);
+        await step.waitForEvent(`slot:${i}:wait`, { event: runFinished, timeout: "10m", if: `async.data.userId == '${run.userId}'` });
+      }
+      await step.run("branch", () => ops.createBranch({ runId }));
+
+      // ---- Plan (and the plan gate)
+      let stageStart = (await step.run("planning:start", () => ops.startStage({ runId, stage: "planning", stepKey: "planning:start" }))).now;
+      const feedback: string[] = [];
+      const answers: Array<{ question: string; answer: string }> = [];
+      let diagramAttempt = 0;
+      let version = 0;
+      let plan: PlanDocument;
+      for (let round = 0; ; round++) {
+        let drafted: Extract<ops.PlanStepResult, { kind: "plan" }>;
+        for (let t = 0; ; t++) {
+          const key = `plan:${round}:${t}`;
+          const result = await step.run(key, () =>
+            ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt }),
+          );
+          if (result.kind !== "model_error") diagramAttempt += result.diagramsProduced;
+          if (result.kind === "model_error") {
+            await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "planning");
+            continue;
+          }
+          if (result.kind === "invalid") {
+            await pauseUntilResumed(key, "invalid_plan", `The planner's diagram is not valid Mermaid: ${result.message}`, "planning");
+            continue;
+          }
+          if (result.kind === "clarification") {
+            const answer = await clarify(`${key}:q`, "planning", result);
+            answers.push({ question: result.question, answer });
+            continue;
+          }
+          if (result.now > deadline(stageStart, "planning")) {
+            const resumed = await pauseUntilResumed(`${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
+            stageStart = resumed.now;
+          }
+          drafted = result;
+          break;
+        }
+        version += 1;
+        plan = drafted.plan;
+        const recordKey = `plan:${round}:record`;
+        await step.run(recordKey, () =>
+          ops.recordPlan({ runId, stepKey: recordKey, plan: drafted.plan, version, feedback: feedback.at(-1) ?? null }),
+        );
+        if (config.trustMode.planning === "auto") break;
+
+        const decision = await gate(`plan-gate:${round}`, "plan", { plan, version });
+        if (decision.decision === "approve") {
+          if (decision.editedPlan) {
+            version += 1;
+            plan = { ...plan, ...decision.editedPlan, acceptanceCriteria: plan.acceptanceCriteria, risks: plan.risks };
+            if (decision.editedPlan.tasks.length === 0) plan.tasks = drafted.plan.tasks;
+            if (!decision.editedPlan.summary) plan.summary = drafted.plan.summary;
+            const editedKey = `plan:${round}:edited`;
+            const edited = plan;
+            await step.run(editedKey, () =>
+              ops.recordPlan({ runId, stepKey: editedKey, plan: edited, version, edited: true, by: decision.decidedBy ?? "unknown" }),
+            );
+          }
+          break;
+        }
+        feedback.push(decision.notes ?? "The plan was rejected without feedback.");
+        if (feedback.length > config.limits.maxReplans) {
+          throw new NonRetriableError(
+            `The plan was rejected ${feedback.length} times (limit ${config.limits.maxReplans}). Last feedback: ${feedback.at(-1)}`,
+          );
+        }
+      }
+      await step.run("planning:done", () => ops.completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
+      const approvedPlan = plan!;
+
+      // ---- Implement → validate, with fixes
+      let fixFeedback: string | null = null;
+      for (let attempt = 1; ; attempt++) {
+        const implStart = await step.run(`impl:${attempt}:start`, () =>
+          ops.startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
+        );
+        stageStart = implStart.now;
+        const feedbackForAttempt = fixFeedback;
+        let state = (await step.run(`impl:${attempt}:begin`, () =>
+          ops.beginImplementation({
+            plan: approvedPlan,
+            request: run.request,
+            feedback: feedbackForAttempt,
+            maxIterations: config.limits.maxIterations,
+          }),
+        )) as ImplementerState;
+        let failure: string | null = null;
+        for (let turn = 0; ; turn++) {
+          let result: ops.TurnStepResult;
+          for (let t = 0; ; t++) {
+            const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
+            const current = state;
+            result = (await step.run(key, () =>
+              ops.implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt }),
+            )) as ops.TurnStepResult;
+            if (result.kind !== "model_error") break;
+            await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "implementation");
+          }
+          state = result.state;
+          if (result.now > deadline(stageStart, "implementation")) {
+            const resumed = await pauseUntilResumed(
+              `impl:${attempt}:turn:${turn}:timeout`,
+              "timeout",
+              `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`,
+              "implementation",
+            );
+            stageStart = resumed.now;
+          }
+          if (result.kind === "continue") continue;
+          if (result.kind === "clarification") {
+            const answer = await clarify(`impl:${attempt}:turn:${turn}:q`, "implementation", result);
+            state = ops.applyAnswer(state, answer);
+            continue;
+          }
+          if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;
+          break;
+        }
+
+        if (!failure && config.trustMode.implementation === "manual") {
+          const summary = await step.run(`impl:${attempt}:diff`, () => ops.diffSummary({ runId }));
+          const decision = await gate(`impl-gate:${attempt}`, "implementation", { diffStat: summary.diffStat, summary: state.summary });
+          if (decision.decision !== "approve") {
+            fixFeedback = decision.notes ?? "The implementation was rejected.";
+            if (attempt > config.limits.maxFixAttempts) throw new NonRetriableError(`The implementation was rejected ${attempt} times.`);
+            continue;
+          }
+        }
+
+        let verdict: Extract<ops.ValidateStepResult, { kind: "result" }> | null = null;
+        if (!failure) {
+          await step.run(`validate:${attempt}:start`, () =>
+            ops.startStage({ runId, stage: "validation", attempt, stepKey: `validate:${attempt}:start` }),
+          );
+          for (let t = 0; ; t++) {
+            const key = `validate:${attempt}${t ? `:retry:${t}` : ""}`;
+            const result = await step.run(key, () => ops.validate({ runId, stepKey: key, plan: approvedPlan, attempt }));
+            if (result.kind === "result") {
+              verdict = result;
+              break;
+            }
+            await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "validation");
+          }
+          if (verdict.passed) break;
+        }
+
+        const report = verdict?.report ?? `Implementation failed: ${failure}`;
+        const nextFeedback = verdict?.feedback ?? `The previous attempt failed (${failure}). Start again and finish every todo.`;
+        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts) {
+          fixFeedback = nextFeedback;
+          continue;
+        }
+        const decision = await gate(`fix-gate:${attempt}`, "fix", {
+          report,
+          score: verdict?.score ?? null,
+          findings: verdict?.findings ?? [],
+          attempt,
+          automaticFixesExhausted: config.trustMode.fixes === "auto",
+        });
+        if (decision.decision === "accept") break;
+        if (decision.decision === "cancel") throw new RunEnded("cancelled");
+        fixFeedback = decision.notes ? `${nextFeedback}\n\nReviewer: ${decision.notes}` : nextFeedback;
+      }
+
+      // ---- Deliver
+      await step.run("delivery:start", () => ops.startStage({ runId, stage: "delivery", stepKey: "delivery:start" }));
+      for (let i = 0; ; i++) {
+        const delivered = await step.run(`deliver:${i}`, () => ops.deliver({ runId, stepKey: `deliver:${i}`, merge: config.git.autoMerge }));
+        if (delivered.merge !== "conflict") break;
+        const decision = await gate(`conflict-gate:${i}`, "conflict", { files: delivered.files, reason: delivered.reason });
+        if (decision.decision !== "approve") break;
+      }
+      const done = await step.run("complete", () => ops.complete({ runId, stepKey: "complete" }));
+      await step.sendEvent("free-slot", runFinished.create({ runId, userId: done.userId }));
+      return { status: "completed" };
+    } catch (error) {
+      if (error instanceof RunEnded) return { status: error.status };
+      throw error;
+    }
+  },
+);

@@ -1,0 +1,777 @@
+import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { NonRetriableError } from "inngest";
+import { getDb, write } from "@/lib/db";
+import { artifacts, clarificationRequests, gates, projects, workflowRuns } from "@/lib/db/schema";
+import { appendEventsTx, findStepEvents, getRunState, listEvents } from "@/lib/db/queries/runs";
+import { AppError } from "@/lib/errors";
+import { getEnv } from "@/lib/env";
+import { newId } from "@/lib/ids";
+import { redact, redactDeep } from "@/lib/security/redact";
+import { isModelCallError } from "@/lib/ai";
+import {
+  answerClarification as answerImplementerClarification,
+  implementerTurn,
+  PlannerError,
+  runPlanner,
+  runValidator,
+  startImplementer,
+  type ImplementerState,
+  type Plan,
+} from "@/lib/agents";
+import { extractConstraints } from "@/lib/mermaid";
+import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
+import {
+  buildRunContext,
+  clarificationFromRow,
+  commitCheckpoint,
+  commitRunRecords,
+  commitSpec,
+  commitWorkInProgress,
+  createRunBranch,
+  git,
+  readMemory,
+  readProjectConfig,
+  rollbackToCheckpoint,
+  squashMerge,
+  updateMemory,
+} from "@/lib/git";
+import {
+  TERMINAL_STATUSES,
+  type GateKind,
+  type NewRunEvent,
+  type PlanDocument,
+  type RunConfig,
+  type RunState,
+  type Stage,
+} from "@/lib/workflow";
+
+/*
+ * The run workflow's side effects. Each function is the body of ONE durable step: it takes and returns plain JSON, and
+ * it is safe to run again after a crash (events are keyed by the step, commits and model calls are idempotent), so a
+ * finished step never repeats and an interrupted one never doubles its effects.
+ */
+
+export type RunContext = {
+  runId: string;
+  userId: string;
+  projectId: string;
+  request: string;
+  config: RunConfig;
+  status: RunState["status"];
+  branch: string;
+  repoPath: string;
+};
+
+/**
+ * Thrown inside a step when the run has already ended (e.g. cancelled meanwhile). Not retriable: nothing more is to be
+ * done for this run, and the failure handler only records what happened.
+ */
+export class RunEndedError extends NonRetriableError {
+  constructor(readonly status: string) {
+    super(`The run has ended (${status}).`);
+    this.name = "RunEndedError";
+  }
+}
+
+export async function loadRun({ runId }: { runId: string }): Promise<RunContext> {
+  const run = await getRunState({ id: runId });
+  if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+  const db = await getDb();
+  const project = await db.query.projects.findFirst({ where: eq(projects.id, run.projectId) });
+  if (!project) throw new AppError("not_found:project", `Project ${run.projectId} does not exist.`);
+  if (project.repository.type !== "local") {
+    throw new AppError("unavailable:github", "This project is bound to GitHub, and GitHub delivery is not configured on this server.");
+  }
+  return {
+    runId,
+    userId: run.userId,
+    projectId: run.projectId,
+    request: run.originalRequest,
+    config: run.config as unknown as RunConfig,
+    status: run.status,
+    branch: run.branch!,
+    repoPath: project.repository.path,
+  };
+}
+
+async function append(runId: string, stepKey: string, events: NewRunEvent[]) {
+  return write(async (tx) => {
+    const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
+    return appendEventsTx(tx, runId, events, { stepKey });
+  });
+}
+
+function sandboxOptions(run: RunContext, excludePaths: string[] = []): CreateSandboxOptions & { branch: string } {
+  return { runId: run.runId, repoPath: run.repoPath, ref: run.branch, branch: run.branch, excludePaths };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Start
+
+const ACTIVE: RunState["status"][] = [
+  "running",
+  "awaiting_approval",
+  "awaiting_clarification",
+  "awaiting_fix_decision",
+  "paused",
+];
+
+/**
+ * Start the run if its user is under MAX_CONCURRENT_RUNS_PER_USER active runs; otherwise it stays queued. Checked and
+ * written in one transaction, so two runs never take the last slot together.
+ */
+export async function tryStart({ runId }: { runId: string }): Promise<{ started: boolean; status: string }> {
+  const limit = getEnv().MAX_CONCURRENT_RUNS_PER_USER;
+  return write(async (tx) => {
+    const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+    if (run.status !== "queued") return { started: run.status !== "cancelled" && run.status !== "failed", status: run.status };
+    const [row] = await tx
+      .select({ n: sql<number>`count(*)` })
+      .from(workflowRuns)
+      .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, ACTIVE)));
+    if ((row?.n ?? 0) >= limit) return { started: false, status: "queued" };
+    await appendEventsTx(tx, runId, [{ type: "RUN_STARTED", payload: {} }], { stepKey: "start" });
+    return { started: true, status: "running" };
+  });
+}
+
+export async function createBranch({ runId }: { runId: string }) {
+  const run = await loadRun({ runId });
+  const { branch, baseSha } = await createRunBranch({
+    repoPath: run.repoPath,
+    runId,
+    request: run.request,
+    baseBranch: run.config.git.baseBranch,
+  });
+  await append(runId, "branch", [{ type: "BRANCH_CREATED", payload: { branch, baseSha } }]);
+  return { branch, baseSha };
+}
+
+export async function startStage({ runId, stage, stepKey, attempt }: { runId: string; stage: Stage; stepKey: string; attempt?: number }) {
+  await append(runId, stepKey, [{ type: "STAGE_STARTED", payload: { stage, attempt } }]);
+  return { now: Date.now() };
+}
+
+export async function completeStage({ runId, stage, stepKey }: { runId: string; stage: Stage; stepKey: string }) {
+  await append(runId, stepKey, [{ type: "STAGE_COMPLETED", payload: { stage } }]);
+  return { now: Date.now() };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Planning
+
+export type PlanStepResult =
+  | { kind: "plan"; plan: PlanDocument; diagramsProduced: number; now: number }
+  | {
+      kind: "clarification";
+      question: string;
+      context: string | null;
+      options: string[];
+      responseType: "text" | "single_choice";
+      diagramsProduced: number;
+      now: number;
+    }
+  | { kind: "invalid"; message: string; diagramsProduced: number; now: number }
+  | { kind: "model_error"; reason: string; message: string; now: number };
+
+async function repositoryFiles(repoPath: string, ref: string): Promise<string[]> {
+  const out = await git(repoPath, ["ls-tree", "-r", "--name-only", ref], { allowFailure: true });
+  return out.stdout.split("\n").filter(Boolean).slice(0, 2000);
+}
+
+export async function plan({
+  runId,
+  stepKey,
+  feedback,
+  clarifications,
+  diagramAttempt,
+}: {
+  runId: string;
+  stepKey: string;
+  feedback: string[];
+  clarifications: Array<{ question: string; answer: string }>;
+  diagramAttempt: number;
+}): Promise<PlanStepResult> {
+  const run = await loadRun({ runId });
+  const memory = await readMemory({ repoPath: run.repoPath, ref: run.branch });
+  try {
+    const result = await runPlanner({
+      input: {
+        request: run.request,
+        memory: memory.raw ?? undefined,
+        clarifications,
+        rejectionFeedback: feedback,
+        repositoryFiles: await repositoryFiles(run.repoPath, run.branch),
+        diagramAttempt,
+      },
+      modelId: run.config.modelRouting.planner,
+      context: { runId, stepKey },
+    });
+    if (result.kind === "plan") return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, now: Date.now() };
+    return { ...result, now: Date.now() };
+  } catch (error) {
+    if (error instanceof PlannerError) {
+      return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, now: Date.now() };
+    }
+    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: Date.now() };
+    throw error;
+  }
+}
+
+function toPlanDocument(plan: Plan): PlanDocument {
+  return {
+    summary: plan.summary,
+    mermaid: plan.mermaid,
+    tasks: plan.tasks.map((t) => ({ id: t.id, title: t.title, description: t.description, dependsOn: t.dependsOn, files: t.files })),
+    acceptanceCriteria: plan.acceptanceCriteria.map((c) => ({ id: c.id, description: c.description, command: c.command })),
+    risks: plan.risks,
+  };
+}
+
+/** The planner's Plan from a stored PlanDocument (the validator and implementer take the agents' type). */
+export async function toAgentPlan(plan: PlanDocument): Promise<Plan> {
+  return {
+    constraints: await extractConstraints(plan.mermaid),
+    summary: plan.summary,
+    mermaid: plan.mermaid,
+    tasks: plan.tasks.map((t) => ({ id: t.id, title: t.title, description: t.description ?? "", dependsOn: t.dependsOn ?? [], files: t.files ?? [] })),
+    acceptanceCriteria: plan.acceptanceCriteria.map((c, i) => ({ id: c.id ?? `ac${i + 1}`, description: c.description, command: c.command })),
+    risks: plan.risks ?? [],
+  };
+}
+
+export async function recordPlan({
+  runId,
+  stepKey,
+  plan: doc,
+  version,
+  edited,
+  by,
+  feedback,
+}: {
+  runId: string;
+  stepKey: string;
+  plan: PlanDocument;
+  version: number;
+  edited?: boolean;
+  by?: string;
+  feedback?: string | null;
+}) {
+  const run = await loadRun({ runId });
+  const spec = await commitSpec({
+    repoPath: run.repoPath,
+    branch: run.branch,
+    runId,
+    title: firstLine(run.request),
+    version,
+    status: edited ? "edited" : "draft",
+    request: run.request,
+    mermaid: doc.mermaid,
+    tasks: doc.tasks.map((t) => ({ id: t.id, title: t.title, dependsOn: t.dependsOn })),
+    summary: doc.summary,
+  });
+  await write(async (tx) => {
+    const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
+    const result = await appendEventsTx(
+      tx,
+      runId,
+      [
+        edited
+          ? { type: "PLAN_EDITED", payload: { version, by: by ?? "unknown", plan: doc, path: spec.path, commitSha: spec.sha } }
+          : { type: "PLAN_CREATED", payload: { version, plan: doc, path: spec.path, commitSha: spec.sha, feedback: feedback ?? null } },
+      ],
+      { stepKey },
+    );
+    if (!result.duplicate) {
+      await tx.insert(artifacts).values({
+        id: newId("art"),
+        workflowRunId: runId,
+        stage: "planning",
+        type: "spec",
+        path: spec.path,
+        commitSha: spec.sha,
+        version,
+      });
+    }
+  });
+  return { path: spec.path, sha: spec.sha };
+}
+
+function firstLine(text: string): string {
+  return (text.split("\n").find((l) => l.trim()) ?? "request").trim().slice(0, 80);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Gates, clarifications, pauses — a run waiting for a person holds no sandbox
+
+/** Before a wait: commit the work in progress and drop the sandbox; returns the tree to check on resume. */
+async function parkSandbox(run: RunContext, reason: string): Promise<string | null> {
+  const dir = `${getEnv().dataDir}/workspaces/${runIdDir(run.runId)}`;
+  const exists = await import("node:fs/promises").then((fs) => fs.stat(dir).then(() => true).catch(() => false));
+  if (!exists) return null;
+  const sandbox = await attachSandbox(sandboxOptions(run));
+  const wip = await commitWorkInProgress({ sandbox, runId: run.runId, reason });
+  await releaseSandbox(sandboxOptions(run));
+  return wip.tree;
+}
+
+const runIdDir = (runId: string) => runId.replace(/[^A-Za-z0-9_-]/g, "_");
+
+export async function restore({ runId, expectedTree }: { runId: string; expectedTree: string }) {
+  const run = await loadRun({ runId });
+  const sandbox = await restoreSandbox({ ...sandboxOptions(run), expectedTree });
+  return { workspace: sandbox.id };
+}
+
+export async function openGate({
+  runId,
+  stepKey,
+  kind,
+  context,
+}: {
+  runId: string;
+  stepKey: string;
+  kind: GateKind;
+  context: Record<string, unknown>;
+}): Promise<{ gateId: string; tree: string | null }> {
+  const run = await loadRun({ runId });
+  const tree = await parkSandbox(run, `waiting for a ${kind} decision`);
+  const gateId = await write(async (tx) => {
+    const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
+    const earlier = (await findStepEvents(tx, runId, stepKey)).find((e) => e.type === "APPROVAL_REQUESTED");
+    if (earlier?.type === "APPROVAL_REQUESTED") return earlier.payload.gateId;
+    const [max] = await tx.select({ n: sql<number>`coalesce(max(${gates.gateNumber}), 0)` }).from(gates).where(eq(gates.workflowRunId, runId));
+    const gateNumber = (max?.n ?? 0) + 1;
+    const id = newId("gate");
+    const planVersion = kind === "plan" ? (context.version as number | undefined) : undefined;
+    await tx.insert(gates).values({
+      id,
+      workflowRunId: runId,
+      gateNumber,
+      kind,
+      artifactVersion: planVersion ?? null,
+      context: redactDeep(context),
+    });
+    await appendEventsTx(tx, runId, [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null } }], {
+      stepKey,
+    });
+    return id;
+  });
+  return { gateId, tree };
+}
+
+export type WaitResult<T> = { state: "pending" } | { state: "ended"; status: string } | ({ state: "done" } & T);
+
+export async function readGate({
+  runId,
+  gateId,
+}: {
+  runId: string;
+  gateId: string;
+}): Promise<WaitResult<{ decision: string; notes: string | null; decidedBy: string | null; editedPlan: PlanDocument | null; now: number }>> {
+  const db = await getDb();
+  const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
+  if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
+  if (gate.status === "pending") {
+    const run = await getRunState({ id: runId });
+    return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
+  }
+  if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
+  const edited = (gate.payload as { editedPlan?: { mermaid: string; tasks?: PlanDocument["tasks"]; summary?: string } } | null)?.editedPlan;
+  return {
+    state: "done",
+    decision: gate.decision ?? gate.status,
+    notes: gate.notes,
+    decidedBy: gate.decidedBy,
+    editedPlan: edited ? { summary: edited.summary ?? "", mermaid: edited.mermaid, tasks: edited.tasks ?? [], acceptanceCriteria: [] } : null,
+    now: Date.now(),
+  };
+}
+
+/**
+ * Ask a person. Up to maxClarifications questions are clarifications; the next escalates to a full approval gate where
+ * a person sees the whole context.
+ */
+export async function ask({
+  runId,
+  stepKey,
+  stage,
+  question,
+  context,
+  options,
+  responseType,
+}: {
+  runId: string;
+  stepKey: string;
+  stage: Stage;
+  question: string;
+  context: string | null;
+  options: string[];
+  responseType: "text" | "single_choice" | "multiple_choice" | "file";
+}): Promise<{ kind: "clarification"; clarificationId: string; tree: string | null } | { kind: "escalation"; gateId: string; tree: string | null }> {
+  const run = await loadRun({ runId });
+  const state = await getRunState({ id: runId });
+  if ((state?.clarificationCount ?? 0) >= run.config.maxClarifications) {
+    const db = await getDb();
+    const earlier = await db
+      .select()
+      .from(clarificationRequests)
+      .where(eq(clarificationRequests.workflowRunId, runId))
+      .orderBy(asc(clarificationRequests.createdAt));
+    const gate = await openGate({
+      runId,
+      stepKey,
+      kind: "escalation",
+      context: {
+        question,
+        context,
+        options,
+        responseType,
+        stage,
+        reason: `The run already asked ${run.config.maxClarifications} question(s), its limit.`,
+        clarifications: earlier.map((c) => ({ question: c.question, response: c.response, status: c.status })),
+      },
+    });
+    return { kind: "escalation", gateId: gate.gateId, tree: gate.tree };
+  }
+  const tree = await parkSandbox(run, "waiting for an answer");
+  const clarificationId = await write(async (tx) => {
+    const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
+    const earlier = (await findStepEvents(tx, runId, stepKey)).find((e) => e.type === "CLARIFICATION_REQUESTED");
+    if (earlier?.type === "CLARIFICATION_REQUESTED") return earlier.payload.clarificationId;
+    const id = newId("clr");
+    await tx.insert(clarificationRequests).values({
+      id,
+      workflowRunId: runId,
+      stage,
+      question: redact(question),
+      context: context ? redact(context) : null,
+      options: options.length ? options : null,
+      responseType: options.length && responseType === "text" ? "single_choice" : responseType,
+      attemptNumber: (current?.clarificationCount ?? 0) + 1,
+    });
+    await appendEventsTx(tx, runId, [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question) } }], {
+      stepKey,
+    });
+    return id;
+  });
+  return { kind: "clarification", clarificationId, tree };
+}
+
+export async function readClarification({
+  runId,
+  clarificationId,
+}: {
+  runId: string;
+  clarificationId: string;
+}): Promise<WaitResult<{ answer: string; now: number }>> {
+  const db = await getDb();
+  const row = await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, clarificationId) });
+  if (!row) throw new AppError("not_found:clarification", `Clarification ${clarificationId} does not exist.`);
+  if (row.status === "pending") {
+    const run = await getRunState({ id: runId });
+    return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
+  }
+  if (row.status !== "answered") return { state: "ended", status: "cancelled" };
+  return { state: "done", answer: answerText(row.response), now: Date.now() };
+}
+
+function answerText(response: unknown): string {
+  if (typeof response === "string") return response;
+  if (Array.isArray(response)) return response.join(", ");
+  if (response && typeof response === "object" && "fileName" in response) {
+    const file = response as { fileName: string; contentBase64: string };
+    const text = Buffer.from(file.contentBase64, "base64").toString("utf8");
+    return `File ${file.fileName}:\n${text.slice(0, 20_000)}`;
+  }
+  return JSON.stringify(response);
+}
+
+export async function pause({
+  runId,
+  stepKey,
+  reason,
+  message,
+  stage,
+}: {
+  runId: string;
+  stepKey: string;
+  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "other";
+  message: string;
+  stage: Stage | null;
+}): Promise<{ tree: string | null }> {
+  const run = await loadRun({ runId });
+  const tree = await parkSandbox(run, `paused: ${reason}`);
+  await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage } }]);
+  return { tree };
+}
+
+export async function readResume({ runId }: { runId: string }): Promise<WaitResult<{ action: "retry" | "extend"; now: number }>> {
+  const run = await getRunState({ id: runId });
+  if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+  if (TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
+  if (run.status === "paused") return { state: "pending" };
+  const events = await listEvents({ runId, after: Math.max(0, run.lastSequence - 50) });
+  const resumed = [...events].reverse().find((e) => e.type === "RUN_RESUMED");
+  const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
+  return { state: "done", action, now: Date.now() };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Implementation
+
+export async function beginImplementation({
+  plan: doc,
+  request,
+  feedback,
+  maxIterations,
+  memory,
+}: {
+  plan: PlanDocument;
+  request: string;
+  feedback: string | null;
+  maxIterations: number;
+  memory?: string;
+}): Promise<ImplementerState> {
+  return startImplementer({ plan: await toAgentPlan(doc), request, memory, feedback: feedback ?? undefined, maxIterations });
+}
+
+export function applyAnswer(state: ImplementerState, answer: string): ImplementerState {
+  return answerImplementerClarification(state, answer);
+}
+
+export type TurnStepResult =
+  | { kind: "continue" | "done"; state: ImplementerState; now: number }
+  | {
+      kind: "clarification";
+      state: ImplementerState;
+      question: string;
+      options: string[];
+      context: string | null;
+      responseType: "text" | "single_choice";
+      now: number;
+    }
+  | { kind: "failure"; state: ImplementerState; reason: string; message: string; now: number }
+  | { kind: "model_error"; reason: string; message: string; now: number };
+
+export async function implementTurn({
+  runId,
+  stepKey,
+  state,
+  plan: doc,
+  attempt,
+}: {
+  runId: string;
+  stepKey: string;
+  state: ImplementerState;
+  plan: PlanDocument;
+  attempt: number;
+}): Promise<TurnStepResult> {
+  const run = await loadRun({ runId });
+  const projectConfig = await readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[] }));
+  const sandbox = await attachSandbox(sandboxOptions(run, projectConfig.excludePaths));
+  let result;
+  try {
+    result = await implementerTurn({ state, sandbox, modelId: run.config.modelRouting.implementer, context: { runId, stepKey } });
+  } catch (error) {
+    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: Date.now() };
+    throw error;
+  }
+  const events: NewRunEvent[] = [];
+  const before = new Map(state.todos.map((t) => [t.id, t.status]));
+  const total = result.state.todos.length;
+  for (const [index, todo] of result.state.todos.entries()) {
+    const was = before.get(todo.id);
+    if (todo.status === "in_progress" && was !== "in_progress") {
+      events.push({ type: "TASK_STARTED", payload: { taskId: todo.id, index: index + 1, total } });
+    }
+    if (todo.status === "done" && was !== "done") {
+      const checkpoint = await commitCheckpoint({ sandbox, runId, taskId: todo.id, title: todo.title });
+      events.push({ type: "TASK_COMPLETED", payload: { taskId: todo.id, commitSha: checkpoint.sha } });
+    }
+  }
+  if (result.kind === "done") {
+    const final = await commitCheckpoint({ sandbox, runId, taskId: "final", title: "implementation complete" });
+    events.push({ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: final.sha } });
+  }
+  if (result.kind === "failure") {
+    await rollbackToCheckpoint({ sandbox }).catch(() => null);
+    events.push({ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(result.message) } });
+  }
+  if (events.length) await append(runId, stepKey, events);
+  const now = Date.now();
+  switch (result.kind) {
+    case "continue":
+    case "done":
+      return { kind: result.kind, state: result.state, now };
+    case "clarification":
+      return {
+        kind: "clarification",
+        state: result.state,
+        question: result.question,
+        options: result.options,
+        context: result.context,
+        responseType: result.responseType,
+        now,
+      };
+    case "failure":
+      return { kind: "failure", state: result.state, reason: result.reason, message: redact(result.message), now };
+  }
+}
+
+export async function diffSummary({ runId }: { runId: string }) {
+  const run = await loadRun({ runId });
+  const state = await getRunState({ id: runId });
+  const base = await baseShaOf(runId);
+  const stat = await git(run.repoPath, ["diff", "--stat", `${base ?? run.config.git.baseBranch}...${run.branch}`, "--", ".", ":(exclude).autonomous"], {
+    allowFailure: true,
+  });
+  return { diffStat: stat.stdout.trim(), status: state?.status ?? null };
+}
+
+async function baseShaOf(runId: string): Promise<string | null> {
+  const events = await listEvents({ runId, limit: 50 });
+  const created = events.find((e) => e.type === "BRANCH_CREATED");
+  return created?.type === "BRANCH_CREATED" ? (created.payload.baseSha ?? null) : null;
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Validation
+
+export type ValidateStepResult =
+  | { kind: "result"; passed: boolean; score: number; feedback: string; report: string; findings: unknown[]; now: number }
+  | { kind: "model_error"; reason: string; message: string; now: number };
+
+export async function validate({
+  runId,
+  stepKey,
+  plan: doc,
+  attempt,
+}: {
+  runId: string;
+  stepKey: string;
+  plan: PlanDocument;
+  attempt: number;
+}): Promise<ValidateStepResult> {
+  const run = await loadRun({ runId });
+  const base = await baseShaOf(runId);
+  const sandbox = await attachSandbox({ ...sandboxOptions(run), diffBase: base ?? undefined });
+  let result;
+  try {
+    result = await runValidator({
+      plan: await toAgentPlan(doc),
+      request: run.request,
+      sandbox,
+      attempt,
+      threshold: run.config.validation.scoreThreshold,
+      modelId: run.config.modelRouting.validator,
+      context: { runId, stepKey },
+    });
+  } catch (error) {
+    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: Date.now() };
+    throw error;
+  }
+  const report = redact(result.report);
+  await append(runId, stepKey, [
+    result.passed
+      ? { type: "VALIDATION_PASSED", payload: { attempt, score: result.alignmentScore, report } }
+      : { type: "VALIDATION_FAILED", payload: { attempt, score: result.alignmentScore, summary: redact(result.feedback).slice(0, 2000), report } },
+  ]);
+  return {
+    kind: "result",
+    passed: result.passed,
+    score: result.alignmentScore,
+    feedback: redact(result.feedback),
+    report,
+    findings: redactDeep(result.findings),
+    now: Date.now(),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Delivery and the end of a run
+
+async function writeRecords(run: RunContext, validationReport: string | null) {
+  const events = await listEvents({ runId: run.runId, limit: 100_000 });
+  const db = await getDb();
+  const rows = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.runId));
+  const context = buildRunContext({
+    events,
+    clarifications: rows.map((r) => clarificationFromRow(r)),
+    baseBranch: run.config.git.baseBranch,
+  });
+  return commitRunRecords({ repoPath: run.repoPath, branch: run.branch, context, validationReport, events });
+}
+
+async function lastValidationReport(runId: string): Promise<string | null> {
+  const events = await listEvents({ runId, limit: 100_000 });
+  const last = [...events].reverse().find((e) => e.type === "VALIDATION_PASSED" || e.type === "VALIDATION_FAILED");
+  if (last?.type === "VALIDATION_PASSED" || last?.type === "VALIDATION_FAILED") return last.payload.report ?? null;
+  return null;
+}
+
+/** Commit the run's records and memory on its branch, then squash-merge when the config allows. */
+export async function deliver({ runId, stepKey, merge }: { runId: string; stepKey: string; merge: boolean }) {
+  const run = await loadRun({ runId });
+  await releaseSandbox(sandboxOptions(run));
+  const report = await lastValidationReport(runId);
+  await writeRecords(run, report);
+  const state = await getRunState({ id: runId });
+  await updateMemory({
+    repoPath: run.repoPath,
+    branch: run.branch,
+    runId,
+    title: firstLine(run.request),
+    outcome: `Delivered on ${run.branch}${state?.lastValidation === "passed" ? " (validation passed)" : " (accepted without passing validation)"}`,
+    decisions: await decisionsOf(runId),
+  });
+  if (!merge) return { merge: "skipped" as const, files: [] as string[] };
+  const result = await squashMerge({
+    repoPath: run.repoPath,
+    branch: run.branch,
+    baseBranch: run.config.git.baseBranch,
+    runId,
+    title: firstLine(run.request),
+  });
+  if (result.status === "conflict") return { merge: "conflict" as const, files: result.files, reason: result.reason };
+  await append(runId, stepKey, [{ type: "PR_MERGED", payload: { number: null, sha: result.sha, method: "squash" } }]);
+  return { merge: result.status, files: [] as string[] };
+}
+
+async function decisionsOf(runId: string): Promise<string[]> {
+  const db = await getDb();
+  const rows = await db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(asc(gates.gateNumber));
+  return rows
+    .filter((g) => g.status !== "pending")
+    .map((g) => `${g.kind} gate ${g.gateNumber}: ${g.decision ?? g.status}${g.notes ? ` — ${redact(g.notes).slice(0, 300)}` : ""}`);
+}
+
+export async function complete({ runId, stepKey }: { runId: string; stepKey: string }) {
+  const run = await loadRun({ runId });
+  await append(runId, stepKey, [{ type: "RUN_COMPLETED", payload: {} }]);
+  await writeRecords(run, await lastValidationReport(runId));
+  return { userId: run.userId };
+}
+
+/** The end of a run that failed or was cancelled: no sandbox left, the branch and a record of what happened kept. */
+export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: string; reason: string | null; stepKey: string }) {
+  const run = await loadRun({ runId }).catch(() => null);
+  if (!run) return { userId: null };
+  await releaseSandbox(sandboxOptions(run)).catch(() => null);
+  const state = await getRunState({ id: runId });
+  if (state && !TERMINAL_STATUSES.has(state.status) && reason !== null) {
+    await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(reason).slice(0, 2000), stage: state.currentStage } }]).catch(
+      (error) => {
+        if (!(error instanceof RunEndedError)) throw error;
+      },
+    );
+  }
+  const branchExists = await git(run.repoPath, ["rev-parse", "--verify", "--quiet", `refs/heads/${run.branch}`], { allowFailure: true });
+  if (branchExists.code === 0) await writeRecords(run, await lastValidationReport(runId));
+  return { userId: run.userId };
+}

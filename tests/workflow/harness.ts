@@ -1,0 +1,93 @@
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { serve } from "inngest/edge";
+import { Executor, type FetchHandler } from "@/lib/executor";
+import { query } from "@/lib/executor/store";
+import { getEnv } from "@/lib/env";
+import { createProject } from "@/lib/db/queries/projects";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+import { getRunState, listEvents, replay } from "@/lib/db/queries/runs";
+import { startRun } from "@/lib/runs/service";
+import type { SessionUser } from "@/lib/auth/guard";
+import { functions, inngest } from "@/inngest";
+import { runStarted } from "@/inngest/events";
+import type { RunStatus } from "@/lib/workflow";
+
+/** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process. */
+export async function startWorkflowHarness() {
+  const executor = new Executor({
+    apps: [{ url: `${getEnv().publicUrl}/api/inngest`, handler: serve({ client: inngest, functions }) as unknown as FetchHandler }],
+    pollMs: 50,
+    leaseMs: 5_000,
+    backoff: () => 50,
+    log: () => {},
+  });
+  await executor.start();
+  const owner = await ensureLocalOwner();
+  const user: SessionUser = { id: owner.id, name: owner.name, via: "admin-token" };
+  return { executor, user, close: () => executor.stop() };
+}
+
+export function git(repo: string, ...args: string[]): string {
+  return execFileSync("git", ["-c", "user.name=T", "-c", "user.email=t@example.com", ...args], { cwd: repo, encoding: "utf8" }).trim();
+}
+
+export function makeRepo(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-wf-repo-"));
+  git(dir, "init", "-q", "-b", "main");
+  fs.writeFileSync(path.join(dir, "README.md"), "# fixture\n");
+  git(dir, "add", ".");
+  git(dir, "commit", "-q", "-m", "init");
+  return dir;
+}
+
+export async function newProject(user: SessionUser, repo = makeRepo()) {
+  const project = await createProject({ name: "wf", ownerId: user.id, repository: { type: "local", path: repo } });
+  return { project, repo };
+}
+
+/** Start a run as POST /api/runs does: store it, then announce it. */
+export async function launch(user: SessionUser, projectId: string, request: string, config: Record<string, unknown> = {}) {
+  const run = await startRun({ user, projectId, request, config });
+  await inngest.send(runStarted.create({ runId: run.id }));
+  return run;
+}
+
+export async function waitForStatus(runId: string, statuses: RunStatus[], timeoutMs = 60_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const run = await getRunState({ id: runId });
+    if (run && statuses.includes(run.status)) return run;
+    if (Date.now() > until) {
+      const events = await listEvents({ runId });
+      throw new Error(`run ${runId} is ${run?.status}, not ${statuses.join("|")}; events: ${events.map((e) => e.type).join(", ")}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Every scenario ends with: replay equals the projection, and the sequence has no gaps. */
+export async function expectConsistent(runId: string) {
+  const events = await listEvents({ runId, limit: 100_000 });
+  const sequences = events.map((e) => e.sequence);
+  const stored = await getRunState({ id: runId });
+  const replayed = await replay({ runId });
+  return { gapless: sequences.every((s, i) => s === i + 1), replayed, stored, replayEqual: JSON.stringify(replayed) === JSON.stringify(stored), events };
+}
+
+/** Wait until the run's workflow function has finished (the run's status flips a moment before its last records commit). */
+export async function waitForWorkflow(runId: string, timeoutMs = 30_000): Promise<string> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const rows = await query<{ status: string }>(
+      "SELECT status FROM executor_runs WHERE fn_id LIKE '%-run-workflow' AND json_extract(event, '$.data.runId') = ?",
+      [runId],
+    );
+    const status = rows[0]?.status;
+    if (status && ["completed", "failed", "cancelled"].includes(status)) return status;
+    if (Date.now() > until) throw new Error(`workflow of ${runId} is still ${status ?? "not started"}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

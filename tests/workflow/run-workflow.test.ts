@@ -1,0 +1,159 @@
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getEnv } from "@/lib/env";
+import { getDb } from "@/lib/db";
+import { clarificationRequests, gates } from "@/lib/db/schema";
+import { eq } from "drizzle-orm";
+import { answerClarification, approveGate, cancelRun, decideFix, rejectGate } from "@/lib/runs/decisions";
+import { inngest } from "@/inngest";
+import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
+import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
+
+async function pendingGate(runId: string) {
+  const db = await getDb();
+  const rows = await db.select().from(gates).where(eq(gates.workflowRunId, runId));
+  return rows.find((g) => g.status === "pending")!;
+}
+
+describe("the run workflow (embedded executor, demo model, local sandbox, real git)", () => {
+  it("full auto: plan → implement → validate → deliver → completed, squash-merged, with the records on the branch", async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Add a greeting\n\n${fileBlock("src/greet.txt", "hello")}`, {
+      trustMode: { planning: "auto" },
+      git: { autoMerge: true },
+    });
+    const done = await waitForStatus(run.id, ["completed", "failed"]);
+    expect(done.status).toBe("completed");
+    expect(done.merged).toBe(true);
+    expect(await waitForWorkflow(run.id)).toBe("completed");
+
+    const branch = run.branch!;
+    const files = git(repo, "ls-tree", "-r", "--name-only", branch).split("\n");
+    expect(files).toContain("src/greet.txt");
+    expect(files.some((f) => /^\.autonomous\/specs\/001-.*\.md$/.test(f))).toBe(true);
+    for (const record of ["context.json", "validation-report.md", "events.jsonl"]) {
+      expect(files).toContain(`.autonomous/runs/${run.id}/${record}`);
+    }
+    expect(git(repo, "show", `${branch}:.autonomous/memory.md`)).toContain(run.id);
+    const context = JSON.parse(git(repo, "show", `${branch}:.autonomous/runs/${run.id}/context.json`));
+    expect({ runId: context.runId, status: context.status }).toEqual({ runId: run.id, status: "completed" });
+    // Squash-merged into main: the file is there, in one commit on top of the initial one.
+    expect(git(repo, "show", "main:src/greet.txt")).toBe("hello");
+    expect(git(repo, "log", "--format=%s", "main").split("\n")).toHaveLength(2);
+    // No workspace is left behind.
+    expect(fs.existsSync(path.join(getEnv().dataDir, "workspaces", run.id))).toBe(false);
+
+    const { gapless, replayed, stored, events } = await expectConsistent(run.id);
+    expect(gapless).toBe(true);
+    expect(replayed).toEqual(stored);
+    const types = events.map((e) => e.type);
+    expect(types).toEqual(expect.arrayContaining(["RUN_STARTED", "PLAN_CREATED", "TASK_COMPLETED", "IMPLEMENTATION_SUCCEEDED", "VALIDATION_PASSED", "RUN_COMPLETED"]));
+    expect(types.indexOf("PLAN_CREATED")).toBeLessThan(types.indexOf("IMPLEMENTATION_SUCCEEDED"));
+  });
+
+  it("plan gate: reject with feedback re-plans, approve with an edited plan commits a new spec version, then completes", async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Write a note\n\n${fileBlock("notes/a.txt", "a")}`, { trustMode: { planning: "manual" } });
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const first = await pendingGate(run.id);
+    expect(first.kind).toBe("plan");
+    expect((first.context as { plan: { mermaid: string } }).plan.mermaid).toMatch(/flowchart|graph/);
+    await rejectGate({ user: h.user, runId: run.id, input: { gateId: first.id, feedback: "Mention the reviewer" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: first.id, decision: "reject" }));
+
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const second = await pendingGate(run.id);
+    expect(second.id).not.toBe(first.id);
+    expect((second.context as { version: number }).version).toBe(2);
+    await approveGate({
+      user: h.user,
+      runId: run.id,
+      input: { gateId: second.id, editedPlan: { mermaid: "flowchart TD\n  A[Write the note] --> B[Done]" } },
+    });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }));
+    const done = await waitForStatus(run.id, ["completed", "failed"]);
+    expect(done.status).toBe("completed");
+    expect(done.planVersion).toBe(3);
+    const specLog = git(repo, "log", "--format=%s", run.branch!, "--", ".autonomous/specs");
+    expect(specLog.split("\n").filter((l) => l.startsWith("Plan v"))).toHaveLength(3);
+    const { gapless, replayed, stored } = await expectConsistent(run.id);
+    expect(gapless).toBe(true);
+    expect(replayed).toEqual(stored);
+  });
+
+  it("clarification: the implementer asks, the answer resumes it and lands in the note; the sandbox is gone while waiting", async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Greet people [ask: Which language? | English | French]", { trustMode: { planning: "auto" } });
+    const waiting = await waitForStatus(run.id, ["awaiting_clarification"]);
+    expect(waiting.currentStage).toBe("implementation");
+    expect(fs.existsSync(path.join(getEnv().dataDir, "workspaces", run.id))).toBe(false);
+    const db = await getDb();
+    const [question] = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id));
+    expect(question).toMatchObject({ question: "Which language?", responseType: "single_choice", options: ["English", "French"] });
+    await answerClarification({ user: h.user, clarificationId: question!.id, response: "French" });
+    await inngest.send(clarificationAnswered.create({ runId: run.id, clarificationId: question!.id }));
+    const done = await waitForStatus(run.id, ["completed", "failed"]);
+    expect(done.status).toBe("completed");
+    const notes = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n").filter((f) => f.startsWith("docs/requests/"));
+    expect(notes).toHaveLength(1);
+    expect(git(repo, "show", `${run.branch}:${notes[0]}`)).toContain("French");
+  });
+
+  it("past maxClarifications the question escalates to a gate", async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Greet [ask: Formal or casual?]", { trustMode: { planning: "auto" }, maxClarifications: 0 });
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const gate = await pendingGate(run.id);
+    expect(gate.kind).toBe("escalation");
+    expect(gate.context).toMatchObject({ question: "Formal or casual?" });
+    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id, notes: "casual" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
+    expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
+  });
+
+  it("validation failure with fixes=auto loops back to implementation and then passes", async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Write it [fail-validation: 1]", { trustMode: { planning: "auto", fixes: "auto" } });
+    const done = await waitForStatus(run.id, ["completed", "failed"]);
+    expect(done.status).toBe("completed");
+    const { events } = await expectConsistent(run.id);
+    expect(events.filter((e) => e.type === "VALIDATION_FAILED")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "VALIDATION_PASSED")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "IMPLEMENTATION_SUCCEEDED")).toHaveLength(2);
+  });
+
+  it("validation failure with fixes=manual waits for a fix decision; retry completes", async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Write it [fail-validation: 1]", { trustMode: { planning: "auto", fixes: "manual" } });
+    await waitForStatus(run.id, ["awaiting_fix_decision"]);
+    const gate = await pendingGate(run.id);
+    expect(gate.kind).toBe("fix");
+    expect((gate.context as { report: string }).report.length).toBeGreaterThan(0);
+    await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "retry" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "retry" }));
+    expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
+  });
+
+  it("cancel while waiting ends the run cancelled, keeps the branch and frees the workspace", async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Anything", { trustMode: { planning: "manual" } });
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    await cancelRun({ user: h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    const state = await waitForStatus(run.id, ["cancelled"]);
+    expect(state.pendingGate).toBeNull();
+    expect(git(repo, "branch", "--list", run.branch!)).toContain(run.branch!);
+    expect(fs.existsSync(path.join(getEnv().dataDir, "workspaces", run.id))).toBe(false);
+  });
+});
