@@ -28,7 +28,7 @@ export function StageProgress({ progress, active }: { progress: Progress; active
       {task && (
         <>
           <p className="text-muted-foreground text-xs" data-testid="task-progress">
-            Task {task.index + 1} of {task.total}: <span className="font-mono">{task.taskId}</span>
+            Task {task.index} of {task.total}: <span className="font-mono">{task.taskId}</span>
           </p>
           {pct !== null && (
             <div className="bg-muted h-1.5 overflow-hidden rounded-full" role="progressbar" aria-valuenow={pct} aria-valuemin={0} aria-valuemax={100} aria-label="Tasks completed">

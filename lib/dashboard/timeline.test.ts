@@ -43,17 +43,17 @@ describe("timeline", () => {
       detail: "503 from provider",
       tone: "warning",
     });
-    expect(describeEvent(ev("TASK_STARTED", { taskId: "t2", index: 1, total: 3 })).title).toBe("Task 2 of 3 started");
+    expect(describeEvent(ev("TASK_STARTED", { taskId: "t2", index: 2, total: 3 })).title).toBe("Task 2 of 3 started");
   });
 
   it("derives the running stage's progress: start time, attempt, task i of n, and none once it completes", () => {
     const stage = ev("STAGE_STARTED", { stage: "implementation", attempt: 2 });
-    const events = [ev("RUN_STARTED"), stage, ev("TASK_STARTED", { taskId: "t1", index: 0, total: 3 }), ev("TASK_COMPLETED", { taskId: "t1" }), ev("TASK_STARTED", { taskId: "t2", index: 1, total: 3 })];
+    const events = [ev("RUN_STARTED"), stage, ev("TASK_STARTED", { taskId: "t1", index: 1, total: 3 }), ev("TASK_COMPLETED", { taskId: "t1" }), ev("TASK_STARTED", { taskId: "t2", index: 2, total: 3 })];
     expect(stageProgress(events)).toEqual({
       stage: "implementation",
       startedAt: stage.timestamp,
       attempt: 2,
-      task: { taskId: "t2", index: 1, total: 3 },
+      task: { taskId: "t2", index: 2, total: 3 },
       tasksCompleted: 1,
     });
     expect(stageProgress([...events, ev("STAGE_COMPLETED", { stage: "implementation" })])).toBeNull();

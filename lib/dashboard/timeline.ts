@@ -78,7 +78,8 @@ export function describeEvent(event: ApiEvent): TimelineItem {
     }
     case "TASK_STARTED": {
       const { index, total, taskId } = p(event, "TASK_STARTED");
-      return item(`Task ${(index ?? 0) + 1} of ${total ?? "?"} started`, "info", taskId);
+      // The workflow numbers tasks from 1 (workflow-ops: index + 1).
+      return item(`Task ${index ?? "?"} of ${total ?? "?"} started`, "info", taskId);
     }
     case "TASK_COMPLETED":
       return item("Task completed", "success", p(event, "TASK_COMPLETED").taskId);
@@ -138,7 +139,7 @@ export type StageProgress = {
   /** When the current stage started (ISO), for the elapsed-time clock. */
   startedAt: string;
   attempt: number;
-  /** The task being worked on, from the latest TASK_STARTED in this stage. */
+  /** The task being worked on, from the latest TASK_STARTED in this stage (index counts from 1). */
   task: { taskId: string; index: number; total: number } | null;
   tasksCompleted: number;
 };
@@ -154,7 +155,7 @@ export function stageProgress(events: readonly ApiEvent[]): StageProgress | null
       progress = null;
     } else if (progress && event.type === "TASK_STARTED") {
       const { taskId, index, total } = p(event, "TASK_STARTED");
-      progress.task = { taskId: taskId ?? "", index: index ?? 0, total: total ?? 0 };
+      progress.task = { taskId: taskId ?? "", index: index ?? 1, total: total ?? 0 };
     } else if (progress && event.type === "TASK_COMPLETED") {
       progress.tasksCompleted += 1;
     }
