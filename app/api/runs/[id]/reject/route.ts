@@ -2,10 +2,12 @@ import { json, readJson, route } from "@/lib/http";
 import { rejectGate, rejectSchema } from "@/lib/runs/decisions";
 import { announce } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
+import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, rejectSchema);
   const gate = await rejectGate({ user, runId: params.id, input });
   await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: "reject" }));

@@ -3,10 +3,12 @@ import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
 import { toRunDto } from "@/lib/runs/dto";
 import { announce } from "@/inngest/announce";
 import { runResumed } from "@/inngest/events";
+import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  await rateLimit({ user, bucket: "decisions" });
   await readOptionalJson(request, resumeSchema);
   const run = await resumeRun({ user, runId: params.id, action: "retry" });
   await announce(runResumed.create({ runId: params.id, action: "retry" }));
