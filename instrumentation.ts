@@ -14,6 +14,10 @@ export async function register(): Promise<void> {
     console.warn(`[startup] could not print the sign-in banner: ${error instanceof Error ? error.message : String(error)}`);
   });
 
+  const { sandboxCapabilities } = await import("./lib/sandbox");
+  const sandbox = sandboxCapabilities();
+  if (sandbox.warning) console.warn(`[sandbox] ${sandbox.warning}`);
+
   if (env.executionMode !== "embedded" || !env.GATEHOUSE_EMBEDDED_WORKER) return;
   const { startEmbeddedExecutor } = await import("./inngest/embedded");
   const executor = await startEmbeddedExecutor();

@@ -1,15 +1,10 @@
 import { getClient } from "@/lib/db";
 import { getEnv } from "@/lib/env";
+import { getExecutorStatus } from "@/lib/executor";
+import { sandboxCapabilities } from "@/lib/sandbox";
 import pkg from "@/package.json" with { type: "json" };
 
-type ExecutorHealth = { mode: "embedded" | "inngest"; [key: string]: unknown };
-let executorProbe: (() => Promise<ExecutorHealth> | ExecutorHealth) | null = null;
-
-/** The executor registers how to report its state (keeps lib/health free of executor internals). */
-export function registerExecutorProbe(probe: () => Promise<ExecutorHealth> | ExecutorHealth) {
-  executorProbe = probe;
-}
-
+/** `GET /api/health`: database reachable, which executor mode is active and its state, sandbox isolation. */
 export async function getHealth() {
   const env = getEnv();
   let db: { ok: boolean; error?: string } = { ok: true };
@@ -19,6 +14,13 @@ export async function getHealth() {
   } catch (error) {
     db = { ok: false, error: error instanceof Error ? error.message.split("\n")[0] : "unavailable" };
   }
-  const executor: ExecutorHealth = executorProbe ? await executorProbe() : { mode: env.executionMode };
-  return { ok: db.ok, db, executor, version: pkg.version };
+  const executor = env.executionMode === "embedded" ? await getExecutorStatus() : { mode: env.executionMode };
+  const sandbox = sandboxCapabilities();
+  return {
+    ok: db.ok,
+    db,
+    executor,
+    sandbox: { kind: sandbox.kind, isolated: sandbox.isolated, warning: sandbox.warning },
+    version: pkg.version,
+  };
 }

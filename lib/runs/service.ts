@@ -6,6 +6,7 @@ import { createRun, decodeCursor, getRunState, listRuns } from "@/lib/db/queries
 import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { resolveRunConfig, type RunStatus } from "@/lib/workflow";
+import { sandboxCapabilities } from "@/lib/sandbox";
 import { toRunDto } from "./dto";
 import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
 
@@ -46,6 +47,7 @@ export async function getVisibleRun({ user, runId, action = "read" }: { user: Se
 export async function getRunDetail({ user, runId }: { user: SessionUser; runId: string }) {
   const run = await getVisibleRun({ user, runId });
   const db = await getDb();
+  const sandbox = sandboxCapabilities();
   const [gateRows, clarificationRows, artifactRows, costRows] = await Promise.all([
     db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(gates.gateNumber),
     db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, runId)).orderBy(clarificationRequests.createdAt),
@@ -66,6 +68,7 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     clarifications: clarificationRows,
     artifacts: artifactRows,
     cost: costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 },
+    sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
   };
 }
 
