@@ -46,6 +46,8 @@ export type ExecutorOptions = {
   /** Runs this process drives at once. */
   maxConcurrentRuns?: number;
   log?: (level: "info" | "warn" | "error", message: string, extra?: unknown) => void;
+  /** Called after a run's final state is committed (metrics, benchmarks). */
+  onRunFinished?: (run: { id: string; fnId: string; status: "completed" | "failed" }) => void;
 };
 
 export type ExecutorStatus = {
@@ -62,6 +64,14 @@ class LeaseLost extends Error {
 }
 
 const FAR_FUTURE = 8_640_000_000_000_000;
+
+/** Executors started in this process: events ingested here wake their runs at once instead of at the next poll. */
+const localExecutors = new Set<Executor>();
+
+export function wakeLocal(runIds: string[]): void {
+  if (runIds.length === 0) return;
+  for (const executor of localExecutors) executor.wake(runIds);
+}
 
 export function defaultBackoff(attempt: number): number {
   const base = Math.min(3_600_000, 1000 * 2 ** attempt);
@@ -102,6 +112,7 @@ export class Executor {
       backoff: options.backoff ?? defaultBackoff,
       maxConcurrentRuns: options.maxConcurrentRuns ?? 200,
       log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
+      onRunFinished: options.onRunFinished ?? (() => undefined),
     };
     for (const app of options.apps) this.targets.set(app.url, app);
   }
@@ -110,6 +121,7 @@ export class Executor {
   async start(): Promise<void> {
     if (this.running) return;
     this.running = true;
+    localExecutors.add(this);
     await this.syncAll();
     this.leaseTimer = setInterval(() => void this.renewLeases(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
     this.schedulePoll(0);
@@ -117,6 +129,7 @@ export class Executor {
 
   async stop(): Promise<void> {
     this.running = false;
+    localExecutors.delete(this);
     clearTimeout(this.pollTimer);
     clearInterval(this.leaseTimer);
     for (const t of this.timers) clearTimeout(t);
@@ -697,6 +710,7 @@ export class Executor {
       return woken;
     });
     if (woken.length > 0) this.wake(woken);
+    this.opts.onRunFinished({ id: run.id, fnId: run.fn_id, status });
   }
 
   /** Cancel a run by id (API use; cancelOn events cancel through ingestion). */

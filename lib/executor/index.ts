@@ -1,6 +1,6 @@
 import { getEnv } from "@/lib/env";
 import { EventValidationError, ingestEvents } from "./events";
-import { Executor, type ExecutorOptions, type ExecutorStatus } from "./executor";
+import { Executor, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
 import type { AppTarget } from "./protocol";
 
 export { Executor, defaultBackoff, type ExecutorOptions, type ExecutorStatus } from "./executor";
@@ -65,7 +65,7 @@ export async function getExecutorStatus(): Promise<ExecutorHealth> {
 /** Ingest events and let this process's executor act on them at once (other processes see them on their next poll). */
 export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
   const { ids, woken } = await ingestEvents(events);
-  if (woken.length > 0) getExecutor()?.wake(woken);
+  wakeLocal(woken);
   return { ids };
 }
 
