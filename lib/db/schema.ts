@@ -257,3 +257,41 @@ export const modelCalls = sqliteTable(
   },
   (t) => [index("model_calls_run_idx").on(t.workflowRunId), uniqueIndex("model_calls_step_key_uq").on(t.stepKey)],
 );
+
+// ---------------------------------------------------------------------------------------------------------------------
+// GitHub App
+
+/**
+ * Webhook deliveries by X-GitHub-Delivery id: a repeated delivery finds its row and has no second effect. The payload
+ * is kept so the Inngest function that does the work reads it from here (events stay small).
+ */
+export const githubDeliveries = sqliteTable(
+  "github_deliveries",
+  {
+    id: text("id").primaryKey(),
+    event: text("event").notNull(),
+    action: text("action"),
+    payload: text("payload", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    /** What processing did: e.g. "pr_merged run_…", "ignored: not a project member". */
+    outcome: text("outcome"),
+    receivedAt: createdAt(),
+    processedAt: integer("processed_at", { mode: "timestamp_ms" }),
+  },
+  (t) => [index("github_deliveries_received_idx").on(t.receivedAt)],
+);
+
+/** Repositories the GitHub App is installed on (from installation webhooks), offered when connecting a project. */
+export const githubRepositories = sqliteTable(
+  "github_repositories",
+  {
+    /** GitHub's numeric repository id. */
+    id: integer("id").primaryKey(),
+    installationId: integer("installation_id").notNull(),
+    owner: text("owner").notNull(),
+    name: text("name").notNull(),
+    fullName: text("full_name").notNull(),
+    private: integer("private", { mode: "boolean" }).notNull().default(false),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
+  },
+  (t) => [index("github_repositories_installation_idx").on(t.installationId), index("github_repositories_full_name_idx").on(t.fullName)],
+);
