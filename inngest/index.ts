@@ -1,7 +1,7 @@
 import { healthCheck } from "./functions/health-check";
-import { runWorkflow } from "./functions/run-workflow";
+import { runCancelledCleanup, runWorkflow } from "./functions/run-workflow";
 
 /** Every Inngest function Gatehouse serves at /api/inngest. Add new functions here. */
-export const functions = [healthCheck, runWorkflow];
+export const functions = [healthCheck, runWorkflow, runCancelledCleanup];
 
 export { inngest } from "./client";

@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { NonRetriableError } from "inngest";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, projects, workflowRuns } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents, getRunState, listEvents } from "@/lib/db/queries/runs";
+import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
@@ -51,6 +51,12 @@ import {
  * finished step never repeats and an interrupted one never doubles its effects.
  */
 
+/**
+ * The clock behind every `now` a step returns (stage deadlines are computed from these memoized values). A seam for
+ * tests: they move this clock forward instead of sleeping through a stage timeout.
+ */
+export const workflowClock = { now: (): number => Date.now() };
+
 export type RunContext = {
   runId: string;
   userId: string;
@@ -97,7 +103,13 @@ export async function loadRun({ runId }: { runId: string }): Promise<RunContext>
 async function append(runId: string, stepKey: string, events: NewRunEvent[]) {
   return write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
-    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
+    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) {
+      // A step re-run after a crash whose events are already stored (e.g. `complete`, whose own event ended the run)
+      // is a duplicate, not a step of an ended run.
+      const existing = await findStepEvents(tx, runId, stepKey);
+      if (existing.length > 0) return { state: rowToState(current), events: existing, duplicate: true };
+      throw new RunEndedError(current.status);
+    }
     return appendEventsTx(tx, runId, events, { stepKey });
   });
 }
@@ -151,12 +163,12 @@ export async function createBranch({ runId }: { runId: string }) {
 
 export async function startStage({ runId, stage, stepKey, attempt }: { runId: string; stage: Stage; stepKey: string; attempt?: number }) {
   await append(runId, stepKey, [{ type: "STAGE_STARTED", payload: { stage, attempt } }]);
-  return { now: Date.now() };
+  return { now: workflowClock.now() };
 }
 
 export async function completeStage({ runId, stage, stepKey }: { runId: string; stage: Stage; stepKey: string }) {
   await append(runId, stepKey, [{ type: "STAGE_COMPLETED", payload: { stage } }]);
-  return { now: Date.now() };
+  return { now: workflowClock.now() };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -209,13 +221,13 @@ export async function plan({
       modelId: run.config.modelRouting.planner,
       context: { runId, stepKey },
     });
-    if (result.kind === "plan") return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, now: Date.now() };
-    return { ...result, now: Date.now() };
+    if (result.kind === "plan") return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, now: workflowClock.now() };
+    return { ...result, now: workflowClock.now() };
   } catch (error) {
     if (error instanceof PlannerError) {
-      return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, now: Date.now() };
+      return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, now: workflowClock.now() };
     }
-    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: Date.now() };
+    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
   }
 }
@@ -388,7 +400,7 @@ export async function readGate({
     notes: gate.notes,
     decidedBy: gate.decidedBy,
     editedPlan: edited ? { summary: edited.summary ?? "", mermaid: edited.mermaid, tasks: edited.tasks ?? [], acceptanceCriteria: [] } : null,
-    now: Date.now(),
+    now: workflowClock.now(),
   };
 }
 
@@ -478,7 +490,7 @@ export async function readClarification({
     return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
   }
   if (row.status !== "answered") return { state: "ended", status: "cancelled" };
-  return { state: "done", answer: answerText(row.response), now: Date.now() };
+  return { state: "done", answer: answerText(row.response), now: workflowClock.now() };
 }
 
 function answerText(response: unknown): string {
@@ -519,7 +531,7 @@ export async function readResume({ runId }: { runId: string }): Promise<WaitResu
   const events = await listEvents({ runId, after: Math.max(0, run.lastSequence - 50) });
   const resumed = [...events].reverse().find((e) => e.type === "RUN_RESUMED");
   const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
-  return { state: "done", action, now: Date.now() };
+  return { state: "done", action, now: workflowClock.now() };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -579,8 +591,16 @@ export async function implementTurn({
   try {
     result = await implementerTurn({ state, sandbox, modelId: run.config.modelRouting.implementer, context: { runId, stepKey } });
   } catch (error) {
-    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: Date.now() };
+    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
+  }
+  // Cancelled while the turn ran: nothing of it is committed, and the sandbox goes (the tools may even have recreated
+  // files in a worktree the cancellation already removed).
+  const ended = await endedStatus(runId);
+  if (ended) {
+    await sandbox.destroy().catch(() => null);
+    await releaseSandbox(sandboxOptions(run)).catch(() => null);
+    throw new RunEndedError(ended);
   }
   const events: NewRunEvent[] = [];
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
@@ -604,7 +624,7 @@ export async function implementTurn({
     events.push({ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(result.message) } });
   }
   if (events.length) await append(runId, stepKey, events);
-  const now = Date.now();
+  const now = workflowClock.now();
   switch (result.kind) {
     case "continue":
     case "done":
@@ -673,7 +693,7 @@ export async function validate({
       context: { runId, stepKey },
     });
   } catch (error) {
-    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: Date.now() };
+    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
   }
   const report = redact(result.report);
@@ -689,7 +709,7 @@ export async function validate({
     feedback: redact(result.feedback),
     report,
     findings: redactDeep(result.findings),
-    now: Date.now(),
+    now: workflowClock.now(),
   };
 }
 
@@ -756,6 +776,22 @@ export async function complete({ runId, stepKey }: { runId: string; stepKey: str
   await append(runId, stepKey, [{ type: "RUN_COMPLETED", payload: {} }]);
   await writeRecords(run, await lastValidationReport(runId));
   return { userId: run.userId };
+}
+
+async function endedStatus(runId: string): Promise<string | null> {
+  const state = await getRunState({ id: runId });
+  return state && TERMINAL_STATUSES.has(state.status) ? state.status : null;
+}
+
+/**
+ * After a cancellation (the workflow function is stopped between or during steps): drop the sandbox and write the
+ * run's records on its branch. A no-op for a run that is not cancelled.
+ */
+export async function cleanUpCancelled({ runId }: { runId: string }) {
+  const state = await getRunState({ id: runId });
+  if (state?.status !== "cancelled") return { userId: state?.userId ?? null, cleaned: false };
+  const done = await finishUnsuccessfully({ runId, reason: null, stepKey: "cancelled" });
+  return { userId: done.userId, cleaned: true };
 }
 
 /** The end of a run that failed or was cancelled: no sandbox left, the branch and a record of what happened kept. */

@@ -14,6 +14,7 @@ import type { SessionUser } from "@/lib/auth/guard";
 import { functions, inngest } from "@/inngest";
 import { runStarted } from "@/inngest/events";
 import type { RunStatus } from "@/lib/workflow";
+import { expect } from "vitest";
 
 /** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process. */
 export async function startWorkflowHarness() {
@@ -31,7 +32,7 @@ export async function startWorkflowHarness() {
 }
 
 export function git(repo: string, ...args: string[]): string {
-  return execFileSync("git", ["-c", "user.name=T", "-c", "user.email=t@example.com", ...args], { cwd: repo, encoding: "utf8" }).trim();
+  return execFileSync("git", ["-c", "user.name=T", "-c", "user.email=t@example.com", ...args], { cwd: repo, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
 }
 
 export function makeRepo(): string {
@@ -91,3 +92,48 @@ export async function waitForWorkflow(runId: string, timeoutMs = 30_000): Promis
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+/**
+ * The end of every scenario: replay deep-equals the stored projection, sequences are gapless, and every step key's
+ * events are one contiguous block (a step that ran twice wrote nothing twice).
+ */
+export async function expectRunConsistent(runId: string) {
+  const { gapless, replayed, stored, events } = await expectConsistent(runId);
+  expect(gapless).toBe(true);
+  expect(replayed).toEqual(stored);
+  const blocks: string[] = [];
+  for (const e of events) {
+    const key = (e.payload as { stepKey?: string }).stepKey;
+    if (key && blocks.at(-1) !== key) blocks.push(key);
+  }
+  expect(blocks.length).toBe(new Set(blocks).size);
+  return events;
+}
+
+/** The run's pending gate, polled until it appears. */
+export async function waitForPendingGate(runId: string, timeoutMs = 60_000) {
+  const { getDb } = await import("@/lib/db");
+  const { gates } = await import("@/lib/db/schema");
+  const { and, eq } = await import("drizzle-orm");
+  const db = await getDb();
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const [gate] = await db.select().from(gates).where(and(eq(gates.workflowRunId, runId), eq(gates.status, "pending")));
+    if (gate) return gate;
+    if (Date.now() > until) throw new Error(`no pending gate on ${runId}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** Poll until `check` returns a truthy value. */
+export async function until<T>(check: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+export const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
