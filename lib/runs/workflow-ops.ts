@@ -7,6 +7,8 @@ import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
 import { redact, redactDeep } from "@/lib/security/redact";
+import { githubConfigured } from "@/lib/github/app";
+import { cachePath } from "@/lib/github/git";
 import { isModelCallError } from "@/lib/ai";
 import {
   answerClarification as answerImplementerClarification,
@@ -65,7 +67,10 @@ export type RunContext = {
   config: RunConfig;
   status: RunState["status"];
   branch: string;
+  /** The repository git works on: a local project's own, or a GitHub project's cache clone (lib/github/git.ts). */
   repoPath: string;
+  /** Set for GitHub projects: delivery pushes there and opens a pull request. */
+  github: { owner: string; repo: string; installationId?: number } | null;
 };
 
 /**
@@ -85,9 +90,11 @@ export async function loadRun({ runId }: { runId: string }): Promise<RunContext>
   const db = await getDb();
   const project = await db.query.projects.findFirst({ where: eq(projects.id, run.projectId) });
   if (!project) throw new AppError("not_found:project", `Project ${run.projectId} does not exist.`);
-  if (project.repository.type !== "local") {
+  const repository = project.repository;
+  if (repository.type === "github" && !githubConfigured()) {
     throw new AppError("unavailable:github", "This project is bound to GitHub, and GitHub delivery is not configured on this server.");
   }
+  const github = repository.type === "github" ? { owner: repository.owner, repo: repository.repo, installationId: repository.installationId } : null;
   return {
     runId,
     userId: run.userId,
@@ -96,11 +103,19 @@ export async function loadRun({ runId }: { runId: string }): Promise<RunContext>
     config: run.config as unknown as RunConfig,
     status: run.status,
     branch: run.branch!,
-    repoPath: project.repository.path,
+    repoPath: repository.type === "github" ? cachePath(repository) : repository.path,
+    github,
   };
 }
 
-async function append(runId: string, stepKey: string, events: NewRunEvent[]) {
+/**
+ * model_calls.step_key is unique across ALL runs (it is what makes a re-run step record nothing twice), and every run
+ * has the same step names: the run id makes the key the run's own. Without it a run's calls were silently dropped
+ * whenever an earlier run had made the same step's call.
+ */
+export const modelCallKey = (runId: string, stepKey: string) => `${runId}/${stepKey}`;
+
+export async function append(runId: string, stepKey: string, events: NewRunEvent[]) {
   return write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) {
@@ -219,7 +234,7 @@ export async function plan({
         diagramAttempt,
       },
       modelId: run.config.modelRouting.planner,
-      context: { runId, stepKey },
+      context: { runId, stepKey: modelCallKey(runId, stepKey) },
     });
     if (result.kind === "plan") return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, now: workflowClock.now() };
     return { ...result, now: workflowClock.now() };
@@ -312,7 +327,7 @@ export async function recordPlan({
   return { path: spec.path, sha: spec.sha };
 }
 
-function firstLine(text: string): string {
+export function firstLine(text: string): string {
   return (text.split("\n").find((l) => l.trim()) ?? "request").trim().slice(0, 80);
 }
 
@@ -589,7 +604,7 @@ export async function implementTurn({
   const sandbox = await attachSandbox(sandboxOptions(run, projectConfig.excludePaths));
   let result;
   try {
-    result = await implementerTurn({ state, sandbox, modelId: run.config.modelRouting.implementer, context: { runId, stepKey } });
+    result = await implementerTurn({ state, sandbox, modelId: run.config.modelRouting.implementer, context: { runId, stepKey: modelCallKey(runId, stepKey) } });
   } catch (error) {
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
@@ -690,7 +705,7 @@ export async function validate({
       attempt,
       threshold: run.config.validation.scoreThreshold,
       modelId: run.config.modelRouting.validator,
-      context: { runId, stepKey },
+      context: { runId, stepKey: modelCallKey(runId, stepKey) },
     });
   } catch (error) {
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
@@ -716,7 +731,7 @@ export async function validate({
 // ---------------------------------------------------------------------------------------------------------------------
 // Delivery and the end of a run
 
-async function writeRecords(run: RunContext, validationReport: string | null) {
+export async function writeRecords(run: RunContext, validationReport: string | null) {
   const events = await listEvents({ runId: run.runId, limit: 100_000 });
   const db = await getDb();
   const rows = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.runId));
@@ -728,7 +743,7 @@ async function writeRecords(run: RunContext, validationReport: string | null) {
   return commitRunRecords({ repoPath: run.repoPath, branch: run.branch, context, validationReport, events });
 }
 
-async function lastValidationReport(runId: string): Promise<string | null> {
+export async function lastValidationReport(runId: string): Promise<string | null> {
   const events = await listEvents({ runId, limit: 100_000 });
   const last = [...events].reverse().find((e) => e.type === "VALIDATION_PASSED" || e.type === "VALIDATION_FAILED");
   if (last?.type === "VALIDATION_PASSED" || last?.type === "VALIDATION_FAILED") return last.payload.report ?? null;
@@ -763,7 +778,7 @@ export async function deliver({ runId, stepKey, merge }: { runId: string; stepKe
   return { merge: result.status, files: [] as string[] };
 }
 
-async function decisionsOf(runId: string): Promise<string[]> {
+export async function decisionsOf(runId: string): Promise<string[]> {
   const db = await getDb();
   const rows = await db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(asc(gates.gateNumber));
   return rows

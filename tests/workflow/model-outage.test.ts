@@ -49,10 +49,10 @@ describe("model outage", () => {
     expect(paused.pauseReason).toMatchObject({ reason: "model_outage", stage: "implementation" });
     const failed = (await callsOf(run.id)).filter((c) => c.stage === "implementation");
     expect(failed.map((c) => [c.status, c.stepKey])).toEqual([
-      ["error", "impl:1:turn:0#1"],
-      ["error", "impl:1:turn:0#2"],
-      ["error", "impl:1:turn:0#3"],
-      ["error", "impl:1:turn:0#4"],
+      ["error", `${run.id}/impl:1:turn:0#1`],
+      ["error", `${run.id}/impl:1:turn:0#2`],
+      ["error", `${run.id}/impl:1:turn:0#3`],
+      ["error", `${run.id}/impl:1:turn:0#4`],
     ]);
     const requestsWhilePaused = model.requests;
 
@@ -70,9 +70,9 @@ describe("model outage", () => {
     expect(impl).toHaveLength(model.requests);
     expect(impl.filter((c) => c.status === "error")).toHaveLength(4);
     expect(impl.filter((c) => c.status === "ok").map((c) => c.stepKey)).toEqual([
-      "impl:1:turn:0:retry:1#1",
-      "impl:1:turn:1#1",
-      "impl:1:turn:2#1",
+      `${run.id}/impl:1:turn:0:retry:1#1`,
+      `${run.id}/impl:1:turn:1#1`,
+      `${run.id}/impl:1:turn:2#1`,
     ]);
     expect(model.requests - requestsWhilePaused).toBe(3);
     const stepKeys = calls.map((c) => c.stepKey);
@@ -93,7 +93,9 @@ describe("model outage", () => {
     expect(paused.pauseReason).toMatchObject({ reason: "model_auth", stage: "implementation" });
     expect(paused.pauseReason?.message).toContain("refused the credentials (401)");
     const impl = (await callsOf(run.id)).filter((c) => c.stage === "implementation");
-    expect(impl.map((c) => [c.status, c.stepKey])).toEqual([["error", "impl:1:turn:0#1"]]);
+    expect(impl.map((c) => [c.status, c.stepKey])).toEqual([["error", `${run.id}/impl:1:turn:0#1`]]);
+    // This run's planner call is recorded although the first run made a call from a step of the same name.
+    expect((await callsOf(run.id)).filter((c) => c.stage === "planning").map((c) => c.stepKey)).toEqual([`${run.id}/plan:0:0#1`]);
 
     await cancelRun({ user: h.user, runId: run.id });
     await inngest.send(runCancelled.create({ runId: run.id }));
