@@ -20,14 +20,19 @@ export function CompareView({ runIds }: { runIds: string[] }) {
     queries: runIds.map((id) => ({
       queryKey: runKeys.detail(id),
       queryFn: () => apiGet<RunDetail>(`/api/runs/${id}`),
-      refetchInterval: 3_000,
+      refetchInterval: (q: { state: { data?: RunDetail } }) => (q.state.data && isTerminal(q.state.data.run.status) ? false : 3_000),
     })),
   });
   const events = useQueries({
     queries: runIds.map((id, i) => ({
       queryKey: [...runKeys.events(id), "all"],
       queryFn: () => apiGet<{ events: ApiEvent[] }>(`/api/runs/${id}/events?after=0&limit=2000`).then((b) => b.events),
-      refetchInterval: details[i]?.data && isTerminal(details[i].data.run.status) ? (false as const) : 3_000,
+      // Keep polling until a finished run's events have all been loaded (the run row may finish before our last fetch).
+      refetchInterval: (q: { state: { data?: ApiEvent[] } }) => {
+        const run = details[i]?.data?.run;
+        const seen = q.state.data?.at(-1)?.sequence ?? 0;
+        return run && isTerminal(run.status) && seen >= run.lastSequence ? false : 3_000;
+      },
     })),
   });
 
