@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { ulid } from "ulid";
-import { ingestInTx, cancelRunInTx, resolvePending, resolveWaitFromHistory } from "./events";
+import { cancelRunInTx, DEDUPE_MS, ingestInTx, resolvePending, resolveWaitFromHistory } from "./events";
 import {
   callFunction,
   protocolError,
@@ -86,6 +86,8 @@ type Ctx = {
   events: unknown[];
 };
 
+type GuardedTx = Tx & { woken: string[]; previousWatermark: number };
+
 type State = { status: string; steps: Map<string, unknown>; stack: string[]; pending: PendingRow[]; attempt: number; parallel: boolean };
 
 export class Executor {
@@ -101,6 +103,7 @@ export class Executor {
   private leaseTimer?: NodeJS.Timeout;
   private running = false;
   private polling = false;
+  private lastPrune = 0;
   private stopped?: Promise<void>;
 
   constructor(options: ExecutorOptions) {
@@ -227,6 +230,11 @@ export class Executor {
       );
       for (const { id } of due) if (!this.driving.has(id)) this.ready.add(id);
       this.pump();
+      if (now - this.lastPrune > 60_000) {
+        // Events are kept for the 24 h id-dedupe window (and for waits looking back); older ones go.
+        this.lastPrune = now;
+        await tx((t) => t.execute({ sql: "DELETE FROM executor_events WHERE received_at < ?", args: [now - DEDUPE_MS] }));
+      }
       const unsynced = await query<{ url: string }>("SELECT url FROM executor_apps WHERE last_error IS NOT NULL");
       for (const { url } of unsynced) {
         const target = this.targets.get(url);
@@ -350,25 +358,29 @@ export class Executor {
   }
 
   private async loadState(runId: string): Promise<State> {
-    const [runRows, stepRows, pending] = await Promise.all([
-      query<{ status: string; attempt: number; parallel: number; lease_owner: string | null }>(
-        "SELECT status, attempt, parallel, lease_owner FROM executor_runs WHERE id = ?",
-        [runId],
-      ),
-      query<{ hashed_id: string; result: string }>("SELECT hashed_id, result FROM executor_steps WHERE run_id = ? ORDER BY seq", [runId]),
-      query<PendingRow>("SELECT * FROM executor_pending WHERE run_id = ?", [runId]),
-    ]);
-    const run = runRows[0];
-    if (!run || run.lease_owner !== this.workerId) throw new LeaseLost(runId);
+    // One statement per iteration of the drive loop: the run, its memoized steps in completion order, its pending ops.
+    const [row] = await query<{ status: string; attempt: number; parallel: number; lease_owner: string | null; steps: string; pending: string }>(
+      `SELECT status, attempt, parallel, lease_owner,
+              (SELECT json_group_array(json_array(hashed_id, result))
+                 FROM (SELECT hashed_id, result FROM executor_steps WHERE run_id = ?1 ORDER BY seq)) AS steps,
+              (SELECT json_group_array(json_object('run_id', run_id, 'hashed_id', hashed_id, 'kind', kind, 'op', op,
+                        'attempt', attempt, 'due_at', due_at, 'event_name', event_name, 'expression', expression,
+                        'race', race, 'created_at', created_at))
+                 FROM executor_pending WHERE run_id = ?1) AS pending
+         FROM executor_runs WHERE id = ?1`,
+      [runId],
+    );
+    if (!row || row.lease_owner !== this.workerId) throw new LeaseLost(runId);
+    const stepRows = JSON.parse(row.steps) as [string, string][];
     const steps = new Map<string, unknown>();
-    for (const s of stepRows) steps.set(s.hashed_id, JSON.parse(s.result));
+    for (const [id, result] of stepRows) steps.set(id, JSON.parse(result));
     return {
-      status: run.status,
+      status: row.status,
       steps,
-      stack: stepRows.map((s) => s.hashed_id),
-      pending,
-      attempt: run.attempt,
-      parallel: run.parallel === 1,
+      stack: stepRows.map(([id]) => id),
+      pending: JSON.parse(row.pending) as PendingRow[],
+      attempt: row.attempt,
+      parallel: row.parallel === 1,
     };
   }
 
@@ -414,19 +426,28 @@ export class Executor {
   }
 
   /** A write that only happens while we still hold the lease and the run is live. */
-  private async guarded<T>(ctx: Ctx, fn: (t: Tx) => Promise<T>, watermark?: number): Promise<T> {
+  private async guarded<T>(
+    ctx: Ctx,
+    fn: (t: GuardedTx) => Promise<T>,
+    opts: { watermark?: number; resetAttempt?: boolean; parallel?: boolean; needPreviousWatermark?: boolean } = {},
+  ): Promise<T> {
     const { value, woken } = await tx(async (t) => {
       // Waits stored by this write look back to the watermark of the previous call, not this one: an event may have
       // arrived while this call was on its way to the wait.
-      const prev = await t.execute({ sql: "SELECT watermark FROM executor_runs WHERE id = ?", args: [ctx.run.id] });
-      const previousWatermark = Number(prev.rows[0]?.watermark ?? 0);
+      let previousWatermark = 0;
+      if (opts.needPreviousWatermark) {
+        const prev = await t.execute({ sql: "SELECT watermark FROM executor_runs WHERE id = ?", args: [ctx.run.id] });
+        previousWatermark = Number(prev.rows[0]?.watermark ?? 0);
+      }
       const ok = await t.execute({
-        sql: `UPDATE executor_runs SET watermark = max(watermark, ?) WHERE id = ? AND lease_owner = ? AND status = 'running'`,
-        args: [watermark ?? 0, ctx.run.id, this.workerId],
+        sql: `UPDATE executor_runs SET watermark = max(watermark, ?), attempt = CASE WHEN ? THEN 0 ELSE attempt END,
+                parallel = max(parallel, ?)
+              WHERE id = ? AND lease_owner = ? AND status = 'running'`,
+        args: [opts.watermark ?? 0, opts.resetAttempt ? 1 : 0, opts.parallel ? 1 : 0, ctx.run.id, this.workerId],
       });
       if (ok.rowsAffected === 0) throw new LeaseLost(ctx.run.id);
       const woken: string[] = [];
-      const value = await fn(Object.assign(t, { woken, previousWatermark }) as Tx);
+      const value = await fn(Object.assign(t, { woken, previousWatermark }));
       return { value, woken };
     });
     if (woken.length > 0) this.wake(woken);
@@ -547,9 +568,6 @@ export class Executor {
     await this.guarded(
       ctx,
       async (t) => {
-        if (ops.length > 1) await t.execute({ sql: "UPDATE executor_runs SET parallel = 1 WHERE id = ?", args: [ctx.run.id] });
-        // A call that recorded results starts the next discovery fresh.
-        await t.execute({ sql: "UPDATE executor_runs SET attempt = 0 WHERE id = ?", args: [ctx.run.id] });
         for (const op of ops) {
           if (state.steps.has(op.id)) continue;
           const isTarget = target?.hashed_id === op.id;
@@ -592,7 +610,7 @@ export class Executor {
                 eventName,
                 expression,
                 trigger: ctx.event,
-                watermark: (t as Tx & { previousWatermark: number }).previousWatermark,
+                watermark: t.previousWatermark,
               });
               break;
             }
@@ -610,13 +628,14 @@ export class Executor {
               const event: StoredEvent = { id: ulid(), name: INVOKE_EVENT, data: payload.data ?? {}, ts: now };
               const childId = ulid();
               await createRun(t, { fn: callee, event, runId: childId, now, watermark: seq, parent: { runId: ctx.run.id, step: op.id } });
-              (t as Tx & { woken: string[] }).woken.push(childId);
+              t.woken.push(childId);
               break;
             }
           }
         }
       },
-      seq,
+      // A call that recorded results starts the next discovery fresh (attempt 0); several ops mean parallel steps.
+      { watermark: seq, resetAttempt: true, parallel: ops.length > 1, needPreviousWatermark: ops.some((o) => o.op === "WaitForEvent") },
     );
     return "continue";
   }
