@@ -1,14 +1,57 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFixtureApp, type Probe } from "../fixtures/inngest-app/functions";
-import { listRuns, startApp, waitForRuns } from "./harness";
+import { Executor } from "@/lib/executor";
+import type { Probe } from "../fixtures/inngest-app/functions";
+import { listRuns, startServer, waitForRuns } from "./harness";
 
-const probe: Probe = { calls: {} };
-let app: Awaited<ReturnType<typeof startApp>>;
+/**
+ * Any Inngest app: tests/fixtures/inngest-app runs as a separate plain Node process (inngest/node serve); the executor
+ * drives it over HTTP, and the app sends its events to the executor's event API (the test server's /e/:key).
+ */
+let events: Awaited<ReturnType<typeof startServer>>;
+let fixture: ChildProcess;
+let appOrigin: string;
+const app = {} as { executor: Executor; send: (e: unknown) => Promise<unknown> };
+const probe = { calls: {} } as Probe;
+
+async function refreshProbe(): Promise<Probe> {
+  Object.assign(probe, await (await fetch(`${appOrigin}/probe`)).json());
+  return probe;
+}
 
 beforeAll(async () => {
-  app = await startApp((origin) => createFixtureApp({ baseUrl: origin, probe }));
+  events = await startServer();
+  fixture = spawn(process.execPath, ["--import", "tsx", path.join("tests", "fixtures", "inngest-app", "server.ts"), "0", events.origin], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`fixture app did not start: ${out}`)), 30_000);
+    fixture.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /LISTENING (\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+    fixture.stderr!.on("data", (d: Buffer) => (out += d.toString()));
+  });
+  appOrigin = `http://127.0.0.1:${port}`;
+  app.executor = new Executor({ apps: [{ url: `${appOrigin}/api/inngest` }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {} });
+  await app.executor.start();
+  // Events reach the executor the way the app's own inngest.send() does: POST /e/:key.
+  app.send = async (e) => {
+    const res = await fetch(`${events.origin}/e/test-key`, { method: "POST", body: JSON.stringify(e), headers: { "content-type": "application/json" } });
+    return res.json();
+  };
 });
-afterAll(async () => app?.close());
+afterAll(async () => {
+  await app.executor?.stop();
+  fixture?.kill("SIGKILL");
+  await events?.close();
+});
 
 describe("executor drives an Inngest app over HTTP", () => {
   it("syncs the app in-band and lists its functions", async () => {
@@ -24,7 +67,7 @@ describe("executor drives an Inngest app over HTTP", () => {
     const [run] = await waitForRuns("sequential");
     expect(run?.status).toBe("completed");
     expect(run?.output).toEqual({ sum: 6 });
-    expect(probe.calls["seq-a-s1"]).toBe(1);
+    expect((await refreshProbe()).calls["seq-a-s1"]).toBe(1);
   });
 
   it("runs parallel steps and continues when all are done", async () => {
@@ -81,13 +124,14 @@ describe("fixture app: outputs as Inngest gives them", () => {
     const [run] = await waitForRuns("non-retriable");
     expect(run?.status).toBe("failed");
     expect(run?.error).toMatchObject({ message: expect.stringContaining("do not retry me") });
-    expect(probe.calls.fatal).toBe(1);
+    expect((await refreshProbe()).calls.fatal).toBe(1);
   });
 
   it("RetryAfterError schedules the retry after the given delay, not the backoff", async () => {
     await app.send({ name: "fixture/retry-after", data: {} });
     const [run] = await waitForRuns("retry-after");
     expect(run?.output).toBe("ok");
+    await refreshProbe();
     expect(probe.calls.later).toBe(2);
     const [first, second] = probe.times?.later ?? [];
     // The executor's backoff here is 20 ms; RetryAfterError asked for 1 s.
