@@ -165,6 +165,10 @@ export class Executor {
         });
       });
       invalidateRegistry();
+      const cron = functions.filter((f) => f.triggers.some((tr) => tr.cron));
+      if (cron.length > 0) {
+        this.opts.log("warn", `cron triggers are not run by the embedded executor yet: ${cron.map((f) => f.id).join(", ")}`);
+      }
       return true;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);

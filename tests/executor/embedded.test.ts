@@ -56,3 +56,29 @@ describe("embedded mode", () => {
     }
   });
 });
+
+describe("configuration", () => {
+  it("GATEHOUSE_EXECUTOR_APPS lists extra serve URLs", async () => {
+    const { configuredAppUrls } = await import("@/lib/executor");
+    process.env.GATEHOUSE_EXECUTOR_APPS = " http://127.0.0.1:4000/api/inngest, http://127.0.0.1:4001/api/inngest ,";
+    resetEnvCache();
+    try {
+      expect(configuredAppUrls()).toEqual(["http://127.0.0.1:4000/api/inngest", "http://127.0.0.1:4001/api/inngest"]);
+    } finally {
+      delete process.env.GATEHOUSE_EXECUTOR_APPS;
+      resetEnvCache();
+    }
+  });
+
+  it("reports inngest mode when INNGEST_* settings are present", async () => {
+    await stopExecutor();
+    process.env.INNGEST_EVENT_KEY = "test-event-key";
+    resetEnvCache();
+    try {
+      expect(await getExecutorStatus()).toEqual({ mode: "inngest", running: false });
+    } finally {
+      delete process.env.INNGEST_EVENT_KEY;
+      resetEnvCache();
+    }
+  });
+});
