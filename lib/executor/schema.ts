@@ -3,7 +3,8 @@ import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "driz
 /*
  * The embedded executor's own state (lib/executor). Generic: nothing here knows Gatehouse's workflow.
  * Timestamps are epoch milliseconds. JSON columns hold what the Inngest SDK sent or will be sent.
- * Queries live in lib/executor/store.ts (raw SQL for speed); this file exists so drizzle-kit generates the migration.
+ * Queried with raw SQL (lib/executor/store.ts and its callers) on the hot path; this file is what drizzle-kit generates
+ * the migration from.
  */
 
 /** Apps (serve URLs) the executor drives and the functions their last in-band sync returned. */

@@ -15,6 +15,9 @@ const order: string[] = [];
 
 function buildApp(origin: string) {
   const inngest = new Inngest({ id: "sem", isDev: true, baseUrl: origin });
+  const failingChild = inngest.createFunction({ id: "failing-child", retries: 0, triggers: [{ event: "sem/failing-child" }] }, async () => {
+    throw new Error("child broke");
+  });
   const fns = [
     inngest.createFunction({ id: "memo-retry", retries: 2, triggers: [{ event: "sem/memo-retry" }] }, async ({ step }) => {
       const a = await step.run("a", () => hit("memo-a"));
@@ -72,6 +75,21 @@ function buildApp(origin: string) {
         return event.data.n;
       },
     ),
+    inngest.createFunction({ id: "default-retries", triggers: [{ event: "sem/default-retries" }] }, async ({ step }) => {
+      await step.run("never-works", () => {
+        hit("default-retries");
+        throw new Error("still broken");
+      });
+    }),
+    inngest.createFunction({ id: "invoke-failing", triggers: [{ event: "sem/invoke-failing" }] }, async ({ step }) => {
+      try {
+        await step.invoke("call", { function: failingChild, data: {} });
+        return "no error";
+      } catch (err) {
+        return { invokeError: (err as Error).message };
+      }
+    }),
+    failingChild,
     inngest.createFunction({ id: "idempotent", idempotency: "event.data.key", triggers: [{ event: "sem/idem" }] }, async ({ event }) => event.data.key),
   ];
   return { inngest, functions: fns };
@@ -122,6 +140,22 @@ describe("memoization and retries", () => {
     await app.inngest.send({ name: "sem/sleep-until", data: {} });
     const [run] = await waitForRuns("sleep-until");
     expect(run?.output).toBe("woke");
+  });
+});
+
+describe("retries and invoke errors", () => {
+  it("a step is tried 5 times by default (4 retries, as Inngest) before the run fails", async () => {
+    await app.inngest.send({ name: "sem/default-retries", data: {} });
+    const [run] = await waitForRuns("default-retries");
+    expect(run?.status).toBe("failed");
+    expect(calls["default-retries"]).toBe(5);
+  });
+
+  it("a failed invoked function surfaces as an error in the caller", async () => {
+    await app.inngest.send({ name: "sem/invoke-failing", data: {} });
+    const [run] = await waitForRuns("invoke-failing");
+    expect(run?.status).toBe("completed");
+    expect(run?.output).toEqual({ invokeError: expect.stringContaining("child broke") });
   });
 });
 
