@@ -22,6 +22,11 @@ test("manual planning: plan renders as SVG, edit, approve, answer a clarificatio
   await expect(card).toBeVisible({ timeout: 60_000 });
   await expect(card.getByTestId("mermaid-diagram").locator("svg")).toBeVisible();
   await page.screenshot({ path: `${SHOTS}/plan-card.png`, fullPage: true });
+  await page.emulateMedia({ colorScheme: "dark" });
+  await expect(page.locator("html")).toHaveClass(/dark/);
+  await expect(card.getByTestId("mermaid-diagram").locator("svg")).toBeVisible();
+  await page.screenshot({ path: `${SHOTS}/plan-card-dark.png`, fullPage: true });
+  await page.emulateMedia({ colorScheme: "light" });
 
   await card.getByTestId("edit-plan").click();
   const editor = page.getByLabel("Mermaid source");
@@ -143,4 +148,18 @@ test("explore 3 approaches from the New run form: the comparison view shows all 
     await expect(columns.nth(i).getByTestId("mermaid-diagram").locator("svg")).toBeVisible();
   }
   await page.screenshot({ path: `${SHOTS}/compare.png`, fullPage: true });
+});
+
+test("when the event stream cannot be opened, polling takes over and the page still follows the run to the end", async ({ page, request }) => {
+  const project = await createProject(request, "dash polling");
+  const runId = await startRun(request, project.id, "Polling flow: write a note", { trustMode: { planning: "manual" } });
+  await signIn(page);
+  await page.route("**/api/runs/*/stream**", (route) => route.abort());
+  await page.goto(`/runs/${runId}`);
+  await expect(page.getByTestId("timeline")).toHaveAttribute("data-connection", "polling");
+  const card = page.getByTestId("approval-card");
+  await expect(card).toBeVisible({ timeout: 60_000 });
+  await card.getByTestId("approve").click();
+  await expect(page.getByTestId("timeline-item").filter({ hasText: "Run completed" })).toBeVisible({ timeout: 60_000 });
+  await expect(page.getByTestId("run-view")).toHaveAttribute("data-status", "completed");
 });

@@ -1,5 +1,6 @@
 import { expect, test, type Page } from "@playwright/test";
 import { authHeaders, createProject, signIn } from "./helpers";
+import { E2E_REPO } from "./global-setup";
 
 const SHOTS = "e2e/.artifacts/screenshots";
 
@@ -117,4 +118,39 @@ test("runs load page by page with Load more", async ({ page, request }) => {
   await page.getByTestId("load-more").click();
   await expect(rows).toHaveCount(7);
   await expect(page.getByTestId("load-more")).toHaveCount(0);
+});
+
+test("projects: create with validation, configure defaults (refused when invalid), and the New run form starts from them", async ({ page }) => {
+  await signIn(page);
+  await page.goto("/projects");
+  const form = page.getByTestId("create-project");
+  await form.getByTestId("create-project-submit").click();
+  await expect(form.getByText("Give the project a name.")).toBeVisible();
+  await form.getByLabel("Name").fill("dash projects page");
+  await form.getByLabel("Path on the server").fill("/nonexistent/repo");
+  await form.getByTestId("create-project-submit").click();
+  await expect(form.getByRole("alert")).toContainText("is not a directory");
+  await form.getByLabel("Path on the server").fill(E2E_REPO);
+  await form.getByTestId("create-project-submit").click();
+  const card = page.getByTestId("project-card").filter({ hasText: "dash projects page" });
+  await expect(card).toBeVisible();
+
+  await card.getByRole("button", { name: "Configure" }).click();
+  const config = card.getByLabel(/Default run config/);
+  await config.fill("{ not json");
+  await card.getByRole("button", { name: "Save" }).click();
+  await expect(card.getByText("This is not valid JSON.")).toBeVisible();
+  await config.fill('{"maxClarifications": 99}');
+  await card.getByRole("button", { name: "Save" }).click();
+  await expect(card.getByRole("alert")).toContainText("maxClarifications");
+  await config.fill('{"trustMode": {"planning": "auto"}, "maxClarifications": 4}');
+  await card.getByRole("button", { name: "Save" }).click();
+  await expect(card.getByRole("button", { name: "Configure" })).toBeVisible();
+  await expect(card.locator("pre")).toContainText('"maxClarifications": 4');
+  await page.screenshot({ path: `${SHOTS}/projects.png`, fullPage: true });
+
+  await card.getByRole("link", { name: "New run" }).click();
+  await expect(page).toHaveURL(/\/runs\/new\?project=prj_/);
+  await expect(page.getByLabel("Max clarifications")).toHaveValue("4");
+  await expect(page.getByRole("radiogroup", { name: "Planning trust mode" }).getByLabel("auto")).toBeChecked();
 });
