@@ -65,6 +65,9 @@ class LeaseLost extends Error {
 
 const FAR_FUTURE = 8_640_000_000_000_000;
 
+/** Function options Inngest honours that this executor does not implement yet (logged at sync, then ignored). */
+const UNSUPPORTED_OPTIONS = ["throttle", "rateLimit", "debounce", "batchEvents", "priority", "singleton", "timeouts"];
+
 /** Executors started in this process: events ingested here wake their runs at once instead of at the next poll. */
 const localExecutors = new Set<Executor>();
 
@@ -165,9 +168,12 @@ export class Executor {
         });
       });
       invalidateRegistry();
-      const cron = functions.filter((f) => f.triggers.some((tr) => tr.cron));
-      if (cron.length > 0) {
-        this.opts.log("warn", `cron triggers are not run by the embedded executor yet: ${cron.map((f) => f.id).join(", ")}`);
+      for (const f of functions) {
+        const unsupported = UNSUPPORTED_OPTIONS.filter((key) => (f as Record<string, unknown>)[key] != null);
+        if (f.triggers.some((tr) => tr.cron)) unsupported.push("cron triggers");
+        if (unsupported.length > 0) {
+          this.opts.log("warn", `${f.id}: ${unsupported.join(", ")} not supported by the embedded executor yet; ignored`);
+        }
       }
       return true;
     } catch (err) {

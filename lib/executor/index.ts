@@ -76,9 +76,14 @@ export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
  */
 export async function handleEventRequest(request: Request): Promise<Response> {
   if (request.method !== "POST") return Response.json({ error: "Use POST to send events", status: 405 }, { status: 405 });
+  const max = getEnv().GATEHOUSE_MAX_BODY_BYTES;
+  const text = await request.text();
+  if (Buffer.byteLength(text) > max) {
+    return Response.json({ error: `Events body over ${max} bytes (GATEHOUSE_MAX_BODY_BYTES)`, status: 413 }, { status: 413 });
+  }
   let body: unknown;
   try {
-    body = await request.json();
+    body = JSON.parse(text);
   } catch {
     return Response.json({ error: "Body must be JSON: an event or an array of events", status: 400 }, { status: 400 });
   }

@@ -107,3 +107,18 @@ describe("bad protocol input", () => {
     expect((await executor.status()).running).toBe(true);
   });
 });
+
+describe("event API input", () => {
+  it("rejects bodies that are not events with a clear 400", async () => {
+    const { handleEventRequest } = await import("@/lib/executor");
+    const post = (body: string) => handleEventRequest(new Request("http://x/e/key", { method: "POST", body }));
+    const notJson = await post("{nope");
+    expect(notJson.status).toBe(400);
+    expect((await notJson.json()).error).toMatch(/JSON/);
+    const noName = await post(JSON.stringify([{ data: {} }]));
+    expect(noName.status).toBe(400);
+    expect((await noName.json()).error).toMatch(/event 0: name/);
+    const ok = await post(JSON.stringify({ name: "bad/none", data: {} }));
+    expect(await ok.json()).toEqual({ ids: [expect.any(String)], status: 200 });
+  });
+});
