@@ -168,6 +168,9 @@ export async function readCallResponse(response: Response, appUrl: string): Prom
     return { kind: "ops", ops, retryAfterMs };
   }
   const error = toSerializedError(json, response.status);
+  if (response.status === 401) {
+    error.message = `${appUrl} rejected the call (401): the app is in Inngest cloud mode; run it in dev mode (INNGEST_DEV=1 or isDev: true) to use the embedded executor. ${error.message}`;
+  }
   if (response.status >= 400 && response.status < 500 && !noRetry && response.headers.get("x-inngest-no-retry") === null) {
     return { kind: "error", retriable: false, error };
   }
