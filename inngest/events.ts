@@ -20,3 +20,5 @@ export const runResumed = eventType("run/resumed", {
 });
 /** A run finished (any terminal status): frees a slot of the user's concurrency limit. */
 export const runFinished = eventType("run/finished", { schema: z.object({ runId: z.string(), userId: z.string() }) });
+/** A GitHub webhook delivery was verified and stored (github_deliveries); the github-webhook function handles it. */
+export const githubWebhookReceived = eventType("github/webhook.received", { schema: z.object({ deliveryId: z.string() }) });

@@ -2,6 +2,7 @@ import { NonRetriableError } from "inngest";
 import { inngest } from "../client";
 import { clarificationAnswered, gateDecided, runCancelled, runFinished, runResumed, runStarted } from "../events";
 import * as ops from "@/lib/runs/workflow-ops";
+import * as githubOps from "@/lib/runs/github-ops";
 import type { PlanDocument, Stage } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 
@@ -104,6 +105,16 @@ export const runWorkflow = inngest.createFunction(
       return answer;
     }
 
+    /** A GitHub step; a 401 that a fresh installation token does not cure pauses the run until a person resumes it. */
+    async function github<T extends object>(key: string, stage: Stage | null, fn: (stepKey: string) => Promise<githubOps.GitHubStepResult<T>>) {
+      for (let t = 0; ; t++) {
+        const stepKey = t ? `${key}:retry:${t}` : key;
+        const result = (await step.run(stepKey, () => fn(stepKey))) as githubOps.GitHubStepResult<T>;
+        if (result.kind === "ok") return result;
+        await pauseUntilResumed(stepKey, "other", result.message, stage);
+      }
+    }
+
     /** Stage deadlines come from memoized step times, so replays take the same decisions. */
     function deadline(startedAt: number, stage: Exclude<Stage, "delivery">) {
       return startedAt + config.timeoutMinutes[stage] * 60_000;
@@ -119,6 +130,7 @@ export const runWorkflow = inngest.createFunction(
         if (slot.status !== "queued") throw new RunEnded(slot.status);
         await step.waitForEvent(`slot:${i}:wait`, { event: runFinished, timeout: "10m", if: `async.data.userId == '${run.userId}'` });
       }
+      if (run.github) await github("github:sync", null, () => githubOps.syncGitHub({ runId }));
       await step.run("branch", () => ops.createBranch({ runId }));
 
       // ---- Plan (and the plan gate)
@@ -237,6 +249,11 @@ export const runWorkflow = inngest.createFunction(
           break;
         }
 
+        // GitHub: the work so far goes up as a draft pull request, marked ready once validation passes.
+        if (!failure && run.github && config.git.createPR) {
+          await github(`github:draft:${attempt}`, "implementation", (key) => githubOps.publishDraft({ runId, stepKey: key }));
+        }
+
         if (!failure && config.trustMode.implementation === "manual") {
           const summary = await step.run(`impl:${attempt}:diff`, () => ops.diffSummary({ runId }));
           const decision = await gate(`impl-gate:${attempt}`, "implementation", { diffStat: summary.diffStat, summary: state.summary });
@@ -284,11 +301,15 @@ export const runWorkflow = inngest.createFunction(
 
       // ---- Deliver
       await step.run("delivery:start", () => ops.startStage({ runId, stage: "delivery", stepKey: "delivery:start" }));
-      for (let i = 0; ; i++) {
-        const delivered = await step.run(`deliver:${i}`, () => ops.deliver({ runId, stepKey: `deliver:${i}`, merge: config.git.autoMerge }));
-        if (delivered.merge !== "conflict") break;
-        const decision = await gate(`conflict-gate:${i}`, "conflict", { files: delivered.files, reason: delivered.reason });
-        if (decision.decision !== "approve") break;
+      if (run.github) {
+        await github("deliver:github", "delivery", (key) => githubOps.deliverGitHub({ runId, stepKey: key }));
+      } else {
+        for (let i = 0; ; i++) {
+          const delivered = await step.run(`deliver:${i}`, () => ops.deliver({ runId, stepKey: `deliver:${i}`, merge: config.git.autoMerge }));
+          if (delivered.merge !== "conflict") break;
+          const decision = await gate(`conflict-gate:${i}`, "conflict", { files: delivered.files, reason: delivered.reason });
+          if (decision.decision !== "approve") break;
+        }
       }
       const done = await step.run("complete", () => ops.complete({ runId, stepKey: "complete" }));
       await step.sendEvent("free-slot", runFinished.create({ runId, userId: done.userId }));

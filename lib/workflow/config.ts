@@ -71,6 +71,13 @@ export const runConfigSchema = z.strictObject({
       scoreThreshold: z.number().min(0).max(10).default(9),
     })
     .prefault({}),
+  /** GitHub projects only (see lib/github/handlers.ts). Optional, so configs of other projects keep their shape. */
+  github: z
+    .strictObject({
+      /** A review that requests changes on the run's pull request starts a follow-up run with the review as feedback. */
+      followUpOnReview: z.boolean({ error: "must be true or false" }).default(false),
+    })
+    .optional(),
 });
 
 export type RunConfigInput = z.input<typeof runConfigSchema>;

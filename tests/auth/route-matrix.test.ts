@@ -33,6 +33,8 @@ const USER_SCOPED = new Set([
   "POST /api/mermaid/validate",
   // Takes run ids; answers only for runs the caller may see (the leak check below proves it for a stranger).
   "GET /api/run-costs",
+  // The GitHub App's installation repositories, offered when connecting a project (which any signed-in user may create).
+  "GET /api/github/repositories",
 ]);
 
 type Action = "read" | "decide" | "manage";
