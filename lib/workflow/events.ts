@@ -34,6 +34,7 @@ export type RunEventPayloads = {
   CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
   ARTIFACT_CREATED: { artifactId?: string; type: string; path: string; commitSha?: string | null; version?: number };
+  /** `index` counts from 1: task `index` of `total`. */
   TASK_STARTED: { taskId: string; index: number; total: number };
   TASK_COMPLETED: { taskId: string; commitSha?: string | null };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
