@@ -620,18 +620,24 @@ export async function implementTurn({
   const events: NewRunEvent[] = [];
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   const total = result.state.todos.length;
+  const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
+  const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.workspacePath!) : new Map<string, string>();
   for (const [index, todo] of result.state.todos.entries()) {
     const was = before.get(todo.id);
     if (todo.status === "in_progress" && was !== "in_progress") {
       events.push({ type: "TASK_STARTED", payload: { taskId: todo.id, index: index + 1, total } });
     }
     if (todo.status === "done" && was !== "done") {
-      const checkpoint = await commitCheckpoint({ sandbox, runId, taskId: todo.id, title: todo.title });
+      const checkpoint = earlier.has(todo.id)
+        ? { sha: earlier.get(todo.id)! }
+        : await commitCheckpoint({ sandbox, runId, taskId: todo.id, title: todo.title });
       events.push({ type: "TASK_COMPLETED", payload: { taskId: todo.id, commitSha: checkpoint.sha } });
     }
   }
   if (result.kind === "done") {
-    const final = await commitCheckpoint({ sandbox, runId, taskId: "final", title: "implementation complete" });
+    const final = earlier.has("final")
+      ? { sha: earlier.get("final")! }
+      : await commitCheckpoint({ sandbox, runId, taskId: "final", title: "implementation complete" });
     events.push({ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: final.sha } });
   }
   if (result.kind === "failure") {
@@ -657,6 +663,33 @@ export async function implementTurn({
     case "failure":
       return { kind: "failure", state: result.state, reason: result.reason, message: redact(result.message), now };
   }
+}
+
+/**
+ * Task checkpoints that an earlier execution of this step committed before it crashed, taskId → sha ("final" for the
+ * closing one), so that a re-run step reuses them instead of committing each task a second time: the ones its stored
+ * events name (the crash came after they were written), and the checkpoint commits on the worktree's HEAD after the
+ * newest commit any other event names (the crash came between the commit and the events).
+ */
+async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, workspacePath: string): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  let known: string | null = null;
+  for (const e of await listEvents({ runId, limit: 100_000 })) {
+    const p = e.payload as { commitSha?: string | null; baseSha?: string | null; taskId?: string; stepKey?: string };
+    if (p.stepKey === stepKey) {
+      if (e.type === "TASK_COMPLETED" && p.commitSha && p.taskId) found.set(p.taskId, p.commitSha);
+      if (e.type === "IMPLEMENTATION_SUCCEEDED" && p.commitSha) found.set("final", p.commitSha);
+    } else if (e.type === "BRANCH_CREATED" && p.baseSha) known = p.baseSha;
+    else if (["TASK_COMPLETED", "IMPLEMENTATION_SUCCEEDED", "PLAN_CREATED", "PLAN_EDITED"].includes(e.type) && p.commitSha) known = p.commitSha;
+  }
+  if (found.size > 0 || !known) return found;
+  const format = "%H%x1f%(trailers:key=Gatehouse-Kind,valueonly,separator=)%x1f%(trailers:key=Gatehouse-Task,valueonly,separator=)";
+  const out = await git(workspacePath, ["log", `--format=${format}`, `${known}..HEAD`], { allowFailure: true });
+  for (const line of out.stdout.split("\n")) {
+    const [sha, kind, task] = line.split("\x1f").map((v) => v?.trim());
+    if (sha && kind === "checkpoint" && task && !found.has(task)) found.set(task, sha);
+  }
+  return found;
 }
 
 export async function diffSummary({ runId }: { runId: string }) {

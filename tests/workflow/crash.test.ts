@@ -1,0 +1,156 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
+import { getEnv } from "@/lib/env";
+import { getDb } from "@/lib/db";
+import { modelCalls } from "@/lib/db/schema";
+import { listEvents } from "@/lib/db/queries/runs";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+import { approveGate } from "@/lib/runs/decisions";
+import type { SessionUser } from "@/lib/auth/guard";
+import { inngest } from "@/inngest";
+import { gateDecided } from "@/inngest/events";
+import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+
+/**
+ * Crash safety of the run workflow with the app and its executor in a child process (the server), killed with SIGKILL
+ * at the worst moments and started again on the same database and data directory. This test process only stores
+ * decisions and sends events, as the HTTP API would.
+ */
+
+const children: ChildProcess[] = [];
+let current: ChildProcess | null = null;
+const armFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-crash-")), "arm.json");
+let user: SessionUser;
+
+async function startApp(): Promise<ChildProcess> {
+  // `node --import tsx` (not the tsx CLI, which forks): the pid we kill is the app itself.
+  const child = spawn(process.execPath, ["--import", "tsx", path.join("tests", "workflow", "fixtures", "app-process.ts"), "--arm", armFile], {
+    env: { ...process.env, GATEHOUSE_TEST_KEEP_ENV: "1", LOG_LEVEL: "error" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let output = "";
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the app did not start: ${output}`)), 60_000);
+    child.stdout!.on("data", (d: Buffer) => {
+      output += d.toString();
+      if (output.includes("READY")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
+    child.once("exit", (code, signal) => reject(new Error(`the app exited (${code ?? signal}) before it was ready: ${output}`)));
+  });
+  current = child;
+  return child;
+}
+
+const exited = (child: ChildProcess) =>
+  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once("exit", () => r()));
+
+async function kill(child: ChildProcess) {
+  child.kill("SIGKILL");
+  await exited(child);
+}
+
+/** Arm the app to kill itself right after the step that writes the next event of `type` (its result unrecorded). */
+function arm(type: string) {
+  fs.writeFileSync(armFile, JSON.stringify({ type, since: Date.now() }));
+}
+
+beforeAll(async () => {
+  const owner = await ensureLocalOwner();
+  user = { id: owner.id, name: owner.name, via: "admin-token" };
+  await startApp();
+});
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+});
+
+/** Nothing happened twice: events, commits and model calls of finished steps. */
+async function expectNothingTwice(runId: string, repo: string, branch: string, tasks: number) {
+  const events = await expectRunConsistent(runId);
+  const subjects = git(repo, "log", "--format=%s", `main..${branch}`).split("\n");
+  const taskCommits = subjects.filter((s) => s.startsWith("Task "));
+  expect(taskCommits).toHaveLength(tasks + 1); // one per task, plus the final "implementation complete"
+  expect(new Set(taskCommits).size).toBe(taskCommits.length);
+  const planCommits = subjects.filter((s) => s.startsWith("Plan v"));
+  expect(new Set(planCommits).size).toBe(planCommits.length);
+  expect(events.filter((e) => e.type === "TASK_COMPLETED")).toHaveLength(tasks);
+  expect(events.filter((e) => e.type === "RUN_COMPLETED")).toHaveLength(1);
+  // Every TASK_COMPLETED names a commit that is on the branch.
+  const onBranch = new Set(git(repo, "log", "--format=%H", branch).split("\n"));
+  for (const e of events.filter((e) => e.type === "TASK_COMPLETED")) expect(onBranch.has((e.payload as { commitSha: string }).commitSha)).toBe(true);
+
+  const db = await getDb();
+  const calls = await db.select().from(modelCalls).where(eq(modelCalls.workflowRunId, runId));
+  const ok = calls.filter((c) => c.status === "ok").map((c) => c.stepKey!.replace(/#\d+$/, ""));
+  expect(new Set(ok).size).toBe(ok.length);
+  // The demo implementer takes two turns per task and a closing one; each finished turn has exactly one recorded call.
+  expect(calls.filter((c) => c.stage === "implementation" && c.status === "ok")).toHaveLength(2 * tasks + 1);
+  expect(calls.filter((c) => c.stage === "planning" && c.status === "ok")).toHaveLength(1);
+  expect(calls.filter((c) => c.stage === "validation" && c.status === "ok")).toHaveLength(1);
+}
+
+const request = (title: string, n: number) =>
+  [title, "", ...Array.from({ length: n }, (_, i) => fileBlock(`src/f${i}.txt`, `content ${i}`))].join("\n");
+
+describe("crash: kill -9 the app (executor + workflow) and start it again", () => {
+  it("right after a turn committed a task, before its result was recorded: the turn re-runs without a second commit, event or model call", { timeout: 120_000 }, async () => {
+    const { project, repo } = await newProject(user);
+    arm("TASK_COMPLETED");
+    const run = await launch(user, project.id, request("Crash after a task", 3), { trustMode: { planning: "auto" } });
+    await exited(current!);
+    expect((await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "TASK_COMPLETED")).toHaveLength(1);
+    await startApp();
+    expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    await expectNothingTwice(run.id, repo, run.branch!, 4);
+  });
+
+  it("at a random moment of the implementation (once a task has started)", { timeout: 120_000 }, async () => {
+    const { project, repo } = await newProject(user);
+    const run = await launch(user, project.id, request("Crash mid implementation", 4), { trustMode: { planning: "auto" } });
+    await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start", 60_000);
+    await kill(current!);
+    const before = await listEvents({ runId: run.id, limit: 1000 });
+    expect(before.some((e) => e.type === "RUN_COMPLETED")).toBe(false);
+    await startApp();
+    expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    await expectNothingTwice(run.id, repo, run.branch!, 5);
+    expect(fs.existsSync(path.join(getEnv().dataDir, "workspaces", run.id))).toBe(false);
+  });
+
+  it("during a wait: approved while no server runs, the new server picks the decision up and completes", { timeout: 120_000 }, async () => {
+    const { project, repo } = await newProject(user);
+    const run = await launch(user, project.id, request("Crash while waiting", 2), { trustMode: { planning: "manual" } });
+    await waitForStatus(run.id, ["awaiting_approval"], 60_000);
+    const gate = await waitForPendingGate(run.id);
+    await kill(current!);
+    await approveGate({ user, runId: run.id, input: { gateId: gate.id } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
+    await startApp();
+    expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    await expectNothingTwice(run.id, repo, run.branch!, 3);
+    expect((await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "APPROVAL_GRANTED")).toHaveLength(1);
+  });
+
+  it("right after the run completed, before the executor recorded it: the final step re-runs and the function still completes", { timeout: 120_000 }, async () => {
+    const { project, repo } = await newProject(user);
+    arm("RUN_COMPLETED");
+    const run = await launch(user, project.id, request("Crash at the end", 1), { trustMode: { planning: "auto" } });
+    await exited(current!);
+    await startApp();
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    expect((await waitForStatus(run.id, ["completed"])).status).toBe("completed");
+    await expectNothingTwice(run.id, repo, run.branch!, 2);
+  });
+});
