@@ -7,6 +7,17 @@ export { Executor, defaultBackoff, type ExecutorOptions, type ExecutorStatus } f
 export { ingestEvents, EventValidationError } from "./events";
 export type { AppTarget, FetchHandler } from "./protocol";
 
+/*
+ * The embedded executor — a generic driver for Inngest apps (it knows nothing of Gatehouse's workflow).
+ *
+ * - Functions: whatever a serve endpoint registers. Gatehouse's own are listed in inngest/index.ts (`functions`).
+ * - Start: instrumentation.ts → inngest/embedded.ts → startExecutor() in the web server (embedded mode, unless
+ *   GATEHOUSE_EMBEDDED_WORKER=false), or `npm run worker [-- --app <serve url>]` on its own.
+ * - Events: `inngest.send()` from the app (POST /e/:key), or sendEvents() here; both store the event, start
+ *   triggered runs, resolve waits and apply cancelOn in one transaction.
+ * - Health: getExecutorStatus().
+ */
+
 /**
  * Process-wide executor (embedded mode). Cached on globalThis so Next's hot reload does not start a second one.
  */

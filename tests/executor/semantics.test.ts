@@ -70,7 +70,7 @@ function buildApp(origin: string) {
             active[key]! -= 1;
           });
         await work("first");
-        await step.sleep("rest", "1s");
+        await step.sleep("rest", "2s"); // long enough that the other run of the key surely runs its first step meanwhile
         await work("second");
         return event.data.n;
       },
