@@ -332,6 +332,8 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
       const out: Buffer[] = [];
       child.stdout.on("data", (c: Buffer) => out.push(c));
       child.stderr.on("data", () => {});
+      // http-backend may answer without reading the whole request body.
+      child.stdin.on("error", () => {});
       child.stdin.end(body);
       child.on("close", () => {
         const all = Buffer.concat(out);
