@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { createClient, type Client } from "@libsql/client";
+import { createClient, type Client, type Transaction } from "@libsql/client";
 import { drizzle, type LibSQLDatabase } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { getEnv } from "@/lib/env";
@@ -9,6 +9,9 @@ import * as schema from "./schema";
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
+
+/** Connections per client: readers run beside the single writer; more would only hold file handles. */
+const POOL_SIZE = 8;
 
 type Handle = { url: string; client: Client; db: Db; ready: Promise<void> };
 
@@ -27,19 +30,37 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
   }
   // `timeout` is SQLite's busy timeout (ms) for another *process* holding the write lock; writers inside this process
   // are serialised by `write()` below and never wait on each other in the native layer.
-  const client = createClient({ url, authToken, timeout: 5000 } as Parameters<typeof createClient>[0]);
+  const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE } as Parameters<typeof createClient>[0]);
   const db = drizzle(client, { schema });
   const ready = (async () => {
     if (url.startsWith("file:")) {
       await client.execute("PRAGMA journal_mode = WAL");
-      // WAL + NORMAL: durable across process crashes (kill -9); only an OS crash may lose the last commits.
-      await client.execute("PRAGMA synchronous = NORMAL");
+      await primeConnections(client);
     }
     await migrate(db, { migrationsFolder: migrationsFolder() });
   })();
   // Avoid an unhandled rejection if nobody awaited `ready` yet; callers of getDb() see the error.
   ready.catch(() => {});
   return { url, client, db, ready };
+}
+
+/**
+ * WAL + synchronous=NORMAL: durable across process crashes (kill -9); only an OS crash may lose the last commits.
+ * `synchronous` is per connection and libsql's pool opens connections lazily (FULL by default: an fsync per commit), so
+ * every connection of the pool is reached once — by holding the others in read transactions — and set.
+ */
+async function primeConnections(client: Client): Promise<void> {
+  const held: Transaction[] = [];
+  try {
+    for (let i = 0; i < POOL_SIZE; i++) {
+      await client.execute("PRAGMA synchronous = NORMAL");
+      held.push(await client.transaction("read"));
+    }
+  } catch {
+    // TRANSACTION_ACTIVE: every connection of the pool is primed.
+  } finally {
+    for (const t of held) t.close();
+  }
 }
 
 /**

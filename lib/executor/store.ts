@@ -9,37 +9,9 @@ import { getClient, serialize } from "@/lib/db";
 
 export type Tx = Pick<Transaction, "execute">;
 
-const primed = new WeakMap<Client, Promise<void>>();
-
-/**
- * The app's client, with `synchronous = NORMAL` on every pooled connection. lib/db sets the pragma on the first
- * connection only; the pool opens more while a transaction holds one, and those default to FULL — an fsync per
- * commit (~2 ms here instead of ~0.1 ms). Each connection is reached by holding the others in read transactions.
- */
+/** The app's client (lib/db primes every pooled connection with synchronous = NORMAL). */
 async function executorClient(): Promise<Client> {
-  const client = await getClient();
-  let ready = primed.get(client);
-  if (!ready) {
-    ready = primeConnections(client);
-    primed.set(client, ready);
-  }
-  await ready;
-  return client;
-}
-
-async function primeConnections(client: Client): Promise<void> {
-  if (client.protocol !== "file") return;
-  const held: Transaction[] = [];
-  try {
-    for (let i = 0; i < 64; i++) {
-      await client.execute("PRAGMA synchronous = NORMAL");
-      held.push(await client.transaction("read"));
-    }
-  } catch {
-    // TRANSACTION_ACTIVE: every connection of the pool is primed.
-  } finally {
-    for (const t of held) t.close();
-  }
+  return getClient();
 }
 
 export async function tx<T>(fn: (t: Tx) => Promise<T>): Promise<T> {
