@@ -1,6 +1,7 @@
 import { serve } from "inngest/next";
 import { getEnv } from "@/lib/env";
 import { startExecutor, type AppTarget, type Executor } from "@/lib/executor";
+import { executorHeadersFor } from "@/lib/security/executor-key";
 import { inngest } from "./client";
 import { functions } from "./index";
 
@@ -15,6 +16,6 @@ export async function startEmbeddedExecutor(): Promise<Executor> {
   const target: AppTarget =
     env.GATEHOUSE_EXECUTOR_TRANSPORT === "in-process"
       ? { url, handler: serve({ client: inngest, functions }) as unknown as (request: Request) => Promise<Response> }
-      : { url };
+      : { url, headers: executorHeadersFor(url) };
   return startExecutor({ apps: [target] });
 }

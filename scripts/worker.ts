@@ -2,6 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
+import { executorHeadersFor } from "@/lib/security/executor-key";
 import { configuredAppUrls, handleEventRequest, startExecutor, stopExecutor, type Executor } from "@/lib/executor";
 
 /**
@@ -60,7 +61,7 @@ const server = http.createServer(async (req, res) => {
 
 await new Promise<void>((resolve) => server.listen(Number(values.port), values.host, resolve));
 const port = (server.address() as AddressInfo).port;
-executor = await startExecutor({ apps: urls.map((url) => ({ url })), workerId: values["worker-id"], leaseMs, pollMs });
+executor = await startExecutor({ apps: urls.map((url) => ({ url, headers: executorHeadersFor(url) })), workerId: values["worker-id"], leaseMs, pollMs });
 const status = await executor.status();
 console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>`);
 for (const app of status.apps) {

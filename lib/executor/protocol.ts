@@ -10,7 +10,8 @@ import { z } from "zod";
 export type FetchHandler = (request: Request) => Promise<Response>;
 
 /** An Inngest app the executor drives: its serve URL, and optionally the same endpoint's in-process handler. */
-export type AppTarget = { url: string; handler?: FetchHandler };
+/** An app the executor drives: its serve URL, an in-process handler for it, and headers sent on every HTTP call. */
+export type AppTarget = { url: string; handler?: FetchHandler; headers?: Record<string, string> };
 
 export type StepResult = { data: unknown } | { error: unknown } | unknown;
 
@@ -94,6 +95,11 @@ export async function callFunction({
 
 async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
   const signal = AbortSignal.timeout(timeoutMs);
+  if (target.headers) {
+    const merged = new Headers(init.headers);
+    for (const [k, v] of Object.entries(target.headers)) merged.set(k, v);
+    init = { ...init, headers: merged };
+  }
   if (target.handler) {
     // Serve handlers build their own URL from the Host header, as they would behind a socket.
     const headers = new Headers(init.headers);

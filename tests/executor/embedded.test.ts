@@ -38,7 +38,12 @@ describe("embedded mode", () => {
       return (route[method] as unknown as FetchHandler)(request);
     });
     const { Executor, sendEvents } = await import("@/lib/executor");
-    const executor = new Executor({ apps: [{ url: server.serveUrl }], pollMs: 50, log: () => {} });
+    const { EXECUTOR_KEY_HEADER, getExecutorKey } = await import("@/lib/security/executor-key");
+    const executor = new Executor({
+      apps: [{ url: server.serveUrl, headers: { [EXECUTOR_KEY_HEADER]: getExecutorKey() } }],
+      pollMs: 50,
+      log: () => {},
+    });
     try {
       await stopExecutor();
       await executor.start();
@@ -54,6 +59,31 @@ describe("embedded mode", () => {
       await executor.stop();
       await server.close();
     }
+  });
+});
+
+describe("embedded endpoints are Gatehouse's executor's alone", () => {
+  it("/api/inngest refuses to run or register functions without the executor key; /e/:key takes only that key", async () => {
+    const route = await import("@/app/api/inngest/route");
+    const events = await import("@/app/e/[key]/route");
+    const { EXECUTOR_KEY_HEADER, getExecutorKey } = await import("@/lib/security/executor-key");
+    const url = "http://127.0.0.1:3000/api/inngest?fnId=gatehouse-run-workflow&stepId=step";
+    const forged = JSON.stringify({ event: { name: "run/started", data: { runId: "run_x" } }, events: [], steps: {}, version: 2, ctx: {} });
+    const post = await (route.POST as unknown as FetchHandler)(new Request(url, { method: "POST", body: forged, headers: { "content-type": "application/json" } }));
+    expect(post.status).toBe(401);
+    const wrong = await (route.PUT as unknown as FetchHandler)(
+      new Request("http://127.0.0.1:3000/api/inngest", { method: "PUT", body: "{}", headers: { [EXECUTOR_KEY_HEADER]: "guess" } }),
+    );
+    expect(wrong.status).toBe(401);
+
+    const send = (key: string) =>
+      events.POST(new Request(`http://127.0.0.1:3000/e/${key}`, { method: "POST", body: JSON.stringify([{ name: "run/cancelled", data: { runId: "run_x" } }]) }), {
+        params: Promise.resolve({ key }),
+      });
+    expect((await send("NO_EVENT_KEY_SET")).status).toBe(401);
+    const ok = await send(getExecutorKey());
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ status: 200, ids: [expect.any(String)] });
   });
 });
 
