@@ -266,15 +266,22 @@ export const runWorkflow = inngest.createFunction(
 
         let verdict: Extract<ops.ValidateStepResult, { kind: "result" }> | null = null;
         if (!failure) {
-          await step.run(`validate:${attempt}:start`, () =>
+          const validationStart = await step.run(`validate:${attempt}:start`, () =>
             ops.startStage({ runId, stage: "validation", attempt, stepKey: `validate:${attempt}:start` }),
           );
+          let validationDeadline = deadline(validationStart.now, "validation");
           for (let t = 0; ; t++) {
             const key = `validate:${attempt}${t ? `:retry:${t}` : ""}`;
-            const result = await step.run(key, () => ops.validate({ runId, stepKey: key, plan: approvedPlan, attempt }));
+            const until = validationDeadline;
+            const result = await step.run(key, () => ops.validate({ runId, stepKey: key, plan: approvedPlan, attempt, deadline: until }));
             if (result.kind === "result") {
               verdict = result;
               break;
+            }
+            if (result.kind === "timeout") {
+              const resumed = await pauseUntilResumed(key, "timeout", `Validation ran over ${config.timeoutMinutes.validation} minutes.`, "validation");
+              validationDeadline = deadline(resumed.now, "validation");
+              continue;
             }
             await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "validation");
           }

@@ -206,7 +206,8 @@ export async function callModel<T>({
       await record({ context, modelId, attempt, status: "error", usage, latencyMs, error: c.message });
       const base = { modelId, stage: context.stage, attempts: attempt, statusCode: c.statusCode, cause: error };
       if (c.kind === "auth") {
-        const variable = PROVIDERS[provider].requiredEnv;
+        // The key is what a 401/403 is about; for an OpenAI-compatible server that is its optional API key, not its URL.
+        const variable = provider === "openai-compatible" ? "OPENAI_COMPATIBLE_API_KEY" : PROVIDERS[provider].requiredEnv;
         throw new ModelCallError({
           ...base,
           reason: "model_auth",

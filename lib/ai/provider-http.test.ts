@@ -117,7 +117,7 @@ describe("the real provider code path over HTTP", () => {
     const error = (await generate("http:401").catch((e: unknown) => e)) as ModelCallError;
     expect(error).toBeInstanceOf(ModelCallError);
     expect(error.reason).toBe("model_auth");
-    expect(error.message).toContain("OPENAI_COMPATIBLE_BASE_URL");
+    expect(error.message).toContain("OPENAI_COMPATIBLE_API_KEY");
     expect(server.requests).toHaveLength(1);
     expect(backoffs).toEqual([]);
   });

@@ -713,19 +713,25 @@ async function baseShaOf(runId: string): Promise<string | null> {
 
 export type ValidateStepResult =
   | { kind: "result"; passed: boolean; score: number; feedback: string; report: string; findings: unknown[]; now: number }
-  | { kind: "model_error"; reason: string; message: string; now: number };
+  | { kind: "model_error"; reason: string; message: string; now: number }
+  | { kind: "timeout"; now: number };
 
 export async function validate({
   runId,
   stepKey,
   plan: doc,
   attempt,
+  deadline,
 }: {
   runId: string;
   stepKey: string;
   plan: PlanDocument;
   attempt: number;
+  /** The validation stage's deadline (epoch ms): commands get at most the time left; past it the step reports a timeout. */
+  deadline?: number;
 }): Promise<ValidateStepResult> {
+  const left = deadline === undefined ? undefined : deadline - workflowClock.now();
+  if (left !== undefined && left <= 0) return { kind: "timeout", now: workflowClock.now() };
   const run = await loadRun({ runId });
   const base = await baseShaOf(runId);
   const sandbox = await attachSandbox({ ...sandboxOptions(run), diffBase: base ?? undefined });
@@ -737,6 +743,7 @@ export async function validate({
       sandbox,
       attempt,
       threshold: run.config.validation.scoreThreshold,
+      commandTimeoutMs: left === undefined ? undefined : Math.max(1_000, Math.min(left, 10 * 60_000)),
       modelId: run.config.modelRouting.validator,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
     });
@@ -744,6 +751,7 @@ export async function validate({
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
   }
+  if (deadline !== undefined && workflowClock.now() > deadline) return { kind: "timeout", now: workflowClock.now() };
   const report = redact(result.report);
   await append(runId, stepKey, [
     result.passed
