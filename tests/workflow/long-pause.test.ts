@@ -1,0 +1,33 @@
+import fs from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { getEnv } from "@/lib/env";
+import { query } from "@/lib/executor/store";
+import { launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+it("runs waiting for a person hold no sandbox and no executing function: they are parked rows in the database", async () => {
+  const { project } = await newProject(h.user);
+  const runs = [];
+  for (let i = 0; i < 5; i++) runs.push(await launch(h.user, project.id, `Park me ${i}`, { trustMode: { planning: "manual" } }));
+  for (const run of runs) await waitForStatus(run.id, ["awaiting_approval"]);
+
+  const status = await h.executor.status();
+  expect(status.inFlight).toBe(0);
+  const workspaces = path.join(getEnv().dataDir, "workspaces");
+  for (const run of runs) expect(fs.existsSync(path.join(workspaces, run.id))).toBe(false);
+  const parked = await query<{ status: string; n: number }>(
+    "SELECT status, count(*) AS n FROM executor_runs WHERE fn_id LIKE '%-run-workflow' AND json_extract(event, '$.data.runId') IN (" +
+      runs.map(() => "?").join(",") +
+      ") GROUP BY status",
+    runs.map((r) => r.id),
+  );
+  expect(parked).toEqual([{ status: "waiting", n: 5 }]);
+});
