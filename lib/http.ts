@@ -63,8 +63,6 @@ function checkSameOrigin(request: Request) {
 /** Read and validate a JSON body: 413 past the size limit, 400 for malformed JSON or a schema mismatch (naming fields). */
 export async function readJson<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
   const limit = getEnv().GATEHOUSE_MAX_BODY_BYTES;
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > limit) throw tooLarge(limit);
   const text = await readLimited(request, limit);
   let body: unknown;
   try {
@@ -104,8 +102,13 @@ function tooLarge(limit: number) {
   return new AppError("payload_too_large:api", `The request body is larger than ${limit} bytes.`);
 }
 
-async function readLimited(request: Request, limit: number): Promise<string> {
-  if (!request.body) return "";
+/**
+ * Read a request body, refusing it past `limit` bytes (by Content-Length up front, and while streaming) with `tooBig`.
+ * Raw bytes, so signature checks (webhooks) see exactly what was sent.
+ */
+export async function readBodyLimited(request: Request, limit: number, tooBig: () => Error): Promise<Buffer> {
+  if (Number(request.headers.get("content-length") ?? "0") > limit) throw tooBig();
+  if (!request.body) return Buffer.alloc(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
@@ -115,11 +118,15 @@ async function readLimited(request: Request, limit: number): Promise<string> {
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => {});
-      throw tooLarge(limit);
+      throw tooBig();
     }
     chunks.push(value);
   }
-  return Buffer.concat(chunks).toString("utf8");
+  return Buffer.concat(chunks);
+}
+
+async function readLimited(request: Request, limit: number): Promise<string> {
+  return (await readBodyLimited(request, limit, () => tooLarge(limit))).toString("utf8");
 }
 
 export function json(data: unknown, init?: ResponseInit): Response {

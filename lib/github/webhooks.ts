@@ -4,6 +4,7 @@ import { getDb } from "@/lib/db";
 import { githubDeliveries } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
+import { readBodyLimited } from "@/lib/http";
 
 /*
  * Receiving GitHub webhooks: the X-Hub-Signature-256 HMAC over the exact bytes received, compared in constant time,
@@ -25,24 +26,8 @@ export function verifySignature({ secret, payload, signature }: { secret: string
   return expected.length === given.length && crypto.timingSafeEqual(expected, given);
 }
 
-export async function readRawBody(request: Request): Promise<Buffer> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_PAYLOAD_BYTES) throw new AppError("payload_too_large:github");
-  if (!request.body) return Buffer.alloc(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_PAYLOAD_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new AppError("payload_too_large:github");
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
+export function readRawBody(request: Request): Promise<Buffer> {
+  return readBodyLimited(request, MAX_PAYLOAD_BYTES, () => new AppError("payload_too_large:github"));
 }
 
 export type ReceivedWebhook = { deliveryId: string; event: string; action: string | null; payload: Record<string, unknown> };

@@ -18,7 +18,9 @@ import {
   runValidator,
   startImplementer,
   type ImplementerState,
+  type ImplementerTurnResult,
   type Plan,
+  type PlannerResult,
 } from "@/lib/agents";
 import { extractConstraints } from "@/lib/mermaid";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
@@ -189,19 +191,14 @@ export async function completeStage({ runId, stage, stepKey }: { runId: string; 
 // ---------------------------------------------------------------------------------------------------------------------
 // Planning
 
+/** A step's result carries the time it finished (from workflowClock), so stage deadlines replay deterministically. */
+type WithNow<T> = T & { now: number };
+
 export type PlanStepResult =
-  | { kind: "plan"; plan: PlanDocument; diagramsProduced: number; now: number }
-  | {
-      kind: "clarification";
-      question: string;
-      context: string | null;
-      options: string[];
-      responseType: "text" | "single_choice";
-      diagramsProduced: number;
-      now: number;
-    }
-  | { kind: "invalid"; message: string; diagramsProduced: number; now: number }
-  | { kind: "model_error"; reason: string; message: string; now: number };
+  | WithNow<{ kind: "plan"; plan: PlanDocument; diagramsProduced: number }>
+  | WithNow<Extract<PlannerResult, { kind: "clarification" }>>
+  | WithNow<{ kind: "invalid"; message: string; diagramsProduced: number }>
+  | WithNow<{ kind: "model_error"; reason: string; message: string }>;
 
 async function repositoryFiles(repoPath: string, ref: string): Promise<string[]> {
   const out = await git(repoPath, ["ls-tree", "-r", "--name-only", ref], { allowFailure: true });
@@ -573,18 +570,8 @@ export function applyAnswer(state: ImplementerState, answer: string): Implemente
 }
 
 export type TurnStepResult =
-  | { kind: "continue" | "done"; state: ImplementerState; now: number }
-  | {
-      kind: "clarification";
-      state: ImplementerState;
-      question: string;
-      options: string[];
-      context: string | null;
-      responseType: "text" | "single_choice";
-      now: number;
-    }
-  | { kind: "failure"; state: ImplementerState; reason: string; message: string; now: number }
-  | { kind: "model_error"; reason: string; message: string; now: number };
+  | WithNow<ImplementerTurnResult>
+  | WithNow<{ kind: "model_error"; reason: string; message: string }>;
 
 export async function implementTurn({
   runId,
@@ -646,23 +633,10 @@ export async function implementTurn({
   }
   if (events.length) await append(runId, stepKey, events);
   const now = workflowClock.now();
-  switch (result.kind) {
-    case "continue":
-    case "done":
-      return { kind: result.kind, state: result.state, now };
-    case "clarification":
-      return {
-        kind: "clarification",
-        state: result.state,
-        question: result.question,
-        options: result.options,
-        context: result.context,
-        responseType: result.responseType,
-        now,
-      };
-    case "failure":
-      return { kind: "failure", state: result.state, reason: result.reason, message: redact(result.message), now };
-  }
+  // What the model said is stored as the step's result: redact it like everything else that is kept.
+  if (result.kind === "failure") return { ...result, message: redact(result.message), now };
+  if (result.kind === "done") return { ...result, summary: redact(result.summary), now };
+  return { ...result, now };
 }
 
 /**
