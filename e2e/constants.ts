@@ -2,3 +2,5 @@
 export const E2E_PORT = 3217;
 export const E2E_ADMIN_PASSWORD = "e2e-owner-password";
 export const E2E_ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
+/** Signs the GitHub webhook deliveries e2e/github-connect.spec.ts posts. */
+export const E2E_GITHUB_WEBHOOK_SECRET = "e2e-github-webhook-secret";

@@ -16,6 +16,7 @@ import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/runs/markdown";
 import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
+import { emptyGitHubPick, GitHubRepositoryPicker, useInstallationRepositories, validateGitHubPick, type GitHubPick } from "./github-repository-picker";
 
 function repoLabel(p: Project) {
   return p.repository.type === "local" ? p.repository.path : `github.com/${p.repository.owner}/${p.repository.repo}`;
@@ -163,8 +164,9 @@ function CreateProject() {
   const [type, setType] = useState<"local" | "github">("local");
   const [name, setName] = useState("");
   const [path, setPath] = useState("");
-  const [owner, setOwner] = useState("");
-  const [repo, setRepo] = useState("");
+  const [github, setGithub] = useState<GitHubPick>(emptyGitHubPick);
+  const repositories = useInstallationRepositories({ enabled: type === "github" });
+  const listed = !!repositories.data?.repositories.length;
   const [errors, setErrors] = useState<Record<string, string>>({});
   const create = useMutation({
     mutationFn: (body: unknown) => apiSend<{ project: Project }>("/api/projects", body),
@@ -172,8 +174,7 @@ function CreateProject() {
       toast.success(`Project ${project.name} created`);
       setName("");
       setPath("");
-      setOwner("");
-      setRepo("");
+      setGithub(emptyGitHubPick);
       await queryClient.invalidateQueries({ queryKey: runKeys.projects });
     },
   });
@@ -182,13 +183,16 @@ function CreateProject() {
     const found: Record<string, string> = {};
     if (!name.trim()) found.name = "Give the project a name.";
     if (type === "local" && !path.trim().startsWith("/")) found.path = "Enter the absolute path of a git repository on the server.";
-    if (type === "github" && !owner.trim()) found.owner = "Enter the GitHub owner.";
-    if (type === "github" && !repo.trim()) found.repo = "Enter the repository name.";
+    if (type === "github") Object.assign(found, validateGitHubPick({ pick: github, listed }));
     setErrors(found);
     if (Object.keys(found).length) return;
+    const { owner, repo, installationId } = github;
     create.mutate({
       name: name.trim(),
-      repository: type === "local" ? { type, path: path.trim() } : { type, owner: owner.trim(), repo: repo.trim() },
+      repository:
+        type === "local"
+          ? { type, path: path.trim() }
+          : { type, owner: owner.trim(), repo: repo.trim(), ...(github.manual || !installationId ? {} : { installationId }) },
     });
   };
   const err = (k: string) => errors[k] && <p className="text-destructive text-xs">{errors[k]}</p>;
@@ -229,18 +233,15 @@ function CreateProject() {
               {err("path")}
             </div>
           ) : (
-            <div className="grid grid-cols-2 gap-2">
-              <div className="grid gap-2">
-                <Label htmlFor="project-owner">Owner</Label>
-                <Input id="project-owner" value={owner} onChange={(e) => setOwner(e.target.value)} aria-invalid={!!errors.owner} />
-                {err("owner")}
-              </div>
-              <div className="grid gap-2">
-                <Label htmlFor="project-repo">Repository</Label>
-                <Input id="project-repo" value={repo} onChange={(e) => setRepo(e.target.value)} aria-invalid={!!errors.repo} />
-                {err("repo")}
-              </div>
-            </div>
+            <GitHubRepositoryPicker
+              value={github}
+              onChange={(next) => {
+                setGithub(next);
+                // A new choice answers the repository errors of the last submit; the name's stays until it is fixed.
+                setErrors(({ name: nameError }): Record<string, string> => (nameError ? { name: nameError } : {}));
+              }}
+              errors={errors}
+            />
           )}
           {create.error && (
             <Alert variant="destructive">
