@@ -38,6 +38,9 @@ export async function run() {
   const cpu = process.cpuUsage(cpu0);
   const wallMs = performance.now() - t0;
   const status = await h.executor.status();
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  const heapMiB = process.memoryUsage().heapUsed / 2 ** 20;
   const workspaces = fs.existsSync(path.join(dir, "workspaces")) ? fs.readdirSync(path.join(dir, "workspaces")).length : 0;
 
   printTable([
@@ -47,6 +50,7 @@ export async function run() {
     { measure: "CPU while all wait (% of one core, 10 s window)", value: fmt(((cpu.user + cpu.system) / 1000 / wallMs) * 100, 2) },
     { measure: "executor runs in flight while waiting", value: status.inFlight },
     { measure: "sandboxes (worktrees) held while waiting", value: workspaces },
+    { measure: gc ? "JS heap after GC (MiB)" : "JS heap (MiB; run with NODE_OPTIONS=--expose-gc for after-GC)", value: fmt(heapMiB, 0) },
     { measure: "RSS (MiB)", value: fmt(process.memoryUsage().rss / 2 ** 20, 0) },
   ]);
   await h.close();

@@ -58,7 +58,8 @@ export const runWorkflow = inngest.createFunction(
         await step.waitForEvent(`${key}:wait:${i}`, {
           event: announcement,
           timeout: RECHECK_AFTER,
-          if: `async.data.runId == '${runId}'`,
+          // One shared expression (event.data.runId == async.data.runId) rather than one per run with its id inlined.
+          match: "data.runId",
         });
       }
     }

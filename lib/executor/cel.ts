@@ -18,15 +18,22 @@ export class CelExpressionError extends Error {
   }
 }
 
+/** Compiled programs are large (tens of KB); keep the most recently used few hundred. */
+const CACHE_LIMIT = 500;
+
 function compile(expression: string): Program {
   let program = cache.get(expression);
-  if (!program) {
+  if (program) {
+    // Map keeps insertion order: re-inserting marks it most recently used.
+    cache.delete(expression);
+    cache.set(expression, program);
+  } else {
     try {
       program = plan(env, parse(expression)) as unknown as Program;
     } catch (err) {
       throw new CelExpressionError(expression, err);
     }
-    if (cache.size > 5000) cache.clear();
+    if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!);
     cache.set(expression, program);
   }
   return program;

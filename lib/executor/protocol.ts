@@ -94,7 +94,6 @@ export async function callFunction({
 }
 
 async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
-  const signal = AbortSignal.timeout(timeoutMs);
   if (target.headers) {
     const merged = new Headers(init.headers);
     for (const [k, v] of Object.entries(target.headers)) merged.set(k, v);
@@ -104,17 +103,20 @@ async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: n
     // Serve handlers build their own URL from the Host header, as they would behind a socket.
     const headers = new Headers(init.headers);
     headers.set("host", url.host);
-    const request = new Request(url, { ...init, headers, signal });
-    // The in-process handler cannot be aborted; race it against the same timeout so a hung function still frees us.
-    return await Promise.race([
-      target.handler(request),
-      new Promise<never>((_, reject) => {
-        const onAbort = () => reject(new Error(`timed out after ${timeoutMs} ms`));
-        if (signal.aborted) onAbort();
-        else signal.addEventListener("abort", onAbort, { once: true });
-      }),
-    ]);
+    const request = new Request(url, { ...init, headers });
+    // The in-process handler cannot be aborted; race it against a timer so a hung function still frees us, and clear
+    // the timer when the call settles — a pending timer would keep the whole call (and its run) in memory until it fired.
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([target.handler(request), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
+  const signal = AbortSignal.timeout(timeoutMs);
   return await fetch(url, { ...init, signal });
 }
 
