@@ -1,4 +1,5 @@
 import { expect, test } from "@playwright/test";
+import { E2E_ADMIN_PASSWORD } from "./constants";
 import { authHeaders, createProject, signIn } from "./helpers";
 
 test("the built app starts and the runs page renders in Chromium after signing in", async ({ page, request }) => {
@@ -23,4 +24,13 @@ test("an unauthenticated API call gets a typed 401", async ({ request }) => {
   const response = await request.get("/api/runs");
   expect(response.status()).toBe(401);
   expect(await response.json()).toMatchObject({ error: { code: "unauthorized:auth" } });
+});
+
+test("signing in returns you to the page you asked for", async ({ page }) => {
+  await page.goto("/projects?from=link");
+  await expect(page).toHaveURL(/\/signin\?callbackUrl=%2Fprojects%3Ffrom%3Dlink/);
+  await page.getByLabel("Password").fill(E2E_ADMIN_PASSWORD);
+  await page.getByTestId("sign-in").click();
+  await expect(page).toHaveURL(/\/projects\?from=link$/);
+  await expect(page.getByTestId("current-user")).toBeVisible();
 });

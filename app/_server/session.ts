@@ -4,11 +4,14 @@ import { redirect } from "next/navigation";
 import { getUserFromHeaders, type SessionUser } from "@/lib/auth/guard";
 
 /** The signed-in user for a page, or a redirect to the sign-in page. */
-export async function requirePageUser(callbackPath = "/"): Promise<SessionUser> {
+export async function requirePageUser(callbackPath?: string): Promise<SessionUser> {
   const h = await headers();
+  // Set by proxy.ts; only same-site paths are ever used as the target after sign-in.
+  const asked = h.get("x-gatehouse-path");
+  const target = callbackPath ?? (asked && asked.startsWith("/") && !asked.startsWith("//") ? asked : "/");
   const host = h.get("x-forwarded-host") ?? h.get("host") ?? "127.0.0.1";
   const proto = h.get("x-forwarded-proto") ?? "http";
   const user = await getUserFromHeaders(h, `${proto}://${host}`);
-  if (!user) redirect(`/signin?callbackUrl=${encodeURIComponent(callbackPath)}`);
+  if (!user) redirect(`/signin?callbackUrl=${encodeURIComponent(target)}`);
   return user;
 }
