@@ -95,3 +95,20 @@ describe("appendEvents with a step key", () => {
     expect(await replay({ runId: run.id })).toEqual(await getRunState({ id: run.id }));
   });
 });
+
+describe("secrets in events", () => {
+  it("are redacted before an event is stored, whoever appends it", async () => {
+    const run = await newRun();
+    const leaked = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+    await appendEvents(run.id, [
+      { type: "RUN_STARTED", payload: {} },
+      { type: "RUN_FAILED", payload: { reason: `the model printed ${leaked} and -----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----` } },
+    ]);
+    const [, , failed] = await listEvents({ runId: run.id });
+    const reason = (failed!.payload as { reason: string }).reason;
+    expect(reason).not.toContain(leaked);
+    expect(reason).not.toContain("MIIE");
+    expect(reason).toContain("[REDACTED:openai-key]");
+    expect((await getRunState({ id: run.id }))?.error).toBe(reason);
+  });
+});

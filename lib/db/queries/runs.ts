@@ -3,6 +3,7 @@ import { getDb, write, type Tx } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { newId, slugify } from "@/lib/ids";
+import { redactDeep } from "@/lib/security/redact";
 import {
   apply,
   IllegalTransitionError,
@@ -167,7 +168,9 @@ export async function appendEventsTx(
   const stored: StoredRunEvent[] = [];
   for (const input of events) {
     const sequence = state.lastSequence + 1;
-    const payload = options.stepKey ? { ...input.payload, stepKey: options.stepKey } : input.payload;
+    // Every event passes the redaction filter on its way into the log: a secret in model or command output never lands.
+    const redacted = redactDeep(input.payload);
+    const payload = options.stepKey ? { ...redacted, stepKey: options.stepKey } : redacted;
     const event = { ...input, payload, timestamp: options.timestamp ?? Date.now() } as RunEvent;
     try {
       state = apply(state, event, { runId, sequence });
