@@ -4,7 +4,7 @@ import { clarificationAnswered, gateDecided, runCancelled, runFinished, runResum
 import * as ops from "@/lib/runs/workflow-ops";
 import * as githubOps from "@/lib/runs/github-ops";
 import type { PlanDocument, Stage } from "@/lib/workflow";
-import type { ImplementerState } from "@/lib/agents";
+import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
 
 /**
  * One coding request: plan → (gate) → implement → validate → deliver, as one durable function. Every side effect runs
@@ -84,7 +84,7 @@ export const runWorkflow = inngest.createFunction(
     async function clarify(
       key: string,
       stage: Stage,
-      question: { question: string; context: string | null; options: string[]; responseType: "text" | "single_choice" },
+      question: { question: string; context: string | null; options: string[]; responseType: ClarificationResponseType },
     ): Promise<string> {
       const asked = await step.run(`${key}:ask`, () => ops.ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
       let answer: string;

@@ -158,6 +158,72 @@ describe("implementer", () => {
     expect(await sandbox.readFile("src/a.ts")).toBe("blue");
   });
 
+  it("asks each response type: defaults from the options, multiple choice, file, and a choice without options as text", async () => {
+    const ask = async (input: Record<string, unknown>) => {
+      const { model } = script([{ toolCalls: [call("request_clarification", input)] }]);
+      const r = await implementerTurn({ state: startImplementer({ plan: threeTodos, request: "x" }), sandbox, modelId: "demo:scripted", model, context: {} });
+      if (r.kind !== "clarification") throw new Error(`expected a clarification, got ${r.kind}`);
+      // The type survives the durable step's JSON round trip and is what a replayed (waiting) turn returns.
+      const replayed = await implementerTurn({ state: JSON.parse(JSON.stringify(r.state)), sandbox, modelId: "demo:scripted", model, context: {} });
+      expect(replayed).toMatchObject({ kind: "clarification", responseType: r.responseType, options: r.options });
+      return { question: r.question, options: r.options, responseType: r.responseType };
+    };
+    expect(await ask({ question: "Name?" })).toEqual({ question: "Name?", options: [], responseType: "text" });
+    expect(await ask({ question: "Colour?", options: ["red", "blue"] })).toEqual({ question: "Colour?", options: ["red", "blue"], responseType: "single_choice" });
+    expect(await ask({ question: "Which parts?", options: ["api", "web", "docs"], responseType: "multiple_choice" })).toEqual({
+      question: "Which parts?",
+      options: ["api", "web", "docs"],
+      responseType: "multiple_choice",
+    });
+    expect(await ask({ question: "Upload the spec", responseType: "file" })).toEqual({ question: "Upload the spec", options: [], responseType: "file" });
+    // Options belong to choices: a file or free-text question drops them, and a choice with none becomes free text.
+    expect(await ask({ question: "Spec?", options: ["a"], responseType: "file" })).toMatchObject({ options: [], responseType: "file" });
+    expect(await ask({ question: "Why?", options: ["a"], responseType: "text" })).toMatchObject({ options: [], responseType: "text" });
+    expect(await ask({ question: "Pick", options: [" "], responseType: "multiple_choice" })).toMatchObject({ options: [], responseType: "text" });
+  });
+
+  it("a multiple-choice or file answer reaches the model as the tool result", async () => {
+    for (const [input, answer] of [
+      [{ question: "Which parts?", options: ["api", "web", "docs"], responseType: "multiple_choice" }, "api, docs"],
+      [{ question: "Upload the spec", responseType: "file" }, "File spec.md:\n# Spec\nJSON only."],
+    ] as const) {
+      const { model, seen } = script([{ toolCalls: [call("request_clarification", input)] }, { text: "ok" }]);
+      const asked = await implementerTurn({ state: startImplementer({ plan: threeTodos, request: "x" }), sandbox, modelId: "demo:scripted", model, context: {} });
+      expect(asked.kind).toBe("clarification");
+      const resumed = answerClarification(JSON.parse(JSON.stringify(asked.state)), answer);
+      expect(resumed).toMatchObject({ status: "running", pendingClarification: null });
+      await implementerTurn({ state: resumed, sandbox, modelId: "demo:scripted", model, context: {} });
+      expect(JSON.stringify(seen[1]!.prompt)).toContain(JSON.stringify({ question: input.question, answer }));
+    }
+  });
+
+  it("an unknown response type is refused to the model as a tool error, not asked", async () => {
+    const { model, seen } = script([
+      { toolCalls: [call("request_clarification", { question: "Which?", responseType: "checkboxes" })] },
+      { toolCalls: [call("request_clarification", { question: "Which?", options: ["a", "b"], responseType: "multiple_choice" })] },
+    ]);
+    const first = await implementerTurn({ state: startImplementer({ plan: threeTodos, request: "x" }), sandbox, modelId: "demo:scripted", model, context: {} });
+    expect(first).toMatchObject({ kind: "continue", state: { status: "running", pendingClarification: null } });
+    const error = first.state.messages.at(-1)!;
+    expect(error.role).toBe("tool");
+    expect(JSON.stringify(error.content)).toContain("responseType");
+    const second = await implementerTurn({ state: first.state, sandbox, modelId: "demo:scripted", model, context: {} });
+    expect(second).toMatchObject({ kind: "clarification", responseType: "multiple_choice", options: ["a", "b"] });
+    expect(seen).toHaveLength(2);
+  });
+
+  it("a question stored before questions had a type keeps its old meaning (options → single choice)", async () => {
+    const { model, seen } = script([{ text: "unused" }]);
+    const legacy: ImplementerState = {
+      ...startImplementer({ plan: threeTodos, request: "x" }),
+      status: "awaiting_clarification",
+      pendingClarification: { toolCallId: "call_0_0", question: "Colour?", options: ["red", "blue"], context: null },
+    };
+    const r = await implementerTurn({ state: legacy, sandbox, modelId: "demo:scripted", model, context: {} });
+    expect(r).toMatchObject({ kind: "clarification", question: "Colour?", responseType: "single_choice" });
+    expect(seen).toHaveLength(0);
+  });
+
   it("edit_file refuses an ambiguous search, telling the model how to fix it", async () => {
     await sandbox.writeFile("src/dup.ts", "x\nx\n");
     const { model } = script([{ toolCalls: [call("edit_file", { path: "src/dup.ts", search: "x", replace: "y" })] }]);

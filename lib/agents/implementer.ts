@@ -4,7 +4,14 @@ import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact } from "@/lib/security/redact";
 import { describePlan, type Plan } from "./plan";
-import { implementerTools, REQUEST_CLARIFICATION, type Todo, type ToolContext } from "./tools";
+import {
+  clarificationResponseType,
+  implementerTools,
+  REQUEST_CLARIFICATION,
+  type ClarificationResponseType,
+  type Todo,
+  type ToolContext,
+} from "./tools";
 
 /**
  * The implementer as one model turn at a time: `implementerTurn({state})` makes one model call, runs the tools it asked
@@ -24,7 +31,14 @@ export type ImplementerState = {
   idleTurns: number;
   /** Tool call signature → times seen since the last progress (loop detection). */
   repeats: Record<string, number>;
-  pendingClarification: { toolCallId: string; question: string; options: string[]; context: string | null } | null;
+  pendingClarification: {
+    toolCallId: string;
+    question: string;
+    options: string[];
+    context: string | null;
+    /** Absent in states stored before questions had a type: then derived from the options. */
+    responseType?: ClarificationResponseType;
+  } | null;
   filesChanged: string[];
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
@@ -40,7 +54,7 @@ export type ImplementerTurnResult =
       question: string;
       options: string[];
       context: string | null;
-      responseType: "text" | "single_choice";
+      responseType: ClarificationResponseType;
     }
   | { kind: "failure"; state: ImplementerState; reason: ImplementerFailureReason; message: string };
 
@@ -141,7 +155,7 @@ function clarificationResult(state: ImplementerState): ImplementerTurnResult {
     question: p.question,
     options: p.options,
     context: p.context,
-    responseType: p.options.length ? "single_choice" : "text",
+    responseType: p.responseType ?? clarificationResponseType(undefined, p.options),
   };
 }
 
@@ -234,7 +248,7 @@ export async function implementerTurn({
   // Loop detection: identical calls counted since the last real change.
   const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
   for (const call of calls) {
-    if (call.toolName === REQUEST_CLARIFICATION) continue;
+    if (call.toolName === REQUEST_CLARIFICATION && !call.invalid) continue;
     const key = `${call.toolName}:${stable(call.input)}`;
     repeats[key] = (repeats[key] ?? 0) + 1;
     if (repeats[key] >= LOOP_REPEATS) {
@@ -247,10 +261,15 @@ export async function implementerTurn({
   }
   next = { ...next, repeats, idleTurns: 0 };
 
-  const asks = calls.filter((c) => c.toolName === REQUEST_CLARIFICATION);
+  // An ask whose input failed the schema already has its error as the tool result; the model corrects it next turn.
+  const asks = calls.filter((c) => c.toolName === REQUEST_CLARIFICATION && !c.invalid);
   if (asks.length > 0) {
     const [ask, ...extra] = asks;
-    const input = ask!.input as { question: string; options?: string[]; context?: string };
+    const input = ask!.input as { question: string; options?: string[]; responseType?: ClarificationResponseType; context?: string };
+    const offered = (input.options ?? []).filter((o) => o.trim());
+    const responseType = clarificationResponseType(input.responseType, offered);
+    // Options belong to choices only: a free-text or file question shows none.
+    const options = responseType === "single_choice" || responseType === "multiple_choice" ? offered : [];
     if (extra.length) {
       // One question at a time; the others get an answer the model can act on.
       next.messages.push({
@@ -269,8 +288,9 @@ export async function implementerTurn({
       pendingClarification: {
         toolCallId: ask!.toolCallId,
         question: input.question,
-        options: (input.options ?? []).filter((o) => o.trim()),
+        options,
         context: input.context ?? null,
+        responseType,
       },
     };
     return clarificationResult(next);

@@ -10,7 +10,7 @@ export {
 export { changedFilesOfDiff, commandArgv, inScope, workspacePath } from "./paths";
 export { describePlan, planScope, plannerOutputSchema, type AcceptanceCriterion, type Plan, type PlanTask } from "./plan";
 export { PlannerError, runPlanner, type PlannerInput, type PlannerResult } from "./planner";
-export { implementerTools, type Todo } from "./tools";
+export { CLARIFICATION_RESPONSE_TYPES, implementerTools, type ClarificationResponseType, type Todo } from "./tools";
 export {
   DEFAULT_SCORE_THRESHOLD,
   reviewSchema,

@@ -44,6 +44,20 @@ function noteChange(ctx: ToolContext, path: string) {
 
 export const REQUEST_CLARIFICATION = "request_clarification";
 
+/** How a person answers a clarification; the run page has a form for each. */
+export const CLARIFICATION_RESPONSE_TYPES = ["text", "single_choice", "multiple_choice", "file"] as const;
+export type ClarificationResponseType = (typeof CLARIFICATION_RESPONSE_TYPES)[number];
+
+/**
+ * The response type a question is asked with: the one requested, by default single choice with options and free text
+ * without. A choice needs options (without any it becomes free text); free text and files take no options.
+ */
+export function clarificationResponseType(requested: ClarificationResponseType | undefined, options: string[]): ClarificationResponseType {
+  const type = requested ?? (options.length ? "single_choice" : "text");
+  if ((type === "single_choice" || type === "multiple_choice") && !options.length) return "text";
+  return type;
+}
+
 export function implementerTools(ctx: ToolContext) {
   return {
     list_files: tool({
@@ -144,10 +158,14 @@ export function implementerTools(ctx: ToolContext) {
     // No execute: the turn ends and the workflow asks a human; the answer comes back as this call's result.
     [REQUEST_CLARIFICATION]: tool({
       description:
-        "Ask the person who made the request a question you cannot answer from the repository. Give options for a single choice; omit them for a free-text answer. Use sparingly.",
+        "Ask the person who made the request a question you cannot answer from the repository. Give options for a single choice; omit them for a free-text answer. Set responseType to \"multiple_choice\" (with options) to let them pick several, or to \"file\" to ask them to upload a file (you receive its name and text). Use sparingly.",
       inputSchema: z.object({
         question: z.string().min(1),
-        options: z.array(z.string()).optional(),
+        options: z.array(z.string()).optional().describe("The choices, for single_choice or multiple_choice"),
+        responseType: z
+          .enum(CLARIFICATION_RESPONSE_TYPES)
+          .optional()
+          .describe("Default: single_choice when options are given, else text"),
         context: z.string().optional(),
       }),
     }),

@@ -17,6 +17,7 @@ import {
   runPlanner,
   runValidator,
   startImplementer,
+  type ClarificationResponseType,
   type ImplementerState,
   type ImplementerTurnResult,
   type Plan,
@@ -435,7 +436,7 @@ export async function ask({
   question: string;
   context: string | null;
   options: string[];
-  responseType: "text" | "single_choice" | "multiple_choice" | "file";
+  responseType: ClarificationResponseType;
 }): Promise<{ kind: "clarification"; clarificationId: string; tree: string | null } | { kind: "escalation"; gateId: string; tree: string | null }> {
   const run = await loadRun({ runId });
   const state = await getRunState({ id: runId });

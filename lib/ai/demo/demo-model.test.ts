@@ -25,16 +25,19 @@ async function plan(input: PlannerInput, key = "plan"): Promise<ReturnType<typeo
   return runPlanner({ input, modelId: DEMO, context: { stepKey: `${runKey}:${key}` } });
 }
 
-/** Drive the implementer turn by turn as the workflow would, answering questions with `answer`. */
-async function implement(p: Plan, request: string, answer?: string) {
+/**
+ * Drive the implementer turn by turn as the workflow would, answering questions with `answer` (or, per question, with
+ * what `answer` returns: the text the workflow gives the agent).
+ */
+async function implement(p: Plan, request: string, answer?: string | ((question: string) => string)) {
   let state: ImplementerState = startImplementer({ plan: p, request });
-  const questions: Array<{ question: string; options: string[] }> = [];
+  const questions: Array<{ question: string; options: string[]; responseType: string }> = [];
   for (let i = 0; i < 30; i++) {
     const r = await implementerTurn({ state, sandbox, modelId: DEMO, context: { stepKey: `${runKey}:impl:${i}` } });
     state = JSON.parse(JSON.stringify(r.state));
     if (r.kind === "clarification") {
-      questions.push({ question: r.question, options: r.options });
-      state = answerClarification(state, answer);
+      questions.push({ question: r.question, options: r.options, responseType: r.responseType });
+      state = answerClarification(state, typeof answer === "function" ? answer(r.question) : answer);
       continue;
     }
     if (r.kind !== "continue") return { result: r, questions, turns: i + 1 };
@@ -108,7 +111,7 @@ describe("demo model: a full planner → implementer → validator pass", () => 
     ]);
 
     const { result, questions } = await implement(planned.plan, request, "French");
-    expect(questions).toEqual([{ question: "Which language?", options: ["English", "French"] }]);
+    expect(questions).toEqual([{ question: "Which language?", options: ["English", "French"], responseType: "single_choice" }]);
     expect(result.kind).toBe("done");
     expect(result.state.todos.every((t) => t.status === "done")).toBe(true);
     expect(await sandbox.readFile("src/greet.ts")).toBe('export const greet = (name: string) => `Hello, ${name}!`;\n');
@@ -124,6 +127,44 @@ describe("demo model: a full planner → implementer → validator pass", () => 
     const second = await validate(planned.plan, request, 2);
     expect(second.passed).toBe(true);
     expect(second.changedFiles).toEqual(["docs/requests/greeting-module.md", "src/greet.ts", "src/index.ts"]);
+  });
+
+  it("[ask-multi:] asks one multiple choice and [ask-file:] one file; both answers land in the note", async () => {
+    const request = ["Split the app", "[ask-multi: Which parts? | api | web | docs]", "[ask-file: Upload the spec]", "[ask: Why?]"].join("\n");
+    const planned = await plan({ request });
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    const spec = ["# Spec", "", ...Array.from({ length: 14 }, (_, i) => `Line ${i + 1}`)].join("\n");
+    const answers: Record<string, string> = {
+      // What the workflow hands the agent: choices joined, a file as "File <name>:\n<content>".
+      "Which parts?": "api, docs",
+      "Upload the spec": `File spec.md:\n${spec}\n`,
+      "Why?": "Because",
+    };
+    const { result, questions } = await implement(planned.plan, request, (q) => answers[q]!);
+    expect(questions).toEqual([
+      { question: "Which parts?", options: ["api", "web", "docs"], responseType: "multiple_choice" },
+      { question: "Upload the spec", options: [], responseType: "file" },
+      { question: "Why?", options: [], responseType: "text" },
+    ]);
+    expect(result.kind).toBe("done");
+    const note = await sandbox.readFile("docs/requests/split-the-app.md");
+    expect(note).toContain("- **Which parts?** — api, docs\n");
+    // The file: its name and first ten lines, quoted; the rest is left out.
+    expect(note).toContain("- **Upload the spec** — file `spec.md` (first 10 of 16 lines):\n\n  > # Spec\n  >\n  > Line 1\n");
+    expect(note).toContain("  > Line 8\n\n");
+    expect(note).not.toContain("Line 9");
+    expect(note).toContain("- **Why?** — Because\n");
+    expect(note).not.toMatch(/\[ask/);
+  });
+
+  it("a short file is quoted whole; an answer that is not a file (an escalation's notes) is kept as text", async () => {
+    const request = "Docs\n[ask-file: Upload the spec]";
+    const planned = await plan({ request });
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    await implement(planned.plan, request, "File notes.txt:\nonly line");
+    expect(await sandbox.readFile("docs/requests/docs.md")).toContain("- **Upload the spec** — file `notes.txt`:\n\n  > only line\n");
+    await implement(planned.plan, request, "No file; use the README");
+    expect(await sandbox.readFile("docs/requests/docs.md")).toContain("- **Upload the spec** — No file; use the README\n");
   });
 
   it("[invalid-mermaid: 2] ends planning in a typed failure; the next planning attempt succeeds", async () => {
@@ -160,5 +201,19 @@ describe("demo instruction syntax", () => {
       files: [{ path: "a/b.txt", content: "line\n" }],
     });
     expect(ins.description).toBe("# Fix: the login   bug!\n\nrest");
+  });
+
+  it("parses [ask-multi:] and [ask-file:] in request order, each with its response type", () => {
+    const ins = parseInstructions(
+      "Parts\n[ask-file: Upload the spec]\n[ask-multi: Which parts? | api |  | web | docs ]\n[ask: Colour? | red | blue]\n[ask-file:  ]\n[ask-multi: Empty]",
+    );
+    expect(ins.asks).toEqual([
+      { question: "Upload the spec", options: [], responseType: "file" },
+      { question: "Which parts?", options: ["api", "web", "docs"], responseType: "multiple_choice" },
+      { question: "Colour?", options: ["red", "blue"], responseType: "single_choice" },
+      // A multiple choice without options is still asked; the implementer's tool turns it into free text.
+      { question: "Empty", options: [], responseType: "multiple_choice" },
+    ]);
+    expect(ins.description).toBe("Parts");
   });
 });

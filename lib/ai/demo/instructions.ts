@@ -3,14 +3,20 @@
  *   ```file:<path>            → the implementer writes that file with that content
  *   [plan-ask: <question>]    → the planner asks that clarification before planning
  *   [ask: <q> | <opt> | <opt>] → the implementer asks once (single choice with options, free text without)
+ *   [ask-multi: <q> | <opt> | …] → the implementer asks once as a multiple choice
+ *   [ask-file: <q>]           → the implementer asks once for a file
  *   [fail-validation: N]      → the first N validations fail with a minor finding
  *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
  */
 
+/** How the implementer asks a demo question (the request_clarification tool's response types). */
+export type DemoAskType = "text" | "single_choice" | "multiple_choice" | "file";
+
 export type DemoInstructions = {
   files: Array<{ path: string; content: string }>;
   planAsks: string[];
-  asks: Array<{ question: string; options: string[] }>;
+  /** In the order they appear in the request, whatever their marker. */
+  asks: Array<{ question: string; options: string[]; responseType: DemoAskType }>;
   failValidation: number;
   invalidMermaid: number;
   /** The request with markers and file blocks removed. */
@@ -21,7 +27,7 @@ export type DemoInstructions = {
 };
 
 const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
-const MARKER = /\[(plan-ask|ask|fail-validation|invalid-mermaid):([^\]]*)\]/g;
+const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid):([^\]]*)\]/g;
 
 export function slugify(text: string): string {
   const slug = text
@@ -53,10 +59,13 @@ export function parseInstructions(request: string): DemoInstructions {
   const description = withoutFiles
     .replace(MARKER, (_all, kind: string, body: string) => {
       if (kind === "plan-ask" && body.trim()) planAsks.push(body.trim());
-      if (kind === "ask") {
-        const [question = "", ...options] = body.split("|").map((s) => s.trim());
-        if (question) asks.push({ question, options: options.filter(Boolean) });
+      if (kind === "ask" || kind === "ask-multi") {
+        const [question = "", ...rest] = body.split("|").map((s) => s.trim());
+        const options = rest.filter(Boolean);
+        const responseType = kind === "ask-multi" ? "multiple_choice" : options.length ? "single_choice" : "text";
+        if (question) asks.push({ question, options, responseType });
       }
+      if (kind === "ask-file" && body.trim()) asks.push({ question: body.trim(), options: [], responseType: "file" });
       if (kind === "fail-validation") failValidation = count(body);
       if (kind === "invalid-mermaid") invalidMermaid = count(body);
       return "";

@@ -102,13 +102,28 @@ function clarificationAnswers(prompt: LanguageModelV3Prompt): Array<{ question: 
   return out;
 }
 
+const FILE_ANSWER = /^File ([^\n]*):\n([\s\S]*)$/;
+const FILE_LINES = 10;
+
 function noteContent(ins: DemoInstructions, answers: Array<{ question: string; answer: string }>): string {
   const lines = [`# ${ins.title}`, "", ins.description, ""];
   if (ins.files.length) lines.push("## Files", "", ...ins.files.map((f) => `- \`${f.path}\``), "");
   if (answers.length) {
     lines.push("## Clarifications", "");
-    for (const a of answers) lines.push(`- **${a.question}** — ${a.answer}`);
-    lines.push("");
+    for (const a of answers) {
+      const asked = ins.asks.find((q) => q.question === a.question);
+      const file = asked?.responseType === "file" ? FILE_ANSWER.exec(a.answer) : null;
+      if (!file) {
+        lines.push(`- **${a.question}** — ${a.answer}`);
+        continue;
+      }
+      // A file reaches the agent as "File <name>:\n<content>"; the note keeps its name and first lines.
+      const content = file[2]!.replace(/\n+$/, "").split("\n");
+      lines.push(`- **${a.question}** — file \`${file[1]}\`${content.length > FILE_LINES ? ` (first ${FILE_LINES} of ${content.length} lines)` : ""}:`, "");
+      lines.push(...content.slice(0, FILE_LINES).map((l) => `  > ${l}`.trimEnd()));
+      lines.push("");
+    }
+    if (lines.at(-1) !== "") lines.push("");
   }
   lines.push("_Written by the Gatehouse demo model (scripted, not AI)._", "");
   return lines.join("\n");
@@ -128,12 +143,13 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
   ];
   const owner = (path: string) => todos.find((t) => t.files?.includes(path)) ?? todos[todos.length - 1];
 
-  const turns: Call[][] = ins.asks.map((a) => [
-    {
-      toolName: "request_clarification",
-      input: { question: a.question, options: a.options, context: "Asked by the demo model ([ask] in the request)." },
-    },
-  ]);
+  const turns: Call[][] = ins.asks.map((a) => {
+    const marker = a.responseType === "multiple_choice" ? "ask-multi" : a.responseType === "file" ? "ask-file" : "ask";
+    const input: Record<string, unknown> = { question: a.question, options: a.options, context: `Asked by the demo model ([${marker}] in the request).` };
+    // [ask:] relies on the tool's default (single choice with options, text without); the others say what they want.
+    if (marker !== "ask") input.responseType = a.responseType;
+    return [{ toolName: "request_clarification", input }];
+  });
   if (todos.length === 0) {
     turns.push(writes.map((w) => ({ toolName: "write_file", input: w })));
   } else {
