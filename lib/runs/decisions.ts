@@ -103,6 +103,41 @@ export async function checkEditedPlan(plan: z.output<typeof editedPlanSchema>): 
   }
 }
 
+/**
+ * The shared shape of every gate decision: the caller may decide on this run, the gate is found and fits, it is claimed
+ * (exactly one concurrent caller wins) and the run's events are appended — all in one transaction.
+ */
+async function decide({
+  user,
+  runId,
+  gateId,
+  check,
+  claim,
+  events,
+}: {
+  user: SessionUser;
+  runId: string;
+  gateId: string | undefined;
+  check: (gate: GateRow) => void;
+  claim: Omit<Parameters<typeof claimGate>[2], "decidedBy">;
+  events: (gate: GateRow) => NewRunEvent[];
+}): Promise<GateRow> {
+  await getVisibleRun({ user, runId, action: "decide" });
+  return write(async (tx) => {
+    const gate = await findGate(tx, runId, gateId);
+    check(gate);
+    const decided = await claimGate(tx, gate, { ...claim, decidedBy: user.id });
+    await appendEventsTx(tx, runId, events(gate));
+    return decided;
+  });
+}
+
+function notAFixGate(gate: GateRow) {
+  if (gate.kind === "fix") {
+    throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
+  }
+}
+
 export async function approveGate({
   user,
   runId,
@@ -112,29 +147,29 @@ export async function approveGate({
   runId: string;
   input: z.output<typeof approveSchema>;
 }) {
-  await getVisibleRun({ user, runId, action: "decide" });
   if (input.editedPlan) await checkEditedPlan(input.editedPlan);
-  return write(async (tx) => {
-    const gate = await findGate(tx, runId, input.gateId);
-    if (gate.kind === "fix") {
-      throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
-    }
-    if (input.editedPlan && gate.kind !== "plan") {
-      throw new AppError("bad_request:gate", "editedPlan: only a plan gate takes an edited plan.");
-    }
-    const decided = await claimGate(tx, gate, {
+  return decide({
+    user,
+    runId,
+    gateId: input.gateId,
+    check: (gate) => {
+      notAFixGate(gate);
+      if (input.editedPlan && gate.kind !== "plan") {
+        throw new AppError("bad_request:gate", "editedPlan: only a plan gate takes an edited plan.");
+      }
+    },
+    claim: {
       status: "approved",
       decision: "approve",
-      decidedBy: user.id,
       notes: input.notes ?? null,
       payload: input.editedPlan ? { editedPlan: input.editedPlan } : undefined,
-    });
-    const event: NewRunEvent = {
-      type: "APPROVAL_GRANTED",
-      payload: { gateId: gate.id, by: user.id, notes: input.notes ?? null, editedPlan: !!input.editedPlan },
-    };
-    await appendEventsTx(tx, runId, [event]);
-    return decided;
+    },
+    events: (gate) => [
+      {
+        type: "APPROVAL_GRANTED",
+        payload: { gateId: gate.id, by: user.id, notes: input.notes ?? null, editedPlan: !!input.editedPlan },
+      },
+    ],
   });
 }
 
@@ -147,22 +182,13 @@ export async function rejectGate({
   runId: string;
   input: z.output<typeof rejectSchema>;
 }) {
-  await getVisibleRun({ user, runId, action: "decide" });
-  return write(async (tx) => {
-    const gate = await findGate(tx, runId, input.gateId);
-    if (gate.kind === "fix") {
-      throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
-    }
-    const decided = await claimGate(tx, gate, {
-      status: "rejected",
-      decision: "reject",
-      decidedBy: user.id,
-      notes: input.feedback,
-    });
-    await appendEventsTx(tx, runId, [
-      { type: "APPROVAL_REJECTED", payload: { gateId: gate.id, by: user.id, feedback: input.feedback } },
-    ]);
-    return decided;
+  return decide({
+    user,
+    runId,
+    gateId: input.gateId,
+    check: notAFixGate,
+    claim: { status: "rejected", decision: "reject", notes: input.feedback },
+    events: (gate) => [{ type: "APPROVAL_REJECTED", payload: { gateId: gate.id, by: user.id, feedback: input.feedback } }],
   });
 }
 
@@ -175,24 +201,20 @@ export async function decideFix({
   runId: string;
   input: z.output<typeof fixDecisionSchema>;
 }) {
-  await getVisibleRun({ user, runId, action: "decide" });
-  return write(async (tx) => {
-    const gate = await findGate(tx, runId, input.gateId);
-    if (gate.kind !== "fix") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate, not a fix decision.`);
-    const decided = await claimGate(tx, gate, {
-      status: "decided",
-      decision: input.decision,
-      decidedBy: user.id,
-      notes: input.notes ?? null,
-    });
-    const events: NewRunEvent[] = [
+  return decide({
+    user,
+    runId,
+    gateId: input.gateId,
+    check: (gate) => {
+      if (gate.kind !== "fix") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate, not a fix decision.`);
+    },
+    claim: { status: "decided", decision: input.decision, notes: input.notes ?? null },
+    events: (gate) => [
       { type: "FIX_DECISION_MADE", payload: { gateId: gate.id, by: user.id, decision: input.decision } },
-    ];
-    if (input.decision === "cancel") {
-      events.push({ type: "RUN_CANCELLED", payload: { by: user.id, reason: "cancelled at the fix decision" } });
-    }
-    await appendEventsTx(tx, runId, events);
-    return decided;
+      ...(input.decision === "cancel"
+        ? [{ type: "RUN_CANCELLED", payload: { by: user.id, reason: "cancelled at the fix decision" } } satisfies NewRunEvent]
+        : []),
+    ],
   });
 }
 
