@@ -3,7 +3,8 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 /**
- * `npm run bench`: runs every bench/*.bench.ts in order (or those named on the command line) and prints their tables.
+ * `npm run bench`: runs every bench/*.bench.ts in order (or those named on the command line, e.g. `npm run bench -- db
+ * executor`) and prints their tables.
  * Each module exports `run(): Promise<void>` that prints its own table.
  */
 const dir = import.meta.dirname;
@@ -11,7 +12,7 @@ const only = process.argv.slice(2);
 const files = fs
   .readdirSync(dir)
   .filter((f) => f.endsWith(".bench.ts"))
-  .filter((f) => only.length === 0 || only.some((o) => f.includes(o)))
+  .filter((f) => only.length === 0 || only.includes(f.replace(/\.bench\.ts$/, "")))
   .sort();
 
 for (const file of files) {
