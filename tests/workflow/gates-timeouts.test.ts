@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { approveGate, cancelRun, rejectGate, resumeRun } from "@/lib/runs/decisions";
 import { workflowClock } from "@/lib/runs/workflow-ops";
@@ -16,27 +16,14 @@ import {
   git,
   launch,
   newProject,
-  startWorkflowHarness,
   until,
   waitForPendingGate,
   waitForStatus,
   waitForWorkflow,
 } from "./harness";
-import { scriptedImplementer, startModelServer, type ModelServer, type Reply } from "./model-server";
+import { scriptedImplementer, type Reply, useScriptedWorkflow } from "./model-server";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-let model: ModelServer;
-beforeAll(async () => {
-  model = await startModelServer();
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await model.close();
-});
-afterEach(() => {
-  workflowClock.now = () => Date.now();
-});
+const t = useScriptedWorkflow();
 
 const workspace = (runId: string) => path.join(getEnv().dataDir, "workspaces", runId);
 const SCRIPTED = { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" };
@@ -52,8 +39,8 @@ function held() {
 
 describe("implementation gate (trustMode.implementation = manual)", () => {
   it("the diff waits for approval before delivery; approve → delivered and completed", async () => {
-    const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, `Add a file\n\n${fileBlock("src/a.txt", "alpha")}`, {
+    const { project, repo } = await newProject(t.h.user);
+    const run = await launch(t.h.user, project.id, `Add a file\n\n${fileBlock("src/a.txt", "alpha")}`, {
       trustMode: { planning: "auto", implementation: "manual" },
     });
     await waitForStatus(run.id, ["awaiting_approval"]);
@@ -66,7 +53,7 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
     expect(events.filter((e) => e.type === "STAGE_STARTED" && e.payload.stage === "delivery")).toHaveLength(0);
     expect(fs.existsSync(workspace(run.id))).toBe(false);
 
-    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
+    await approveGate({ user: t.h.user, runId: run.id, input: { gateId: gate.id } });
     await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     expect(await waitForWorkflow(run.id)).toBe("completed");
@@ -78,13 +65,13 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
   });
 
   it("reject with feedback → implementation runs again, then a new gate; approve completes", async () => {
-    const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, `Add b\n\n${fileBlock("src/b.txt", "beta")}`, {
+    const { project } = await newProject(t.h.user);
+    const run = await launch(t.h.user, project.id, `Add b\n\n${fileBlock("src/b.txt", "beta")}`, {
       trustMode: { planning: "auto", implementation: "manual" },
     });
     const first = await waitForPendingGate(run.id);
     expect(first.kind).toBe("implementation");
-    await rejectGate({ user: h.user, runId: run.id, input: { gateId: first.id, feedback: "Use a different greeting" } });
+    await rejectGate({ user: t.h.user, runId: run.id, input: { gateId: first.id, feedback: "Use a different greeting" } });
     await inngest.send(gateDecided.create({ runId: run.id, gateId: first.id, decision: "reject" }));
 
     const second = await until(async () => {
@@ -97,7 +84,7 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
     expect(implStarts.map((e) => (e.payload as { attempt?: number }).attempt)).toEqual([1, 2]);
     expect(beforeApprove.filter((e) => e.type === "APPROVAL_REJECTED")).toHaveLength(1);
 
-    await approveGate({ user: h.user, runId: run.id, input: { gateId: second.id } });
+    await approveGate({ user: t.h.user, runId: run.id, input: { gateId: second.id } });
     await inngest.send(gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }));
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     await waitForWorkflow(run.id);
@@ -110,17 +97,17 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
 describe("stage timeouts (timeoutMinutes)", () => {
   /** The first implementer turn is answered only after the test moved the workflow's clock 2 minutes on. */
   async function runOverImplementation() {
-    const { project, repo } = await newProject(h.user);
+    const { project, repo } = await newProject(t.h.user);
     const slow = held();
     const script = scriptedImplementer("docs/requests/slow-work.md");
     let first = true;
-    model.respond((body) => {
+    t.model.respond((body) => {
       if (!first) return script(body);
       first = false;
       slow.arrived();
       return slow.reply;
     });
-    const run = await launch(h.user, project.id, "Slow work", {
+    const run = await launch(t.h.user, project.id, "Slow work", {
       trustMode: { planning: "auto" },
       timeoutMinutes: { implementation: 1 },
       modelRouting: SCRIPTED,
@@ -139,7 +126,7 @@ describe("stage timeouts (timeoutMinutes)", () => {
 
   it("an implementation that runs over pauses with reason timeout; extend continues to completion", async () => {
     const { run, repo } = await runOverImplementation();
-    await resumeRun({ user: h.user, runId: run.id, action: "extend" });
+    await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
     await inngest.send(runResumed.create({ runId: run.id, action: "extend" }));
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     await waitForWorkflow(run.id);
@@ -153,7 +140,7 @@ describe("stage timeouts (timeoutMinutes)", () => {
 
   it("a timed-out run is cancelled: it ends cancelled with the branch kept", async () => {
     const { run, repo } = await runOverImplementation();
-    await cancelRun({ user: h.user, runId: run.id });
+    await cancelRun({ user: t.h.user, runId: run.id });
     await inngest.send(runCancelled.create({ runId: run.id }));
     await waitForStatus(run.id, ["cancelled"]);
     await waitForWorkflow(run.id);
@@ -165,21 +152,21 @@ describe("stage timeouts (timeoutMinutes)", () => {
 
 describe("cancel mid-implementation", () => {
   it("cancelling while a model turn is running ends the run cancelled, removes the sandbox, keeps the branch", async () => {
-    const { project, repo } = await newProject(h.user);
+    const { project, repo } = await newProject(t.h.user);
     const turn = held();
     const script = scriptedImplementer("docs/requests/cancel-me.md");
     let calls = 0;
-    model.respond((body) => {
+    t.model.respond((body) => {
       calls++;
       // The second turn (T1 started and its file written) is the one in flight when the cancel comes.
       if (calls !== 2) return script(body);
       turn.arrived();
       return turn.reply;
     });
-    const run = await launch(h.user, project.id, "Cancel me", { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
+    const run = await launch(t.h.user, project.id, "Cancel me", { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
     await turn.seen;
     expect(fs.existsSync(workspace(run.id))).toBe(true);
-    await cancelRun({ user: h.user, runId: run.id });
+    await cancelRun({ user: t.h.user, runId: run.id });
     await inngest.send(runCancelled.create({ runId: run.id }));
     await waitForStatus(run.id, ["cancelled"]);
     expect(await waitForWorkflow(run.id)).toBe("cancelled");
@@ -203,17 +190,17 @@ describe("cancel mid-implementation", () => {
 
 describe("decision races", () => {
   it("an approve stored and announced the instant the gate appears is never lost (20 runs)", { timeout: 120_000 }, async () => {
-    const { project } = await newProject(h.user);
+    const { project } = await newProject(t.h.user);
     const db = await getDb();
     const one = async (i: number) => {
-      const run = await launch(h.user, project.id, `Race ${i}`, { trustMode: { planning: "manual" } });
+      const run = await launch(t.h.user, project.id, `Race ${i}`, { trustMode: { planning: "manual" } });
       let gate: typeof gates.$inferSelect | undefined;
       // Tight polling: decide in the same tick the gate row becomes visible.
       while (!gate) {
         [gate] = await db.select().from(gates).where(eq(gates.workflowRunId, run.id));
         if (!gate) await new Promise((r) => setImmediate(r));
       }
-      await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
+      await approveGate({ user: t.h.user, runId: run.id, input: { gateId: gate.id } });
       await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
       return run;
     };

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
@@ -6,19 +6,10 @@ import { cancelRun } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { POST as retryRoute } from "@/app/api/runs/[id]/retry/route";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { scriptedImplementer, startModelServer, type ModelServer } from "./model-server";
+import { expectRunConsistent, git, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
+import { scriptedImplementer, useScriptedWorkflow } from "./model-server";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-let model: ModelServer;
-beforeAll(async () => {
-  model = await startModelServer();
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await model.close();
-});
+const t = useScriptedWorkflow();
 
 const SCRIPTED = { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" };
 
@@ -40,10 +31,10 @@ async function postRetry(runId: string) {
 
 describe("model outage", () => {
   it("500s past the retries pause the run (model_outage); after recovery POST /retry resumes from the failed step", async () => {
-    const { project, repo } = await newProject(h.user);
+    const { project, repo } = await newProject(t.h.user);
     // Retry-After keeps the model wrapper's backoff short; the retries themselves are real.
-    model.respond(() => ({ status: 500, headers: { "retry-after": "0.01" } }));
-    const run = await launch(h.user, project.id, "Outage test", { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
+    t.model.respond(() => ({ status: 500, headers: { "retry-after": "0.01" } }));
+    const run = await launch(t.h.user, project.id, "Outage test", { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
     const paused = await waitForStatus(run.id, ["paused", "failed", "completed"]);
     expect(paused.status).toBe("paused");
     expect(paused.pauseReason).toMatchObject({ reason: "model_outage", stage: "implementation" });
@@ -54,9 +45,9 @@ describe("model outage", () => {
       ["error", `${run.id}/impl:1:turn:0#3`],
       ["error", `${run.id}/impl:1:turn:0#4`],
     ]);
-    const requestsWhilePaused = model.requests;
+    const requestsWhilePaused = t.model.requests;
 
-    model.respond(scriptedImplementer("docs/requests/outage-test.md"));
+    t.model.respond(scriptedImplementer("docs/requests/outage-test.md"));
     const retried = await postRetry(run.id);
     expect(retried.status).toBe(200);
     expect(retried.body.run?.status).toBe("running");
@@ -67,14 +58,14 @@ describe("model outage", () => {
     const calls = await callsOf(run.id);
     // Every request the model server answered is one row; no finished step called its model again.
     const impl = calls.filter((c) => c.stage === "implementation");
-    expect(impl).toHaveLength(model.requests);
+    expect(impl).toHaveLength(t.model.requests);
     expect(impl.filter((c) => c.status === "error")).toHaveLength(4);
     expect(impl.filter((c) => c.status === "ok").map((c) => c.stepKey)).toEqual([
       `${run.id}/impl:1:turn:0:retry:1#1`,
       `${run.id}/impl:1:turn:1#1`,
       `${run.id}/impl:1:turn:2#1`,
     ]);
-    expect(model.requests - requestsWhilePaused).toBe(3);
+    expect(t.model.requests - requestsWhilePaused).toBe(3);
     const stepKeys = calls.map((c) => c.stepKey);
     expect(new Set(stepKeys).size).toBe(stepKeys.length);
     expect(calls.filter((c) => c.stage === "planning")).toHaveLength(1);
@@ -85,9 +76,9 @@ describe("model outage", () => {
   });
 
   it("401 pauses at once (model_auth, one attempt); retry on a run that is not paused is a 409", async () => {
-    const { project } = await newProject(h.user);
-    model.respond(() => ({ status: 401 }));
-    const run = await launch(h.user, project.id, "Bad key", { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
+    const { project } = await newProject(t.h.user);
+    t.model.respond(() => ({ status: 401 }));
+    const run = await launch(t.h.user, project.id, "Bad key", { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
     const paused = await waitForStatus(run.id, ["paused", "failed", "completed"]);
     expect(paused.status).toBe("paused");
     expect(paused.pauseReason).toMatchObject({ reason: "model_auth", stage: "implementation" });
@@ -97,7 +88,7 @@ describe("model outage", () => {
     // This run's planner call is recorded although the first run made a call from a step of the same name.
     expect((await callsOf(run.id)).filter((c) => c.stage === "planning").map((c) => c.stepKey)).toEqual([`${run.id}/plan:0:0#1`]);
 
-    await cancelRun({ user: h.user, runId: run.id });
+    await cancelRun({ user: t.h.user, runId: run.id });
     await inngest.send(runCancelled.create({ runId: run.id }));
     await waitForStatus(run.id, ["cancelled"]);
     expect((await postRetry(run.id)).status).toBe(409);

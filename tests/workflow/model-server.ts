@@ -1,6 +1,9 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { resetEnvCache } from "@/lib/env";
+import { workflowClock } from "@/lib/runs/workflow-ops";
+import { startWorkflowHarness } from "./harness";
 
 /**
  * A controllable OpenAI-compatible chat-completions server on loopback for the implementer's model: the test decides,
@@ -104,4 +107,25 @@ export async function startModelServer(): Promise<ModelServer> {
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * The usual setup of a workflow test with a scripted model: the model server (which points OPENAI_COMPATIBLE_* at
+ * itself) and then the workflow harness, closed after the file; the workflow clock is reset after each test.
+ * Fields are filled in beforeAll, so read them inside tests.
+ */
+export function useScriptedWorkflow(): { h: Awaited<ReturnType<typeof startWorkflowHarness>>; model: ModelServer } {
+  const t = {} as { h: Awaited<ReturnType<typeof startWorkflowHarness>>; model: ModelServer };
+  beforeAll(async () => {
+    t.model = await startModelServer();
+    t.h = await startWorkflowHarness();
+  });
+  afterAll(async () => {
+    await t.h.close();
+    await t.model.close();
+  });
+  afterEach(() => {
+    workflowClock.now = () => Date.now();
+  });
+  return t;
 }

@@ -1,40 +1,28 @@
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { resumeRun } from "@/lib/runs/decisions";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { inngest } from "@/inngest";
 import { runResumed } from "@/inngest/events";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { startModelServer, type ModelServer, type Reply } from "./model-server";
+import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
+import { type Reply, useScriptedWorkflow } from "./model-server";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-let model: ModelServer;
-beforeAll(async () => {
-  model = await startModelServer();
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await model.close();
-});
-afterEach(() => {
-  workflowClock.now = () => Date.now();
-});
+const t = useScriptedWorkflow();
 
 const PASSING_REVIEW: Reply = { text: JSON.stringify({ passed: true, alignmentScore: 10, findings: [], feedback: "" }) };
 
 it("a validation that runs over timeoutMinutes.validation pauses with reason timeout; extend validates again and completes", async () => {
-  const { project } = await newProject(h.user);
+  const { project } = await newProject(t.h.user);
   let release!: (reply: Reply) => void;
   let arrived!: () => void;
   const seen = new Promise<void>((r) => (arrived = r));
   let first = true;
-  model.respond(() => {
+  t.model.respond(() => {
     if (!first) return PASSING_REVIEW;
     first = false;
     arrived();
     return new Promise<Reply>((r) => (release = r));
   });
-  const run = await launch(h.user, project.id, "Validate slowly", {
+  const run = await launch(t.h.user, project.id, "Validate slowly", {
     trustMode: { planning: "auto" },
     timeoutMinutes: { validation: 1 },
     modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "openai-compatible:scripted" },
@@ -47,7 +35,7 @@ it("a validation that runs over timeoutMinutes.validation pauses with reason tim
   expect(paused.status).toBe("paused");
   expect(paused.pauseReason).toMatchObject({ reason: "timeout", stage: "validation" });
 
-  await resumeRun({ user: h.user, runId: run.id, action: "extend" });
+  await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
   await inngest.send(runResumed.create({ runId: run.id, action: "extend" }));
   expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
   await waitForWorkflow(run.id);
