@@ -6,30 +6,34 @@ import { newId } from "@/lib/ids";
 import { excludePathspecs } from "@/lib/sandbox/local";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { commitMessage } from "./commit-files";
-import { git, gitOut } from "./run";
+import { git, gitOut, stageWorktree, type WorktreeLocation } from "./run";
 
 /** What checkpoints need from a sandbox: the local worktree that git works on (local sandbox, or E2B's mirror). */
 export type GitWorkspace = Pick<Sandbox, "kind"> & {
   workspacePath?: string;
+  /** The worktree's real git directory; host git never discovers it from the (sandbox-writable) worktree. */
+  location?: WorktreeLocation;
   excludePaths?: string[];
   syncToWorkspace?: () => Promise<void>;
 };
 
-function workspaceOf(sandbox: GitWorkspace): { dir: string; excludes: string[] } {
-  if (!sandbox.workspacePath) throw new AppError("internal:git", `A ${sandbox.kind} sandbox without a local workspace cannot be committed.`);
-  return { dir: sandbox.workspacePath, excludes: excludePathspecs([".autonomous", ...(sandbox.excludePaths ?? [])]) };
+function workspaceOf(sandbox: GitWorkspace): { dir: string; worktree: WorktreeLocation; excludes: string[] } {
+  if (!sandbox.workspacePath || !sandbox.location) {
+    throw new AppError("internal:git", `A ${sandbox.kind} sandbox without a local workspace cannot be committed.`);
+  }
+  return { dir: sandbox.workspacePath, worktree: sandbox.location, excludes: excludePathspecs([".autonomous", ...(sandbox.excludePaths ?? [])]) };
 }
 
 export type Checkpoint = { sha: string; tree: string };
 
 async function commitWorkspace(sandbox: GitWorkspace, message: string): Promise<Checkpoint> {
   await sandbox.syncToWorkspace?.();
-  const { dir, excludes } = workspaceOf(sandbox);
+  const { dir, worktree, excludes } = workspaceOf(sandbox);
   // Excluded paths and Gatehouse's own records are never staged from the workspace.
-  await git(dir, ["add", "--all", "--", ".", ...excludes]);
-  await git(dir, ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"], { input: message });
-  const sha = await gitOut(dir, ["rev-parse", "HEAD"]);
-  return { sha, tree: await gitOut(dir, ["rev-parse", `${sha}^{tree}`]) };
+  await stageWorktree(worktree, excludes);
+  await git(dir, ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"], { input: message, worktree });
+  const sha = await gitOut(dir, ["rev-parse", "HEAD"], { worktree });
+  return { sha, tree: await gitOut(dir, ["rev-parse", `${sha}^{tree}`], { worktree }) };
 }
 
 /** One commit per implementation task, on the run branch checked out in the sandbox's worktree. */
@@ -65,13 +69,13 @@ export function commitWorkInProgress({
 
 /** The tree hash of what is in the workspace now (as a checkpoint would commit it), without committing. */
 export async function workspaceTree(sandbox: GitWorkspace): Promise<string> {
-  const { dir, excludes } = workspaceOf(sandbox);
+  const { dir, worktree, excludes } = workspaceOf(sandbox);
   const index = path.join(os.tmpdir(), `gatehouse-index-${newId("art")}`);
   const env = { GIT_INDEX_FILE: index };
   try {
-    await git(dir, ["read-tree", "HEAD"], { env });
-    await git(dir, ["add", "--all", "--", ".", ...excludes], { env });
-    return await gitOut(dir, ["write-tree"], { env });
+    await git(dir, ["read-tree", "HEAD"], { env, worktree });
+    await stageWorktree(worktree, excludes, { env });
+    return await gitOut(dir, ["write-tree"], { env, worktree });
   } finally {
     await fs.rm(index, { force: true });
   }
@@ -79,8 +83,8 @@ export async function workspaceTree(sandbox: GitWorkspace): Promise<string> {
 
 /** The newest commit on the workspace's HEAD that is not a WIP commit: the last task checkpoint (or the plan). */
 export async function lastCheckpoint(sandbox: GitWorkspace): Promise<string> {
-  const { dir } = workspaceOf(sandbox);
-  return gitOut(dir, ["log", "-1", "--format=%H", "--invert-grep", "--grep=^Gatehouse-Kind: wip$", "HEAD"]);
+  const { dir, worktree } = workspaceOf(sandbox);
+  return gitOut(dir, ["log", "-1", "--format=%H", "--invert-grep", "--grep=^Gatehouse-Kind: wip$", "HEAD"], { worktree });
 }
 
 /**
@@ -89,10 +93,10 @@ export async function lastCheckpoint(sandbox: GitWorkspace): Promise<string> {
  * one from the branch afterwards; this resets the local mirror only.
  */
 export async function rollbackToCheckpoint({ sandbox, sha }: { sandbox: GitWorkspace; sha?: string }): Promise<Checkpoint> {
-  const { dir } = workspaceOf(sandbox);
+  const { dir, worktree } = workspaceOf(sandbox);
   const target = sha ?? (await lastCheckpoint(sandbox));
-  await git(dir, ["reset", "--hard", "--quiet", target]);
+  await git(dir, ["reset", "--hard", "--quiet", target], { worktree });
   const keep = (sandbox.excludePaths ?? []).flatMap((p) => ["-e", p]);
-  await git(dir, ["clean", "-fd", "--quiet", ...keep]);
-  return { sha: target, tree: await gitOut(dir, ["rev-parse", `${target}^{tree}`]) };
+  await git(dir, ["clean", "-fd", "--quiet", ...keep], { worktree });
+  return { sha: target, tree: await gitOut(dir, ["rev-parse", `${target}^{tree}`], { worktree }) };
 }

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
-import { git, gitOut, listWorktrees, resolveCommit } from "./run";
+import { git, gitOut, listWorktrees, resolveCommit, worktreeLocation } from "./run";
 
 export type CommitResult = { sha: string; tree: string; changed: boolean };
 
@@ -84,9 +84,12 @@ async function syncCheckedOut({ repoPath, branch, files }: { repoPath: string; b
   const paths = Object.keys(files);
   for (const wt of await listWorktrees(repoPath)) {
     if (wt.bare || wt.branch !== branch) continue;
-    await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true });
+    // The worktree may be a sandbox's: git is pointed at its real git directory, never at what its `.git` says.
+    const worktree = await worktreeLocation({ repoPath, workTree: wt.path }).catch(() => null);
+    if (!worktree) continue;
+    await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true, worktree });
     const written = paths.filter((p) => files[p] !== null);
-    if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written]);
+    if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written], { worktree });
     for (const p of paths.filter((p) => files[p] === null)) await fs.rm(path.join(wt.path, p), { force: true });
   }
 }

@@ -19,4 +19,4 @@ export {
   type RunContext,
   type SpecTask,
 } from "./records";
-export { GATEHOUSE_IDENTITY, git, resolveCommit } from "./run";
+export { DIFF_SAFE, GATEHOUSE_IDENTITY, git, resolveCommit, type WorktreeLocation } from "./run";

@@ -1,6 +1,6 @@
 import { AppError } from "@/lib/errors";
 import { commitMessage } from "./commit-files";
-import { git, gitOut, listWorktrees, resolveCommit } from "./run";
+import { git, gitOut, listWorktrees, resolveCommit, worktreeLocation } from "./run";
 
 export type MergeResult =
   | { status: "merged"; sha: string; baseSha: string }
@@ -45,13 +45,14 @@ export async function squashMerge({
   const sha = await gitOut(repoPath, ["commit-tree", tree.trim(), "-p", baseSha, "-F", "-"], { input: message });
 
   const checkout = (await listWorktrees(repoPath)).find((w) => !w.bare && w.branch === baseBranch);
-  if (checkout) {
-    const dirty = await gitOut(checkout.path, ["status", "--porcelain", "--untracked-files=no"]);
+  const worktree = checkout ? await worktreeLocation({ repoPath, workTree: checkout.path }) : null;
+  if (checkout && worktree) {
+    const dirty = await gitOut(checkout.path, ["status", "--porcelain", "--untracked-files=no"], { worktree });
     if (dirty) {
       const files = dirty.split("\n").map((l) => l.slice(3));
       return { status: "conflict", files, reason: `the checkout of ${baseBranch} at ${checkout.path} has uncommitted changes` };
     }
-    const ff = await git(checkout.path, ["merge", "--ff-only", "--quiet", sha], { allowFailure: true });
+    const ff = await git(checkout.path, ["merge", "--ff-only", "--quiet", sha], { allowFailure: true, worktree });
     if (ff.code !== 0) {
       return { status: "conflict", files: [], reason: `could not fast-forward ${baseBranch}: ${ff.stderr.trim().slice(0, 300)}` };
     }

@@ -1,4 +1,6 @@
 import { spawn } from "node:child_process";
+import fs from "node:fs/promises";
+import path from "node:path";
 import { baseChildEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 
@@ -6,23 +8,31 @@ import { AppError } from "@/lib/errors";
 export const GATEHOUSE_IDENTITY = { name: "Gatehouse", email: "gatehouse@localhost" } as const;
 
 /**
- * Options given to every git invocation: repository hooks never run (a hook is code from the repository), no signing
- * prompts, no pager, no credential prompts.
+ * Options given to every git invocation. Command-line config outranks every config file, so none of these can be
+ * switched back on by a repository (nor by a nested repository git may visit: `-c` options reach child gits through
+ * GIT_CONFIG_PARAMETERS). Nothing git could run as a program is left enabled: hooks, the fsmonitor hook, pagers, ssh,
+ * credential helpers, the `ext::` transport, submodule recursion; nothing is signed and nothing prompts. Diffs also pass
+ * --no-ext-diff --no-textconv (see DIFF_SAFE).
  */
-const SAFE_CONFIG = [
-  "-c",
+export const SAFE_CONFIG: readonly string[] = [
   "core.hooksPath=/dev/null",
-  "-c",
+  "core.fsmonitor=false",
+  "core.untrackedCache=false",
+  "core.pager=cat",
+  "core.sshCommand=false",
+  "core.askPass=",
+  "credential.helper=",
   "commit.gpgSign=false",
-  "-c",
   "tag.gpgSign=false",
-  "-c",
+  "gpg.program=false",
+  "diff.ignoreSubmodules=all",
+  "status.submoduleSummary=false",
+  "submodule.recurse=false",
+  "protocol.ext.allow=never",
   "core.autocrlf=false",
-  "-c",
   "core.quotePath=false",
-  "-c",
   "advice.detachedHead=false",
-];
+].flatMap((setting) => ["-c", setting]);
 
 export function gitEnv(extra: Record<string, string> = {}): Record<string, string> {
   return baseChildEnv({
@@ -31,13 +41,36 @@ export function gitEnv(extra: Record<string, string> = {}): Record<string, strin
     GIT_COMMITTER_NAME: GATEHOUSE_IDENTITY.name,
     GIT_COMMITTER_EMAIL: GATEHOUSE_IDENTITY.email,
     GIT_TERMINAL_PROMPT: "0",
+    // No system or global config, no system attributes: only the repository's own config (never sandbox-writable) and
+    // SAFE_CONFIG apply. baseChildEnv() passes no GIT_DIR/GIT_WORK_TREE/GIT_CONFIG_* from the server's environment.
     GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_ATTR_NOSYSTEM: "1",
     GIT_PAGER: "cat",
+    GIT_EDITOR: "false",
+    GIT_OPTIONAL_LOCKS: "0",
     ...extra,
   });
 }
 
+/** Flags for every host-side diff: no external diff program, no textconv filter. */
+export const DIFF_SAFE = ["--no-ext-diff", "--no-textconv"] as const;
+
 export type GitResult = { stdout: string; stderr: string; code: number };
+
+/**
+ * A sandbox's worktree as host git must see it: the work tree as plain files, and the git directory Gatehouse knows it
+ * has (`<repo>/.git/worktrees/<name>`), never the one the work tree's `.git` entry names.
+ */
+export type WorktreeLocation = { gitDir: string; workTree: string };
+
+export type GitOptions = {
+  input?: string | Buffer;
+  env?: Record<string, string>;
+  allowFailure?: boolean;
+  /** Run on this worktree with an explicit git dir and work tree (no discovery from `cwd`). */
+  worktree?: WorktreeLocation;
+};
 
 /**
  * Run the git CLI with an argument array in `cwd`. We call git directly rather than through simple-git because the
@@ -47,10 +80,12 @@ export type GitResult = { stdout: string; stderr: string; code: number };
 export function git(
   cwd: string,
   args: string[],
-  { input, env, allowFailure = false }: { input?: string | Buffer; env?: Record<string, string>; allowFailure?: boolean } = {},
+  { input, env, allowFailure = false, worktree }: GitOptions = {},
 ): Promise<GitResult> {
+  // A linked worktree's own `.git` is a file that its sandbox can rewrite; git is pointed at the real one instead.
+  const location = worktree ? ["--git-dir", worktree.gitDir, "--work-tree", worktree.workTree] : [];
   return new Promise((resolve, reject) => {
-    const child = spawn("git", [...SAFE_CONFIG, ...args], { cwd, env: gitEnv(env) as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn("git", [...SAFE_CONFIG, ...location, ...args], { cwd, env: gitEnv(env) as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout.on("data", (c: Buffer) => out.push(c));
@@ -72,7 +107,7 @@ export function git(
 }
 
 /** `git … ` returning trimmed stdout. */
-export async function gitOut(cwd: string, args: string[], options?: Parameters<typeof git>[2]): Promise<string> {
+export async function gitOut(cwd: string, args: string[], options?: GitOptions): Promise<string> {
   return (await git(cwd, args, options)).stdout.trim();
 }
 
@@ -103,4 +138,63 @@ export async function listWorktrees(repoPath: string): Promise<WorktreeInfo[]> {
     if (info.path) out.push(info);
   }
   return out;
+}
+
+/**
+ * The git directory of `workTree` as a worktree of `repoPath`, found from the repository's side: the main checkout's
+ * own git directory, or the `worktrees/<name>` entry whose `gitdir` file points at `<workTree>/.git`. Nothing inside the
+ * work tree is read, so a sandbox that replaced its `.git` cannot redirect host git. Null when it is not a worktree.
+ */
+export async function worktreeGitDir({ repoPath, workTree }: { repoPath: string; workTree: string }): Promise<string | null> {
+  const common = await commonGitDir(repoPath);
+  const real = await fs.realpath(workTree).catch(() => path.resolve(workTree));
+  const top = await gitOut(repoPath, ["rev-parse", "--show-toplevel"]).catch(() => "");
+  if (top && (await fs.realpath(top).catch(() => top)) === real) return common;
+  const entries = await fs.readdir(path.join(common, "worktrees")).catch(() => [] as string[]);
+  for (const name of entries) {
+    const pointer = await fs.readFile(path.join(common, "worktrees", name, "gitdir"), "utf8").catch(() => "");
+    if (pointer.trim() === path.join(real, ".git")) return path.join(common, "worktrees", name);
+  }
+  return null;
+}
+
+/** worktreeGitDir() as a location for git()'s `worktree` option, or throws when `workTree` is not a worktree of `repoPath`. */
+export async function worktreeLocation({ repoPath, workTree }: { repoPath: string; workTree: string }): Promise<WorktreeLocation> {
+  const gitDir = await worktreeGitDir({ repoPath, workTree });
+  if (!gitDir) throw new AppError("internal:git", `${workTree} is not a worktree of the project's repository.`);
+  return { gitDir, workTree: await fs.realpath(workTree).catch(() => path.resolve(workTree)) };
+}
+
+/**
+ * Stage everything in a worktree as plain files (all of it, or only its intent with `intentToAdd`), except `pathspecs`
+ * excluded. A directory holding its own `.git` would be staged as a gitlink into a repository the sandbox made up: any
+ * gitlink that is not already in HEAD is taken out of the index again, so such metadata never reaches a commit.
+ */
+export async function stageWorktree(
+  worktree: WorktreeLocation,
+  pathspecs: string[],
+  { intentToAdd = false, env }: { intentToAdd?: boolean; env?: Record<string, string> } = {},
+): Promise<void> {
+  const options = { worktree, env };
+  // --ignore-errors: a path git cannot index (a nested repository without a commit) is left out instead of failing the
+  // whole checkpoint; everything else is staged.
+  const added = await git(worktree.workTree, ["add", "--all", "--ignore-errors", ...(intentToAdd ? ["--intent-to-add"] : []), "--", ".", ...pathspecs], {
+    ...options,
+    allowFailure: true,
+  });
+  if (added.code !== 0 && !/does not have a commit checked out|adding files failed/.test(added.stderr)) {
+    throw new AppError("internal:git", `git add failed (exit ${added.code}): ${added.stderr.trim().slice(0, 2000)}`);
+  }
+  const gitlinks = (out: string) =>
+    out
+      .split("\0")
+      .filter((line) => line.startsWith("160000 "))
+      .map((line) => line.slice(line.indexOf("\t") + 1));
+  const staged = gitlinks((await git(worktree.workTree, ["ls-files", "--stage", "-z"], options)).stdout);
+  if (staged.length === 0) return;
+  const head = await git(worktree.workTree, ["ls-tree", "-r", "-z", "HEAD"], { ...options, allowFailure: true });
+  const known = new Set(gitlinks(head.stdout));
+  const planted = staged.filter((p) => !known.has(p));
+  if (planted.length === 0) return;
+  await git(worktree.workTree, ["update-index", "--force-remove", "-z", "--stdin"], { ...options, input: `${planted.join("\0")}\0` });
 }

@@ -1,7 +1,7 @@
 import { AppError } from "@/lib/errors";
 import { getProject } from "@/lib/db/queries/projects";
 import { listEvents } from "@/lib/db/queries/runs";
-import { git, resolveCommit } from "@/lib/git";
+import { DIFF_SAFE, git, resolveCommit } from "@/lib/git";
 import { redact } from "@/lib/security/redact";
 import type { SessionUser } from "@/lib/auth/guard";
 import { getVisibleRun } from "./service";
@@ -23,7 +23,7 @@ export async function getRunDiff({ user, runId }: { user: SessionUser; runId: st
   const created = events.find((e) => e.type === "BRANCH_CREATED");
   const base = created?.type === "BRANCH_CREATED" ? (created.payload.baseSha ?? null) : null;
   if (!base) throw new AppError("not_found:git", "The run's branch has no recorded starting point yet.");
-  const out = await git(repoPath, ["diff", "--no-color", "--no-ext-diff", `${base}..${head}`, "--", ".", ":(exclude).autonomous"], {
+  const out = await git(repoPath, ["diff", "--no-color", ...DIFF_SAFE, `${base}..${head}`, "--", ".", ":(exclude).autonomous"], {
     allowFailure: true,
   });
   const truncated = out.stdout.length > MAX_DIFF_BYTES;

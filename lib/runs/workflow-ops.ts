@@ -33,12 +33,14 @@ import {
   commitSpec,
   commitWorkInProgress,
   createRunBranch,
+  DIFF_SAFE,
   git,
   readMemory,
   readProjectConfig,
   rollbackToCheckpoint,
   squashMerge,
   updateMemory,
+  type WorktreeLocation,
 } from "@/lib/git";
 import {
   TERMINAL_STATUSES,
@@ -609,7 +611,7 @@ export async function implementTurn({
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   const total = result.state.todos.length;
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
-  const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.workspacePath!) : new Map<string, string>();
+  const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.location) : new Map<string, string>();
   for (const [index, todo] of result.state.todos.entries()) {
     const was = before.get(todo.id);
     if (todo.status === "in_progress" && was !== "in_progress") {
@@ -646,7 +648,7 @@ export async function implementTurn({
  * events name (the crash came after they were written), and the checkpoint commits on the worktree's HEAD after the
  * newest commit any other event names (the crash came between the commit and the events).
  */
-async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, workspacePath: string): Promise<Map<string, string>> {
+async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, worktree: WorktreeLocation): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   let known: string | null = null;
   for (const e of await listEvents({ runId, limit: 100_000 })) {
@@ -659,7 +661,7 @@ async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, worksp
   }
   if (found.size > 0 || !known) return found;
   const format = "%H%x1f%(trailers:key=Gatehouse-Kind,valueonly,separator=)%x1f%(trailers:key=Gatehouse-Task,valueonly,separator=)";
-  const out = await git(workspacePath, ["log", `--format=${format}`, `${known}..HEAD`], { allowFailure: true });
+  const out = await git(worktree.workTree, ["log", `--format=${format}`, `${known}..HEAD`], { allowFailure: true, worktree });
   for (const line of out.stdout.split("\n")) {
     const [sha, kind, task] = line.split("\x1f").map((v) => v?.trim());
     if (sha && kind === "checkpoint" && task && !found.has(task)) found.set(task, sha);
@@ -671,7 +673,7 @@ export async function diffSummary({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
   const state = await getRunState({ id: runId });
   const base = await baseShaOf(runId);
-  const stat = await git(run.repoPath, ["diff", "--stat", `${base ?? run.config.git.baseBranch}...${run.branch}`, "--", ".", ":(exclude).autonomous"], {
+  const stat = await git(run.repoPath, ["diff", ...DIFF_SAFE, "--stat", `${base ?? run.config.git.baseBranch}...${run.branch}`, "--", ".", ":(exclude).autonomous"], {
     allowFailure: true,
   });
   return { diffStat: stat.stdout.trim(), status: state?.status ?? null };

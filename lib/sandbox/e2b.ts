@@ -1,7 +1,7 @@
 import path from "node:path";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
-import { git } from "@/lib/git/run";
+import { git, gitEnv, SAFE_CONFIG } from "@/lib/git/run";
 import { LocalSandbox, sanitizeEnv } from "./local";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS } from "./process";
 import { PathEscapeError, type ExecOptions, type ExecResult, type FileEntry, type Sandbox } from "./types";
@@ -97,6 +97,10 @@ export class E2BSandbox implements Sandbox {
     return this.workspace.workspacePath;
   }
 
+  get location() {
+    return this.workspace.location;
+  }
+
   static async create(options: E2BSandboxOptions): Promise<E2BSandbox> {
     const apiKey = options.apiKey ?? getEnv().E2B_API_KEY;
     if (!apiKey) throw new AppError("unavailable:sandbox", "E2B_API_KEY is not set.");
@@ -135,7 +139,10 @@ export class E2BSandbox implements Sandbox {
     const head = await this.workspace.head();
     const archive = await new Promise<Buffer>((resolve, reject) => {
       import("node:child_process").then(({ spawn }) => {
-        const child = spawn("git", ["archive", "--format=tar", head], { cwd: this.workspace.workspacePath });
+        const child = spawn("git", [...SAFE_CONFIG, "--git-dir", this.location.gitDir, "archive", "--format=tar", head], {
+          cwd: this.workspace.workspacePath,
+          env: gitEnv() as NodeJS.ProcessEnv,
+        });
         const chunks: Buffer[] = [];
         child.stdout.on("data", (c: Buffer) => chunks.push(c));
         child.on("error", reject);
@@ -237,7 +244,12 @@ export class E2BSandbox implements Sandbox {
     const r = await this.sh(`git add -A && git diff --cached --binary HEAD`, { cwd: this.remoteRoot });
     if (r.exitCode !== 0) throw new AppError("internal:sandbox", `sync failed in the E2B sandbox: ${r.stderr.slice(0, 500)}`);
     if (r.stdout.trim() !== "") {
-      await git(this.workspace.workspacePath, ["apply", "--binary", "--whitespace=nowarn", "-"], { input: r.stdout.endsWith("\n") ? r.stdout : `${r.stdout}\n` });
+      // git apply refuses paths with a `.git` component and paths beyond a symlink: the patch brings back files only,
+      // never git metadata.
+      await git(this.workspace.workspacePath, ["apply", "--binary", "--whitespace=nowarn", "-"], {
+        input: r.stdout.endsWith("\n") ? r.stdout : `${r.stdout}\n`,
+        worktree: this.location,
+      });
     }
     await this.sh(`git -c user.name=Gatehouse -c user.email=gatehouse@localhost -c commit.gpgSign=false commit -q --allow-empty -m synced`, {
       cwd: this.remoteRoot,

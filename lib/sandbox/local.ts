@@ -3,8 +3,9 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { baseChildEnv, getEnv, secretValues, SECRET_ENV_NAMES } from "@/lib/env";
 import { AppError } from "@/lib/errors";
-import { commonGitDir, git, gitOut, resolveCommit } from "@/lib/git/run";
+import { commonGitDir, DIFF_SAFE, git, gitOut, resolveCommit, stageWorktree, worktreeGitDir, worktreeLocation, type WorktreeLocation } from "@/lib/git/run";
 import { bwrapArgs, bwrapStatus } from "./bwrap";
+import { createCommandCgroup, joinCgroupArgv, rlimitArgs, sandboxLimits } from "./limits";
 import { resolveInside, toRelative } from "./paths";
 import { runProcess } from "./process";
 import type { ExecOptions, ExecResult, FileEntry, Sandbox } from "./types";
@@ -65,7 +66,10 @@ export class LocalSandbox implements Sandbox {
     private readonly home: string,
     readonly baseSha: string,
     readonly branch: string | null,
-    private readonly gitDir: string,
+    /** The repository's shared git directory: bound read-only into the sandbox, so git inside can read history. */
+    private readonly commonDir: string,
+    /** Where host git finds this worktree (never through the worktree's own, sandbox-writable `.git`). */
+    readonly location: WorktreeLocation,
     readonly excludePaths: string[],
     isolated: boolean,
   ) {
@@ -86,12 +90,14 @@ export class LocalSandbox implements Sandbox {
 
     const dir = worktreeDir(runId);
     await fs.mkdir(path.dirname(dir), { recursive: true });
-    if (options.reuse && branch && (await worktreeOnBranch(dir, branch))) {
+    const commonDir = await commonGitDir(repoPath);
+    if (options.reuse && branch && (await worktreeOnBranch(repoPath, dir, branch))) {
       // Durable steps of one run share the worktree: uncommitted work survives between steps and a process crash.
       const real = await fs.realpath(dir);
       const home = `${dir}.home`;
       await fs.mkdir(home, { recursive: true });
-      return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, await commonGitDir(real), excludePaths, useBwrap);
+      const location = await worktreeLocation({ repoPath, workTree: real });
+      return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, commonDir, location, excludePaths, useBwrap);
     }
     await removeWorktree(repoPath, dir);
     if (branch) {
@@ -103,8 +109,8 @@ export class LocalSandbox implements Sandbox {
     const home = `${dir}.home`;
     await fs.mkdir(home, { recursive: true });
     const real = await fs.realpath(dir);
-    const gitDir = await commonGitDir(real);
-    return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch ?? null, gitDir, excludePaths, useBwrap);
+    const location = await worktreeLocation({ repoPath, workTree: real });
+    return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch ?? null, commonDir, location, excludePaths, useBwrap);
   }
 
   readFile = async (requested: string): Promise<string> => {
@@ -172,19 +178,33 @@ export class LocalSandbox implements Sandbox {
     const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
     const common = { env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, stdin: options.stdin };
     if (!this.isolated) return runProcess({ file: command, args, cwd, ...common });
-    const bwrap = bwrapStatus().path!;
-    return runProcess({
-      file: bwrap,
-      args: bwrapArgs({ writable: this.workspacePath, readOnly: [this.gitDir], cwd, command, args }),
+    const status = bwrapStatus();
+    const limits = sandboxLimits();
+    const sandboxed = bwrapArgs({
+      writable: this.workspacePath,
+      readOnly: [this.commonDir],
       cwd,
-      ...common,
+      command,
+      args,
+      prefix: status.prlimit ? [status.prlimit, ...rlimitArgs(limits)] : [],
     });
+    const cgroup = createCommandCgroup(limits);
+    if (!cgroup) return runProcess({ file: status.path!, args: sandboxed, cwd, ...common });
+    try {
+      const join = joinCgroupArgv(cgroup.procsFiles);
+      const result = await runProcess({ file: join.file, args: [...join.args, status.path!, ...sandboxed], cwd, ...common });
+      const note = cgroup.limitNote();
+      return note ? { ...result, stderr: result.stderr + note } : result;
+    } finally {
+      await cgroup.remove();
+    }
   };
 
   diff = async (): Promise<string> => {
     // Intent-to-add makes new files show up in the diff without staging their content.
-    await git(this.workspacePath, ["add", "--all", "--intent-to-add", "--", ".", ...this.pathspecExcludes()]);
-    return (await git(this.workspacePath, ["diff", this.baseSha, "--", ".", ...this.pathspecExcludes()])).stdout;
+    await stageWorktree(this.location, this.pathspecExcludes(), { intentToAdd: true });
+    const diff = await git(this.workspacePath, ["diff", ...DIFF_SAFE, this.baseSha, "--", ".", ...this.pathspecExcludes()], { worktree: this.location });
+    return diff.stdout;
   };
 
   /** Pathspecs that keep Gatehouse's own records and the project's excluded paths out of diffs and checkpoints. */
@@ -194,7 +214,7 @@ export class LocalSandbox implements Sandbox {
 
   /** Current HEAD commit of the worktree. */
   head(): Promise<string> {
-    return gitOut(this.workspacePath, ["rev-parse", "HEAD"]);
+    return gitOut(this.workspacePath, ["rev-parse", "HEAD"], { worktree: this.location });
   }
 
   destroy = async (): Promise<void> => {
@@ -207,16 +227,22 @@ function worktreeDir(runId: string): string {
   return path.join(getEnv().dataDir, "workspaces", runId.replace(/[^A-Za-z0-9_-]/g, "_"));
 }
 
-/** Whether `dir` is a live worktree with `branch` checked out. */
-async function worktreeOnBranch(dir: string, branch: string): Promise<boolean> {
-  const stat = await fs.stat(path.join(dir, ".git")).catch(() => null);
-  if (!stat) return false;
-  const head = await git(dir, ["symbolic-ref", "--quiet", "HEAD"], { allowFailure: true });
+/** Whether `dir` is a live worktree of the repository with `branch` checked out (asked of the repository, not of `dir`). */
+async function worktreeOnBranch(repoPath: string, dir: string, branch: string): Promise<boolean> {
+  const exists = await fs.stat(dir).catch(() => null);
+  if (!exists?.isDirectory()) return false;
+  const gitDir = await worktreeGitDir({ repoPath, workTree: dir });
+  if (!gitDir) return false;
+  const workTree = await fs.realpath(dir);
+  const head = await git(workTree, ["symbolic-ref", "--quiet", "HEAD"], { allowFailure: true, worktree: { gitDir, workTree } });
   return head.code === 0 && head.stdout.trim() === `refs/heads/${branch}`;
 }
 
+/**
+ * Delete the worktree's files first, then let git forget it: git never looks inside a directory that a sandbox wrote
+ * (`git worktree remove` would read the worktree's own `.git` and index).
+ */
 async function removeWorktree(repoPath: string, dir: string) {
-  await git(repoPath, ["worktree", "remove", "--force", "--force", dir], { allowFailure: true });
   await fs.rm(dir, { recursive: true, force: true });
   await git(repoPath, ["worktree", "prune"], { allowFailure: true });
 }
