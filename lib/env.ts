@@ -116,6 +116,11 @@ const schema = z.object({
   GATEHOUSE_SANDBOX: z.enum(["auto", "local", "e2b"]).default("auto"),
   /** Local sandbox isolation: auto (bubblewrap when it works), bwrap (refuse to run without it), none. */
   GATEHOUSE_SANDBOX_ISOLATION: z.enum(["auto", "bwrap", "none"]).default("auto"),
+  /** Local sandbox limits per command (a cgroup where one can be created, and rlimits per process). */
+  GATEHOUSE_SANDBOX_PIDS: positiveInt("GATEHOUSE_SANDBOX_PIDS", 256),
+  GATEHOUSE_SANDBOX_MEMORY_MB: positiveInt("GATEHOUSE_SANDBOX_MEMORY_MB", 4096),
+  GATEHOUSE_SANDBOX_FILE_MB: positiveInt("GATEHOUSE_SANDBOX_FILE_MB", 1024),
+  GATEHOUSE_SANDBOX_OPEN_FILES: positiveInt("GATEHOUSE_SANDBOX_OPEN_FILES", 4096),
   /** E2B template id for sandboxes (default: the code-interpreter template). */
   GATEHOUSE_E2B_TEMPLATE: optionalString,
 

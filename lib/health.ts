@@ -20,7 +20,7 @@ export async function getHealth() {
     ok: db.ok,
     db,
     executor,
-    sandbox: { kind: sandbox.kind, isolated: sandbox.isolated, warning: sandbox.warning },
+    sandbox: { kind: sandbox.kind, isolated: sandbox.isolated, weaknesses: sandbox.weaknesses, warning: sandbox.warning },
     version: pkg.version,
   };
 }

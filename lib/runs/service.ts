@@ -30,6 +30,17 @@ export async function startRun({
   if (!resolved.success) {
     throw new AppError("bad_request:config", `config.${describeIssues(resolved.error.issues)}`);
   }
+  if ((config as { sandbox?: unknown } | undefined)?.sandbox !== undefined) {
+    throw new AppError("bad_request:config", "config.sandbox: can only be set in the project's default config (by a project owner), not per run.");
+  }
+  const sandbox = sandboxCapabilities();
+  const allowUnisolated = (project.defaultConfig as { sandbox?: { allowUnisolated?: boolean } } | null)?.sandbox?.allowUnisolated === true;
+  if (!sandbox.isolated && !allowUnisolated) {
+    throw new AppError(
+      "conflict:run",
+      `Agent commands cannot be isolated on this server (${sandbox.warning}) Set "sandbox": {"allowUnisolated": true} in the project's default config to run them anyway.`,
+    );
+  }
   const problems = routingProblems(resolved.data.modelRouting);
   if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
   const run = await createRun({ projectId, userId: user.id, request, config: resolved.data });

@@ -2,6 +2,7 @@ import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { workspaceTree } from "@/lib/git/checkpoint";
 import { bwrapStatus } from "./bwrap";
+import { cgroupSupport, sandboxLimits, type SandboxLimits } from "./limits";
 import { E2BSandbox, type E2BClient } from "./e2b";
 import { LocalSandbox, type Isolation } from "./local";
 import type { Sandbox } from "./types";
@@ -19,28 +20,50 @@ export type RunSandbox = (LocalSandbox | E2BSandbox) & Sandbox;
 export type SandboxCapabilities = {
   /** The kind createSandbox() picks with the current settings. */
   kind: SandboxKind;
-  /** Whether agent commands are isolated from this machine. */
+  /** Whether agent commands are isolated from this machine (bubblewrap or E2B). */
   isolated: boolean;
-  bwrap: { available: boolean; reason: string | null };
+  bwrap: { available: boolean; reason: string | null; userNamespace: boolean };
+  /** Local sandbox limits and how they are enforced. */
+  limits: SandboxLimits & { cgroup: "v1" | "v2" | null; rlimits: boolean };
   e2b: { configured: boolean };
-  /** A sentence for the start-up log and the run page when commands are NOT isolated; null when they are. */
+  /** Where isolation is weaker than the full local sandbox (each a sentence); empty when it is not. */
+  weaknesses: string[];
+  /** A sentence for the start-up log, /api/health and the run page when isolation is missing or weaker; else null. */
   warning: string | null;
 };
 
-/** What the app shows at start and on the run page: which sandbox runs commands and whether they are isolated. */
+/** What the app shows at start, on /api/health and on the run page: which sandbox runs commands and how isolated. */
 export function sandboxCapabilities(): SandboxCapabilities {
   const env = getEnv();
   const kind = pickKind();
   const bwrap = bwrapStatus();
   const isolated = kind === "e2b" || (env.GATEHOUSE_SANDBOX_ISOLATION !== "none" && bwrap.available);
+  const cgroup = kind === "local" && isolated ? cgroupSupport() : null;
+  const weaknesses: string[] = [];
+  if (kind === "local" && isolated) {
+    if (!bwrap.userNamespace) weaknesses.push("no user namespace (the kernel refuses one): commands run with the server's uid, without capabilities");
+    if (cgroup && cgroup.version === null) weaknesses.push(`no per-command cgroup (${cgroup.reason}): process and memory caps are per-process rlimits only, which do not bind a root server's fork bomb`);
+    if (!bwrap.prlimit) weaknesses.push("prlimit (util-linux) is missing: no per-process rlimits");
+  }
+  if (kind === "e2b") weaknesses.push("E2B: isolation is E2B's microVM; Gatehouse's local limits and masks do not apply there");
   let warning: string | null = null;
   if (!isolated) {
     warning =
       env.GATEHOUSE_SANDBOX_ISOLATION === "none"
-        ? "Sandbox isolation is switched off (GATEHOUSE_SANDBOX_ISOLATION=none): agent commands run as plain child processes with this machine's network and files."
-        : `Agent commands are NOT isolated: ${bwrap.reason}. They run as plain child processes (minimal environment, working-directory jail, timeouts) with this machine's network and files. Install bubblewrap (apt-get install bubblewrap) or set E2B_API_KEY.`;
+        ? "Sandbox isolation is switched off (GATEHOUSE_SANDBOX_ISOLATION=none): agent commands run as plain child processes with this machine's network and files. Runs start only in projects whose config sets sandbox.allowUnisolated."
+        : `Agent commands are NOT isolated: ${bwrap.reason}. They would run as plain child processes with this machine's network and files, so runs start only in projects whose config sets sandbox.allowUnisolated. Install bubblewrap (apt-get install bubblewrap) or set E2B_API_KEY.`;
+  } else if (kind === "local" && weaknesses.length) {
+    warning = `Sandbox isolation is weaker than full: ${weaknesses.join("; ")}.`;
   }
-  return { kind, isolated, bwrap: { available: bwrap.available, reason: bwrap.reason }, e2b: { configured: !!env.E2B_API_KEY }, warning };
+  return {
+    kind,
+    isolated,
+    bwrap: { available: bwrap.available, reason: bwrap.reason, userNamespace: bwrap.userNamespace },
+    limits: { ...sandboxLimits(), cgroup: cgroup?.version ? (`v${cgroup.version}` as const) : null, rlimits: !!bwrap.prlimit },
+    e2b: { configured: !!env.E2B_API_KEY },
+    weaknesses,
+    warning,
+  };
 }
 
 function pickKind(requested?: SandboxKind): SandboxKind {

@@ -71,6 +71,13 @@ export const runConfigSchema = z.strictObject({
       scoreThreshold: z.number().min(0).max(10).default(9),
     })
     .prefault({}),
+  /** Only honoured in a project's default config (lib/runs/service.ts): a run's own config cannot lower isolation. */
+  sandbox: z
+    .strictObject({
+      /** Let runs start when agent commands cannot be isolated (no bubblewrap, or GATEHOUSE_SANDBOX_ISOLATION=none). */
+      allowUnisolated: z.boolean({ error: "must be true or false" }).default(false),
+    })
+    .optional(),
   /** GitHub projects only (see lib/github/handlers.ts). Optional, so configs of other projects keep their shape. */
   github: z
     .strictObject({
