@@ -5,6 +5,8 @@
  *   [ask: <q> | <opt> | <opt>] → the implementer asks once (single choice with options, free text without)
  *   [ask-multi: <q> | <opt> | …] → the implementer asks once as a multiple choice
  *   [ask-file: <q>]           → the implementer asks once for a file
+ *   [run: <command line>]     → the implementer runs it with its run_command tool, once, in order (after its writes)
+ *   [check: <command line>]   → the planner adds it as an acceptance command
  *   [fail-validation: N]      → the first N validations fail with a minor finding
  *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
  */
@@ -17,6 +19,10 @@ export type DemoInstructions = {
   planAsks: string[];
   /** In the order they appear in the request, whatever their marker. */
   asks: Array<{ question: string; options: string[]; responseType: DemoAskType }>;
+  /** [run:] command lines, in order. */
+  runs: string[];
+  /** [check:] command lines, in order. */
+  checks: string[];
   failValidation: number;
   invalidMermaid: number;
   /** The request with markers and file blocks removed. */
@@ -28,6 +34,8 @@ export type DemoInstructions = {
 
 const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
 const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid):([^\]]*)\]/g;
+/** A command may contain "]": its marker ends at the last "]" before the end of the line or the next marker. */
+const COMMAND_MARKER = /\[(run|check):[ \t]*(.*?)\][ \t]*(?=$|\[)/gm;
 
 export function slugify(text: string): string {
   const slug = text
@@ -52,11 +60,17 @@ export function parseInstructions(request: string): DemoInstructions {
     files.push({ path: path.trim(), content: body });
     return "";
   });
+  const runs: string[] = [];
+  const checks: string[] = [];
+  const withoutCommands = withoutFiles.replace(COMMAND_MARKER, (_all, kind: string, line: string) => {
+    if (line.trim()) (kind === "run" ? runs : checks).push(line.trim());
+    return "";
+  });
   const planAsks: string[] = [];
   const asks: DemoInstructions["asks"] = [];
   let failValidation = 0;
   let invalidMermaid = 0;
-  const description = withoutFiles
+  const description = withoutCommands
     .replace(MARKER, (_all, kind: string, body: string) => {
       if (kind === "plan-ask" && body.trim()) planAsks.push(body.trim());
       if (kind === "ask" || kind === "ask-multi") {
@@ -79,6 +93,8 @@ export function parseInstructions(request: string): DemoInstructions {
     files,
     planAsks,
     asks,
+    runs,
+    checks,
     failValidation,
     invalidMermaid,
     description: description || "(no description)",

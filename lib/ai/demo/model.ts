@@ -1,6 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
 import { readSection } from "../prompt-sections";
 import { createScriptedModel, instructionText, type ScriptedReply } from "../scripted-model";
+import { commandArgv } from "@/lib/agents/paths";
 import { parseInstructions, type DemoInstructions } from "./instructions";
 
 /**
@@ -27,6 +28,11 @@ function demoRespond(options: LanguageModelV3CallOptions): ScriptedReply {
 }
 
 // ── planner ───────────────────────────────────────────────────────────────────────────────────────────────────────
+
+/** A path as one word of a command line: quoted, so a file name never becomes shell syntax. */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9._/-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
 
 function label(text: string): string {
   return `"${text.replace(/"/g, "'")}"`;
@@ -74,12 +80,13 @@ function planReply(ins: DemoInstructions, prompt: string) {
     mermaid,
     tasks,
     acceptanceCriteria: [
-      ...ins.files.map((f, i) => ({ id: `AC${i + 1}`, description: `${f.path} exists`, command: `test -f ${f.path}` })),
+      ...ins.files.map((f, i) => ({ id: `AC${i + 1}`, description: `${f.path} exists`, command: `test -f ${shellWord(f.path)}` })),
       {
         id: `AC${ins.files.length + 1}`,
         description: `${ins.notePath} describes the request`,
-        command: `test -f ${ins.notePath}`,
+        command: `test -f ${shellWord(ins.notePath)}`,
       },
+      ...ins.checks.map((command, i) => ({ id: `AC${ins.files.length + 2 + i}`, description: `\`${command}\` succeeds`, command })),
     ],
     risks: ["Demo model: the plan follows the request's instructions literally."],
   };
@@ -150,15 +157,19 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
     if (marker !== "ask") input.responseType = a.responseType;
     return [{ toolName: "request_clarification", input }];
   });
+  // [run:] commands: one turn each, after the files are written, exactly as a model would call run_command.
+  const runTurns: Call[][] = ins.runs.map((line) => [{ toolName: "run_command", input: commandArgv(line) }]);
   if (todos.length === 0) {
     turns.push(writes.map((w) => ({ toolName: "write_file", input: w })));
+    turns.push(...runTurns);
   } else {
-    for (const todo of todos) {
+    for (const [index, todo] of todos.entries()) {
       const mine = writes.filter((w) => owner(w.path) === todo);
       turns.push([
         { toolName: "update_todo", input: { id: todo.id, status: "in_progress" } },
         ...mine.map((w) => ({ toolName: "write_file", input: w })),
       ]);
+      if (index === todos.length - 1) turns.push(...runTurns);
       turns.push([{ toolName: "update_todo", input: { id: todo.id, status: "done" } }]);
     }
   }
