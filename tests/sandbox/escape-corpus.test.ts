@@ -1,0 +1,394 @@
+import crypto from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getEnv, resetEnvCache } from "@/lib/env";
+import { getExecutorKey } from "@/lib/security/executor-key";
+import { resetBwrapStatus } from "@/lib/sandbox/bwrap";
+import { cgroupSupport } from "@/lib/sandbox/limits";
+import { sandboxCapabilities } from "@/lib/sandbox";
+import { listEvents } from "@/lib/db/queries/runs";
+import { decideFix } from "@/lib/runs/decisions";
+import { inngest } from "@/inngest";
+import { gateDecided } from "@/inngest/events";
+import { git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "../workflow/harness";
+
+/*
+ * The escape corpus: hostile commands run through the product's real path — a run whose request carries demo-model
+ * [run: …] and [check: …] markers, so each command reaches the sandbox exactly as a model's run_command would (bubblewrap,
+ * the run's worktree, host git committing it afterwards). Every case asserts the host-side effect is absent, not just a
+ * non-zero exit. Commands write what they saw into out/<case>.txt, which the run commits to its branch for inspection.
+ */
+
+const SECRET_MODEL_KEY = "sk-corpus-fake-model-key-0123456789abcdef";
+const SECRET_ADMIN = "corpus-admin-token-0123456789abcdef";
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+let canaries: string;
+let listener: net.Server;
+let connections = 0;
+let port = 0;
+
+beforeAll(async () => {
+  process.env.OPENAI_API_KEY = SECRET_MODEL_KEY;
+  process.env.GATEHOUSE_ADMIN_TOKEN = SECRET_ADMIN;
+  process.env.MAX_CONCURRENT_RUNS_PER_USER = "50";
+  process.env.GATEHOUSE_RATE_LIMIT_RUNS = "1000";
+  process.env.GATEHOUSE_SANDBOX_PIDS = "64";
+  process.env.GATEHOUSE_SANDBOX_MEMORY_MB = "256";
+  process.env.GATEHOUSE_SANDBOX_FILE_MB = "16";
+  resetEnvCache();
+  resetBwrapStatus();
+  getExecutorKey();
+  // Host-side canaries: a planted program that runs on the host (outside bwrap) creates a file here. Inside the sandbox
+  // /tmp is private, so the same program run inside cannot.
+  canaries = fs.mkdtempSync(path.join(os.tmpdir(), "gh-canary-"));
+  listener = net.createServer((socket) => {
+    connections++;
+    socket.destroy();
+  });
+  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
+  port = (listener.address() as net.AddressInfo).port;
+  h = await startWorkflowHarness();
+});
+
+afterAll(async () => {
+  await h.close();
+  listener.close();
+  for (const name of ["OPENAI_API_KEY", "MAX_CONCURRENT_RUNS_PER_USER", "GATEHOUSE_RATE_LIMIT_RUNS", "GATEHOUSE_SANDBOX_PIDS", "GATEHOUSE_SANDBOX_MEMORY_MB", "GATEHOUSE_SANDBOX_FILE_MB"]) {
+    delete process.env[name];
+  }
+  resetEnvCache();
+});
+
+const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** A script inside the worktree that, if the host ever runs it, leaves a canary file named `name`. */
+function plantHook(name: string): string {
+  const canary = path.join(canaries, name);
+  return `mkdir -p .planted && printf '#!/bin/sh\\ntouch ${canary}\\nexit 0\\n' > .planted/${name} && chmod +x .planted/${name}`;
+}
+
+const GIT_AS_ME = "git -c user.name=x -c user.email=x@example.com";
+
+async function runCorpus(label: string, lines: { run?: string[]; check?: string[] }) {
+  const { project, repo } = await newProject(h.user);
+  const request = [
+    `Escape corpus: ${label}`,
+    "",
+    ...(lines.run ?? []).map((l) => `[run: ${l}]`),
+    ...(lines.check ?? []).map((l) => `[check: ${l}]`),
+  ].join("\n");
+  const run = await launch(h.user, project.id, request, {
+    trustMode: { planning: "auto", fixes: "manual" },
+    limits: { maxIterations: 100 },
+    // A model key is configured (to prove it never leaks), so the demo model is named explicitly.
+    modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" },
+  });
+  return { run, repo, project };
+}
+
+async function finish(runId: string) {
+  let done = await waitForStatus(runId, ["completed", "failed", "awaiting_fix_decision", "paused"], 120_000);
+  if (done.status === "awaiting_fix_decision") {
+    // The validator flags the corpus's files as outside the plan's scope. Accepting delivers anyway, so delivery's host
+    // git (records, memory, the checked-out branch) meets the planted metadata too.
+    const gate = await waitForPendingGate(runId);
+    await decideFix({ user: h.user, runId, input: { gateId: gate.id, decision: "accept" } });
+    await inngest.send(gateDecided.create({ runId, gateId: gate.id, decision: "accept" }));
+    done = await waitForStatus(runId, ["completed", "failed", "paused"], 120_000);
+  }
+  if (done.status === "completed" || done.status === "failed") await waitForWorkflow(runId, 60_000);
+  if (done.status !== "completed") {
+    // Say why, so a failure here reads as what the run saw, not as an empty output file.
+    const events = await listEvents({ runId, limit: 100_000 });
+    console.log(`run ${runId} ended ${done.status}:`, JSON.stringify(events.slice(-3).map((e) => ({ type: e.type, payload: e.payload }))).slice(0, 2000));
+  }
+  return done;
+}
+
+/** What a command wrote to out/<name>.txt, read from the run branch (the checkpoint commits it). */
+function output(repo: string, branch: string, name: string): string {
+  try {
+    return git(repo, "show", `${branch}:out/${name}.txt`);
+  } catch {
+    return "";
+  }
+}
+
+function sha256(file: string): string {
+  return crypto.createHash("sha256").update(fs.readFileSync(file)).digest("hex");
+}
+
+describe("escape corpus: host git never runs what the sandbox planted", () => {
+  const vectors: Array<{ name: string; what: string; run?: (c: string) => string[]; check?: (c: string) => string[] }> = [
+    {
+      name: "fsmonitor-dotgit-dir",
+      what: "the worktree's .git replaced by a repository whose core.fsmonitor is a planted script",
+      run: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && git config core.fsmonitor "$PWD/.planted/${c}"`],
+    },
+    {
+      name: "gitdir-file",
+      what: "a .git file whose gitdir: points at a planted git directory with core.fsmonitor",
+      run: (c) => [
+        `${plantHook(c)} && git init -q --bare .planted/g && git --git-dir=.planted/g config core.bare false && git --git-dir=.planted/g config core.fsmonitor "$PWD/.planted/${c}" && rm -f .git && echo "gitdir: $PWD/.planted/g" > .git`,
+      ],
+    },
+    {
+      name: "dotgit-symlink",
+      what: "a .git symlink to a planted git directory with core.fsmonitor",
+      run: (c) => [`${plantHook(c)} && git init -q .planted/r && git -C .planted/r config core.fsmonitor "$PWD/.planted/${c}" && rm -f .git && ln -s "$PWD/.planted/r/.git" .git`],
+    },
+    {
+      name: "hooks-path",
+      what: "core.hooksPath pointing at planted pre-commit / post-commit / post-index-change hooks",
+      run: (c) => [
+        `${plantHook(c)} && rm -f .git && git init -q . && mkdir -p .planted/hooks && for h in pre-commit post-commit post-index-change pre-auto-gc reference-transaction; do cp .planted/${c} .planted/hooks/$h; done && git config core.hooksPath "$PWD/.planted/hooks"`,
+      ],
+    },
+    {
+      name: "diff-external",
+      what: "diff.external in a planted config, planted by an acceptance command just before validation diffs",
+      check: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && git config diff.external "$PWD/.planted/${c}"`],
+    },
+    {
+      name: "clean-filter",
+      what: "a filter.*.clean driver in a planted config, with .gitattributes applying it to every file",
+      run: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && git config filter.pwn.clean "$PWD/.planted/${c}" && git config filter.pwn.smudge "$PWD/.planted/${c}" && echo '* filter=pwn' > .gitattributes`],
+    },
+    {
+      name: "textconv",
+      what: "a diff driver with textconv in a planted config, with .gitattributes applying it",
+      run: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && git config diff.pwn.textconv "$PWD/.planted/${c}" && echo '* diff=pwn' > .gitattributes`],
+    },
+    {
+      name: "pager",
+      what: "core.pager and pager.* in a planted config",
+      run: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && git config core.pager "$PWD/.planted/${c}" && git config pager.diff "$PWD/.planted/${c}" && git config pager.log "$PWD/.planted/${c}"`],
+    },
+    {
+      name: "ssh-command",
+      what: "core.sshCommand and an ssh remote in a planted config",
+      run: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && git config core.sshCommand "$PWD/.planted/${c}" && git config remote.origin.url ssh://example.invalid/x.git`],
+    },
+    {
+      name: "nested-repo-fsmonitor",
+      what: "a nested repository (a gitlink) whose own core.fsmonitor host git would run while checking it",
+      run: (c) => [
+        `${plantHook(c)} && mkdir -p sub && cd sub && git init -q . && git config core.fsmonitor "$PWD/../.planted/${c}" && echo x > f && git add f && ${GIT_AS_ME} commit -qm x`,
+      ],
+    },
+    {
+      name: "include-path",
+      what: "include.path in a planted config pulling in a second planted config with core.fsmonitor",
+      run: (c) => [`${plantHook(c)} && rm -f .git && git init -q . && printf '[core]\\n\\tfsmonitor = %s\\n' "$PWD/.planted/${c}" > .planted/inc && git config include.path "$PWD/.planted/inc"`],
+    },
+  ];
+
+  for (const v of vectors) {
+    it(`${v.name}: ${v.what} — nothing runs on the host`, async () => {
+      const { run, repo } = await runCorpus(v.name, { run: v.run?.(v.name), check: v.check?.(v.name) });
+      const done = await finish(run.id);
+      expect(done.status).toBe("completed");
+      expect(fs.existsSync(path.join(canaries, v.name))).toBe(false);
+      // The planted metadata never reaches a commit either.
+      const files = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n");
+      // The attack really ran inside the sandbox: its planted script is on the branch, as a plain file.
+      expect(files).toContain(`.planted/${v.name}`);
+      expect(files.filter((f) => /(^|\/)\.git(\/|$)/.test(f))).toEqual([]);
+      expect(git(repo, "ls-tree", "-r", run.branch!).split("\n").filter((l) => l.startsWith("160000 "))).toEqual([]);
+    });
+  }
+
+  it("core.worktree in a planted config would make host git stage the host's /etc: the branch holds only the worktree", async () => {
+    const { run, repo } = await runCorpus("core-worktree", { run: [`rm -f .git && git init -q . && git config core.worktree /etc`] });
+    expect((await finish(run.id)).status).toBe("completed");
+    const files = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n");
+    expect(files).not.toContain("passwd");
+    expect(files).not.toContain("shadow");
+    expect(files).toContain("README.md");
+  });
+
+  it("the repository's own git directory is read-only inside the sandbox, even by remounting it", async () => {
+    const { run, repo } = await runCorpus("gitdir-writes", {
+      run: [
+        `mkdir -p out; G=$(git rev-parse --path-format=absolute --git-common-dir); (echo "[core] fsmonitor = /bin/true" >> "$G/config"; mount -o remount,rw,bind "$G"; echo pwned > "$G/pwned"; git update-ref refs/heads/main HEAD) > out/gitdir-config.txt 2>&1; true`,
+        `mkdir -p out; W=$(git rev-parse --path-format=absolute --git-dir); (echo "ref: refs/heads/main" > "$W/HEAD") > out/worktree-admin.txt 2>&1; true`,
+      ],
+    });
+    const before = sha256(path.join(repo, ".git", "config"));
+    expect((await finish(run.id)).status).toBe("completed");
+    expect(sha256(path.join(repo, ".git", "config"))).toBe(before);
+    expect(fs.existsSync(path.join(repo, ".git", "pwned"))).toBe(false);
+    expect(output(repo, run.branch!, "gitdir-config")).toMatch(/Read-only file system|Permission denied|not permitted|must be superuser/i);
+    expect(output(repo, run.branch!, "worktree-admin")).toMatch(/Read-only file system|Permission denied/i);
+  });
+});
+
+describe("escape corpus: the sandbox is a boundary even for a root server", () => {
+  let result: { runId: string; repo: string; branch: string; status: string };
+  let otherRepo: string;
+  const marker = `other-project-secret-${crypto.randomBytes(6).toString("hex")}`;
+
+  beforeAll(async () => {
+    const other = await newProject(h.user);
+    otherRepo = other.repo;
+    fs.writeFileSync(path.join(otherRepo, "private.txt"), marker);
+    const dataDir = getEnv().dataDir;
+    const hostTmp = path.join(canaries, "host-tmp");
+    const cases: Record<string, string> = {
+      "write-usr": "touch /usr/gh-escape-usr",
+      "write-etc": "touch /etc/gh-escape-etc",
+      "write-datadir": `touch ${dataDir}/gh-escape-data`,
+      "write-host-tmp": `mkdir -p ${hostTmp} && touch ${hostTmp}/x`,
+      "read-db": `ls -la ${dataDir}; head -c 64 ${dataDir}/test.db`,
+      "read-executor-key": `cat ${dataDir}/executor-key`,
+      "proc-1-environ": "tr '\\0' '\\n' < /proc/1/environ",
+      "proc-self-environ": "env; tr '\\0' '\\n' < /proc/self/environ",
+      "proc-host-pids": `ls /proc | grep -E '^[0-9]+$' | wc -l; cat /proc/${process.pid}/environ; cat /proc/${process.pid}/cmdline`,
+      "read-shadow": "cat /etc/shadow /etc/gshadow",
+      "read-other-repo": `cat ${otherRepo}/private.txt; ls ${path.dirname(otherRepo)}`,
+      "network-app-port": `node -e "const s=require('net').connect(${port},'127.0.0.1');s.on('connect',()=>console.log('CONNECTED'));s.on('error',e=>console.log('ERR',e.code))"; sleep 1`,
+      "network-dns": "getent hosts registry.npmjs.org || echo no-dns",
+      "symlink-out": `ln -s /etc/passwd link-passwd && ln -s ${dataDir} link-data && cat link-passwd > /dev/null; ls link-data/ ; true`,
+      "hardlink-out": `ln /etc/passwd hard-passwd; ln ${otherRepo}/private.txt hard-other; true`,
+      "setuid": "ls -l /usr/bin/mount /usr/bin/su; /usr/bin/mount -o remount,rw /usr; touch /usr/gh-escape-setuid",
+      "unshare-mount": "unshare -r sh -c 'mount -o remount,rw /usr && touch /usr/gh-escape-unshare'; unshare -m true",
+      "chroot": "chroot / true; mknod dev-null c 1 3; true",
+      "ptrace-kill-server": `kill -9 ${process.pid}; kill -9 1; ls /proc/${process.pid} 2>&1 | head -1`,
+      "capabilities": "grep -E 'Cap(Eff|Prm|Bnd)|NoNewPrivs' /proc/self/status; id",
+      "devices": "ls /dev | tr '\\n' ' '; echo; for d in mem kmem sda vda nvme0n1 kmsg port; do test -e /dev/$d && echo HAS-$d; done; true",
+      "sysfs": "ls /sys; echo 1 > /proc/sys/kernel/sysrq",
+      "file-size": "head -c 33554432 /dev/zero > big.bin; ls -l big.bin; rm -f big.bin",
+      "records": `mkdir -p .autonomous/runs && echo '{"status":"forged"}' > .autonomous/runs/forged.json`,
+    };
+    const lines = Object.entries(cases).map(([name, cmd]) => `mkdir -p out; (${cmd}) > out/${name}.txt 2>&1; true`);
+    const { run, repo } = await runCorpus("filesystem, processes, network", { run: lines });
+    const done = await finish(run.id);
+    result = { runId: run.id, repo, branch: run.branch!, status: done.status };
+  });
+
+  const out = (name: string) => output(result.repo, result.branch, name);
+  const secrets = () => [SECRET_MODEL_KEY, SECRET_ADMIN, getExecutorKey()];
+
+  it("the run itself completes: hostile commands fail inside, they do not break the run", () => {
+    expect(result.status).toBe("completed");
+    expect(out("capabilities")).toMatch(/CapEff:\s+0+\n/);
+    expect(out("capabilities")).toMatch(/NoNewPrivs:\s+1/);
+  });
+
+  it("writes to /usr, /etc, the data directory and the host's /tmp land nowhere on the host", () => {
+    expect(fs.existsSync("/usr/gh-escape-usr")).toBe(false);
+    expect(fs.existsSync("/etc/gh-escape-etc")).toBe(false);
+    expect(fs.existsSync(path.join(getEnv().dataDir, "gh-escape-data"))).toBe(false);
+    expect(fs.existsSync(path.join(canaries, "host-tmp"))).toBe(false);
+    expect(out("write-usr")).toMatch(/Read-only file system/);
+  });
+
+  it("the database, the executor key and the server's environment cannot be read", () => {
+    expect(out("read-db")).not.toContain("SQLite format");
+    expect(out("read-executor-key")).toMatch(/No such file/);
+    for (const name of ["proc-1-environ", "proc-self-environ", "proc-host-pids", "read-executor-key", "read-db"]) {
+      for (const secret of secrets()) expect(out(name)).not.toContain(secret);
+    }
+    // Its own pid namespace: a handful of processes, none of them the server.
+    expect(Number(out("proc-host-pids").split("\n")[0])).toBeLessThan(10);
+  });
+
+  it("the host's private system files and other repositories are not readable", () => {
+    expect(out("read-shadow")).not.toMatch(/root:/);
+    expect(out("read-other-repo")).not.toContain(marker);
+    expect(out("hardlink-out")).toMatch(/Invalid cross-device link|No such file|Operation not permitted/);
+  });
+
+  it("no network: the app's port on loopback is unreachable and there is no DNS", () => {
+    expect(out("network-app-port")).not.toContain("CONNECTED");
+    expect(connections).toBe(0);
+    expect(out("network-dns")).toContain("no-dns");
+  });
+
+  it("symlinks out of the worktree are committed as links, never as the content they point at", () => {
+    const tree = git(result.repo, "ls-tree", "-r", result.branch);
+    expect(tree).toMatch(/^120000 blob \w+\tlink-passwd$/m);
+    expect(git(result.repo, "show", `${result.branch}:link-passwd`)).toBe("/etc/passwd");
+    expect(tree).not.toMatch(/\thard-other$/);
+  });
+
+  it("setuid binaries, unshare, mount, chroot, mknod and signals to the server gain nothing", () => {
+    expect(fs.existsSync("/usr/gh-escape-setuid")).toBe(false);
+    expect(fs.existsSync("/usr/gh-escape-unshare")).toBe(false);
+    expect(out("unshare-mount")).toMatch(/unshare failed|Operation not permitted|No space left/);
+    expect(out("chroot")).toMatch(/Operation not permitted/);
+    // The server (this test process) is alive, and was never visible inside.
+    expect(process.kill(process.pid, 0)).toBe(true);
+    expect(out("ptrace-kill-server")).toMatch(/No such process|cannot access/);
+    expect(out("devices")).toContain("null");
+    expect(out("devices")).not.toContain("HAS-");
+  });
+
+  it("a file larger than the sandbox's file-size limit is cut off", () => {
+    expect(out("file-size")).toMatch(/File size limit exceeded|16777216/);
+    expect(out("file-size")).not.toContain("33554432");
+  });
+
+  it("Gatehouse's own records are never taken from the worktree", () => {
+    const files = git(result.repo, "ls-tree", "-r", "--name-only", result.branch).split("\n");
+    expect(files).not.toContain(".autonomous/runs/forged.json");
+  });
+});
+
+describe("escape corpus: resource exhaustion stops inside its own run", () => {
+  it("a fork bomb is capped, the server keeps answering /api/health, and the run goes on", async () => {
+    const caps = sandboxCapabilities();
+    if (cgroupSupport().version === null) {
+      // Without a cgroup a root server's fork bomb is not bounded by rlimits: the app must say so, not pretend.
+      expect(caps.weaknesses.join(" ")).toMatch(/no per-command cgroup/);
+      return;
+    }
+    const { GET } = await import("@/app/api/health/route");
+    const { run, repo } = await runCorpus("fork bomb", {
+      run: ["mkdir -p out; (sleep 6 & S=$!; (b() { while :; do b & done; }; b) >/dev/null 2>&1 & wait $S; echo bomb-ended) > out/bomb.txt 2>&1; true"],
+    });
+    // While the bomb runs: the per-command cgroup holds at most the limit, and health answers.
+    const base = (cgroupSupport() as { bases?: { pids?: string }; base?: string }).bases?.pids ?? (cgroupSupport() as { base: string }).base;
+    let peak = 0;
+    let answered = 0;
+    let slowest = 0;
+    const until = Date.now() + 20_000;
+    while (Date.now() < until) {
+      for (const dir of fs.readdirSync(base).filter((d) => d.startsWith("cg_"))) {
+        const current = Number(fs.readFileSync(path.join(base, dir, "pids.current"), "utf8").trim() || 0);
+        peak = Math.max(peak, current);
+      }
+      if (peak > 10) {
+        const started = Date.now();
+        const response = await GET(new Request("http://127.0.0.1/api/health"), { params: Promise.resolve({}) } as never);
+        slowest = Math.max(slowest, Date.now() - started);
+        if (response.status === 200) answered++;
+        if (answered >= 3) break;
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.log(`fork bomb: peak ${peak} processes in its cgroup (limit 64); /api/health answered ${answered}× while it ran, slowest ${slowest} ms`);
+    expect(peak).toBeGreaterThan(10);
+    expect(peak).toBeLessThanOrEqual(64);
+    expect(answered).toBeGreaterThanOrEqual(3);
+    expect(slowest).toBeLessThan(1000);
+    const done = await finish(run.id);
+    expect(done.status).toBe("completed");
+    expect(output(repo, run.branch!, "bomb")).toContain("bomb-ended");
+  });
+
+  it("a memory balloon is killed inside the sandbox and the run goes on", async () => {
+    const { run, repo } = await runCorpus("memory balloon", {
+      run: ["mkdir -p out; (head -c 1500000000 /dev/zero | tail > /dev/null; echo balloon-exit=$?) > out/balloon.txt 2>&1; true"],
+    });
+    const done = await finish(run.id);
+    expect(done.status).toBe("completed");
+    const text = output(repo, run.branch!, "balloon");
+    expect(text).toMatch(/balloon-exit=(137|1|2)|Killed|Cannot allocate|memory exhausted/);
+    expect(text).not.toContain("balloon-exit=0");
+  });
+});
