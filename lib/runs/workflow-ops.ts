@@ -784,6 +784,8 @@ export async function deliver({ runId, stepKey, merge }: { runId: string; stepKe
     decisions: await decisionsOf(runId),
   });
   if (!merge) return { merge: "skipped" as const, files: [] as string[] };
+  // Only work that passed validation is merged automatically; "accept anyway" delivers the branch, never a merge.
+  if (state?.lastValidation !== "passed") return { merge: "skipped" as const, files: [] as string[] };
   const result = await squashMerge({
     repoPath: run.repoPath,
     branch: run.branch,

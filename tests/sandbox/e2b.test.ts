@@ -126,4 +126,29 @@ describe("E2B sandbox (fake client, no network)", () => {
     expect(calls.killed).toBe(killed + 1);
     await expect(fs.access(s.workspacePath)).rejects.toThrow();
   });
+
+  it("takes back file contents only: a hostile remote's patch that touches .git or leaves the worktree is refused", async () => {
+    const { client } = fakeClient();
+    const runId = "run_e2b_hostile";
+    const { branch } = await createRunBranch({ repoPath: repo, runId, request: "e2b hostile", baseBranch: "main" });
+    const { E2BSandbox } = await import("@/lib/sandbox/e2b");
+    const s = await E2BSandbox.create({ runId, repoPath: repo, ref: branch, branch, client, remoteRoot: path.join(remoteBase, "hostile") });
+    const configBefore = await fs.readFile(path.join(repo, ".git", "config"), "utf8");
+    const patches = [
+      "diff --git a/.git/config b/.git/config\n--- a/.git/config\n+++ b/.git/config\n@@ -0,0 +1 @@\n+[core]\n",
+      "diff --git a/../outside.txt b/../outside.txt\nnew file mode 100644\n--- /dev/null\n+++ b/../outside.txt\n@@ -0,0 +1 @@\n+x\n",
+      "diff --git a/sub/.git/hooks/post-commit b/sub/.git/hooks/post-commit\nnew file mode 100755\n--- /dev/null\n+++ b/sub/.git/hooks/post-commit\n@@ -0,0 +1 @@\n+touch pwned\n",
+    ];
+    const remote = (s as unknown as { remote: E2BRemote }).remote;
+    const run = remote.commands.run.bind(remote.commands);
+    for (const patch of patches) {
+      // What the remote answers when asked for its changes: a patch it made up.
+      remote.commands.run = async (cmd, opts) => (cmd.startsWith("git add -A && git diff --cached") ? { exitCode: 0, stdout: patch, stderr: "" } : run(cmd, opts));
+      await expect(commitCheckpoint({ sandbox: s, runId, taskId: "T1", title: "hostile" })).rejects.toThrow(/git apply failed/);
+    }
+    expect(await fs.readFile(path.join(repo, ".git", "config"), "utf8")).toBe(configBefore);
+    await expect(fs.access(path.join(path.dirname(s.workspacePath), "outside.txt"))).rejects.toThrow();
+    await expect(fs.access(path.join(s.workspacePath, "sub", ".git"))).rejects.toThrow();
+    await s.destroy();
+  });
 });

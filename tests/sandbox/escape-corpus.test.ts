@@ -228,6 +228,9 @@ describe("escape corpus: host git never runs what the sandbox planted", () => {
 });
 
 describe("escape corpus: the sandbox is a boundary even for a root server", () => {
+  // Host paths unique to this test run, so a file left by anything earlier can never be mistaken for (or hide) an escape.
+  const tag = crypto.randomBytes(4).toString("hex");
+  const hostPath = (dir: string, name: string) => `${dir}/gh-escape-${name}-${tag}`;
   let result: { runId: string; repo: string; branch: string; status: string };
   let otherRepo: string;
   const marker = `other-project-secret-${crypto.randomBytes(6).toString("hex")}`;
@@ -239,9 +242,9 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
     const dataDir = getEnv().dataDir;
     const hostTmp = path.join(canaries, "host-tmp");
     const cases: Record<string, string> = {
-      "write-usr": "touch /usr/gh-escape-usr",
-      "write-etc": "touch /etc/gh-escape-etc",
-      "write-datadir": `touch ${dataDir}/gh-escape-data`,
+      "write-usr": `touch ${hostPath("/usr", "usr")}`,
+      "write-etc": `touch ${hostPath("/etc", "etc")}`,
+      "write-datadir": `touch ${hostPath(dataDir, "data")}`,
       "write-host-tmp": `mkdir -p ${hostTmp} && touch ${hostTmp}/x`,
       "read-db": `ls -la ${dataDir}; head -c 64 ${dataDir}/test.db`,
       "read-executor-key": `cat ${dataDir}/executor-key`,
@@ -254,8 +257,8 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
       "network-dns": "getent hosts registry.npmjs.org || echo no-dns",
       "symlink-out": `ln -s /etc/passwd link-passwd && ln -s ${dataDir} link-data && cat link-passwd > /dev/null; ls link-data/ ; true`,
       "hardlink-out": `ln /etc/passwd hard-passwd; ln ${otherRepo}/private.txt hard-other; true`,
-      "setuid": "ls -l /usr/bin/mount /usr/bin/su; /usr/bin/mount -o remount,rw /usr; touch /usr/gh-escape-setuid",
-      "unshare-mount": "unshare -r sh -c 'mount -o remount,rw /usr && touch /usr/gh-escape-unshare'; unshare -m true",
+      "setuid": `ls -l /usr/bin/mount /usr/bin/su; /usr/bin/mount -o remount,rw /usr; touch ${hostPath("/usr", "setuid")}`,
+      "unshare-mount": `unshare -r sh -c 'mount -o remount,rw /usr && touch ${hostPath("/usr", "unshare")}'; unshare -m true`,
       "chroot": "chroot / true; mknod dev-null c 1 3; true",
       "ptrace-kill-server": `kill -9 ${process.pid}; kill -9 1; ls /proc/${process.pid} 2>&1 | head -1`,
       "capabilities": "grep -E 'Cap(Eff|Prm|Bnd)|NoNewPrivs' /proc/self/status; id",
@@ -270,6 +273,11 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
     result = { runId: run.id, repo, branch: run.branch!, status: done.status };
   });
 
+  afterAll(() => {
+    // Should an escape ever succeed, leave the host as it was.
+    for (const [dir, name] of [["/usr", "usr"], ["/etc", "etc"], ["/usr", "setuid"], ["/usr", "unshare"]] as const) fs.rmSync(hostPath(dir, name), { force: true });
+  });
+
   const out = (name: string) => output(result.repo, result.branch, name);
   const secrets = () => [SECRET_MODEL_KEY, SECRET_ADMIN, getExecutorKey()];
 
@@ -280,9 +288,9 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
   });
 
   it("writes to /usr, /etc, the data directory and the host's /tmp land nowhere on the host", () => {
-    expect(fs.existsSync("/usr/gh-escape-usr")).toBe(false);
-    expect(fs.existsSync("/etc/gh-escape-etc")).toBe(false);
-    expect(fs.existsSync(path.join(getEnv().dataDir, "gh-escape-data"))).toBe(false);
+    expect(fs.existsSync(hostPath("/usr", "usr"))).toBe(false);
+    expect(fs.existsSync(hostPath("/etc", "etc"))).toBe(false);
+    expect(fs.existsSync(hostPath(getEnv().dataDir, "data"))).toBe(false);
     expect(fs.existsSync(path.join(canaries, "host-tmp"))).toBe(false);
     expect(out("write-usr")).toMatch(/Read-only file system/);
   });
@@ -317,8 +325,8 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
   });
 
   it("setuid binaries, unshare, mount, chroot, mknod and signals to the server gain nothing", () => {
-    expect(fs.existsSync("/usr/gh-escape-setuid")).toBe(false);
-    expect(fs.existsSync("/usr/gh-escape-unshare")).toBe(false);
+    expect(fs.existsSync(hostPath("/usr", "setuid"))).toBe(false);
+    expect(fs.existsSync(hostPath("/usr", "unshare"))).toBe(false);
     expect(out("unshare-mount")).toMatch(/unshare failed|Operation not permitted|No space left/);
     expect(out("chroot")).toMatch(/Operation not permitted/);
     // The server (this test process) is alive, and was never visible inside.

@@ -133,6 +133,26 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(events.filter((e) => e.type === "IMPLEMENTATION_SUCCEEDED")).toHaveLength(2);
   });
 
+  it("accepting a failed validation delivers the branch but never merges it, even with git.autoMerge", async () => {
+    const { project, repo } = await newProject(h.user);
+    const mainBefore = git(repo, "rev-parse", "main");
+    const run = await launch(h.user, project.id, `Write it [fail-validation: 5]\n\n${fileBlock("src/x.txt", "x")}`, {
+      trustMode: { planning: "auto", fixes: "manual" },
+      git: { autoMerge: true },
+    });
+    await waitForStatus(run.id, ["awaiting_fix_decision"]);
+    const gate = await pendingGate(run.id);
+    await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "accept" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }));
+    const done = await waitForStatus(run.id, ["completed", "failed"]);
+    expect(done.status).toBe("completed");
+    expect(done.merged).toBe(false);
+    expect(git(repo, "rev-parse", "main")).toBe(mainBefore);
+    expect(git(repo, "show", `${run.branch}:src/x.txt`)).toBe("x");
+    const { events } = await expectConsistent(run.id);
+    expect(events.map((e) => e.type)).not.toContain("PR_MERGED");
+  });
+
   it("validation failure with fixes=manual waits for a fix decision; retry completes", async () => {
     const { project } = await newProject(h.user);
     const run = await launch(h.user, project.id, "Write it [fail-validation: 1]", { trustMode: { planning: "auto", fixes: "manual" } });

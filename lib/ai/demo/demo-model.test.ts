@@ -129,6 +129,47 @@ describe("demo model: a full planner → implementer → validator pass", () => 
     expect(second.changedFiles).toEqual(["docs/requests/greeting-module.md", "src/greet.ts", "src/index.ts"]);
   });
 
+  it("[run:] runs each command line once, in order, through run_command; [check:] becomes an acceptance command", async () => {
+    const request = [
+      "Build it",
+      "[run: echo one > one.txt]",
+      "[run: cat one.txt]",
+      "[run: test -f one.txt && [ -s one.txt ] && echo ok > ok.txt]",
+      "[check: test -s ok.txt]",
+      "[check: grep -q one one.txt]",
+    ].join("\n");
+    const ins = parseInstructions(request);
+    expect(ins.runs).toEqual(["echo one > one.txt", "cat one.txt", "test -f one.txt && [ -s one.txt ] && echo ok > ok.txt"]);
+    expect(ins.checks).toEqual(["test -s ok.txt", "grep -q one one.txt"]);
+    expect(ins.description).toBe("Build it");
+
+    const planned = await plan({ request });
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    expect(planned.plan.acceptanceCriteria.map((c) => c.command)).toEqual([
+      "test -f docs/requests/build-it.md",
+      "test -s ok.txt",
+      "grep -q one one.txt",
+    ]);
+    const { result } = await implement(planned.plan, request);
+    expect(result.kind).toBe("done");
+    // Each command ran once, in request order, as a model's run_command would (shell syntax → sh -c).
+    expect(sandbox.execCalls).toEqual([
+      ["sh", "-c", "echo one > one.txt"],
+      ["cat", "one.txt"],
+      ["sh", "-c", "test -f one.txt && [ -s one.txt ] && echo ok > ok.txt"],
+    ]);
+    expect(await sandbox.readFile("ok.txt")).toBe("ok\n");
+    const validation = await validate(planned.plan, request, 1);
+    expect(validation.checks.map((c) => c.passed)).toEqual([true, true, true]);
+  });
+
+  it("generated acceptance commands quote file paths, so a file name never becomes shell syntax", async () => {
+    const request = ["Odd names", "```file:docs/$(id);touch-pwned.md", "x", "```"].join("\n");
+    const planned = await plan({ request });
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    expect(planned.plan.acceptanceCriteria[0]!.command).toBe("test -f 'docs/$(id);touch-pwned.md'");
+  });
+
   it("[ask-multi:] asks one multiple choice and [ask-file:] one file; both answers land in the note", async () => {
     const request = ["Split the app", "[ask-multi: Which parts? | api | web | docs]", "[ask-file: Upload the spec]", "[ask: Why?]"].join("\n");
     const planned = await plan({ request });
