@@ -749,15 +749,20 @@ export async function validate({
 // ---------------------------------------------------------------------------------------------------------------------
 // Delivery and the end of a run
 
-export async function writeRecords(run: RunContext, validationReport: string | null) {
+/**
+ * Commit the run's records on its branch. `completing`: these are the records a squash merge carries into the base
+ * branch before the run's last step appends RUN_COMPLETED, so they already say what the run is when it lands there.
+ */
+export async function writeRecords(run: RunContext, validationReport: string | null, { completing = false }: { completing?: boolean } = {}) {
   const events = await listEvents({ runId: run.runId, limit: 100_000 });
   const db = await getDb();
   const rows = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.runId));
-  const context = buildRunContext({
+  const built = buildRunContext({
     events,
     clarifications: rows.map((r) => clarificationFromRow(r)),
     baseBranch: run.config.git.baseBranch,
   });
+  const context = completing ? { ...built, status: "completed", completedAt: built.completedAt ?? workflowClock.now() } : built;
   return commitRunRecords({ repoPath: run.repoPath, branch: run.branch, context, validationReport, events });
 }
 
@@ -773,7 +778,7 @@ export async function deliver({ runId, stepKey, merge }: { runId: string; stepKe
   const run = await loadRun({ runId });
   await releaseSandbox(sandboxOptions(run));
   const report = await lastValidationReport(runId);
-  await writeRecords(run, report);
+  await writeRecords(run, report, { completing: merge });
   const state = await getRunState({ id: runId });
   await updateMemory({
     repoPath: run.repoPath,

@@ -48,8 +48,12 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(git(repo, "show", `${branch}:.autonomous/memory.md`)).toContain(run.id);
     const context = JSON.parse(git(repo, "show", `${branch}:.autonomous/runs/${run.id}/context.json`));
     expect({ runId: context.runId, status: context.status }).toEqual({ runId: run.id, status: "completed" });
-    // Squash-merged into main: the file is there, in one commit on top of the initial one.
+    // Squash-merged into main: the file is there, in one commit on top of the initial one, and the records that landed
+    // there say what the run ended as.
     expect(git(repo, "show", "main:src/greet.txt")).toBe("hello");
+    const merged = JSON.parse(git(repo, "show", `main:.autonomous/runs/${run.id}/context.json`));
+    expect(merged.status).toBe("completed");
+    expect(merged.completedAt).not.toBeNull();
     expect(git(repo, "log", "--format=%s", "main").split("\n")).toHaveLength(2);
     // No workspace is left behind.
     expect(fs.existsSync(path.join(getEnv().dataDir, "workspaces", run.id))).toBe(false);
