@@ -162,7 +162,9 @@ export async function updateMemory({
 // ---------------------------------------------------------------------------------------------------------------------
 // .autonomous/config.json — project defaults
 
-const RUN_CONFIG_KEYS = Object.keys(runConfigSchema.shape) as (keyof typeof runConfigSchema.shape)[];
+/** Run config keys a repository file may default. Not `sandbox`: the file's own `sandbox` block is its network setting,
+ * and isolation is decided by the project's owner, never by repository content. */
+const RUN_CONFIG_KEYS = (Object.keys(runConfigSchema.shape) as (keyof typeof runConfigSchema.shape)[]).filter((k) => k !== "sandbox");
 
 export const projectFileConfigSchema = z
   .object({

@@ -5,7 +5,11 @@ import { AppError, describeIssues } from "@/lib/errors";
 import { createRun, decodeCursor, getRunState, listRuns } from "@/lib/db/queries/runs";
 import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
-import { resolveRunConfig, type RunStatus } from "@/lib/workflow";
+import { existsSync } from "node:fs";
+import { mergeConfig, resolveRunConfig, type RunStatus } from "@/lib/workflow";
+import { readProjectConfig } from "@/lib/git";
+import { cachePath } from "@/lib/github/git";
+import type { Project } from "@/lib/db/queries/projects";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { toRunDto } from "./dto";
 import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
@@ -26,7 +30,9 @@ export async function startRun({
   if (!project) throw new AppError("not_found:project");
   await requireProjectRole({ user, projectId, action: "decide" });
   const defaultRouting: StageRouting = routingForNewRun();
-  const resolved = resolveRunConfig({ input: config ?? {}, projectDefaults: project.defaultConfig, defaultRouting });
+  // Request config over project config over the repository's .autonomous/config.json.
+  const fileDefaults = await repositoryDefaults(project, mergeConfig(project.defaultConfig ?? {}, config ?? {}));
+  const resolved = resolveRunConfig({ input: config ?? {}, projectDefaults: mergeConfig(fileDefaults, project.defaultConfig ?? {}), defaultRouting });
   if (!resolved.success) {
     throw new AppError("bad_request:config", `config.${describeIssues(resolved.error.issues)}`);
   }
@@ -45,6 +51,28 @@ export async function startRun({
   if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
   const run = await createRun({ projectId, userId: user.id, request, config: resolved.data });
   return run;
+}
+
+/**
+ * The run-config defaults in the repository's `.autonomous/config.json` on the base branch the run will start from (a
+ * local repository, or a GitHub project's cache clone once it exists). A malformed file is the caller's to fix: 400.
+ */
+async function repositoryDefaults(project: Project, merged: unknown): Promise<Record<string, unknown>> {
+  const repoPath =
+    project.repository.type === "local"
+      ? project.repository.path
+      : cachePath({ owner: project.repository.owner, repo: project.repository.repo });
+  if (!existsSync(repoPath)) return {};
+  const baseBranch = (merged as { git?: { baseBranch?: unknown } }).git?.baseBranch;
+  const ref = typeof baseBranch === "string" && baseBranch ? baseBranch : "main";
+  try {
+    return (await readProjectConfig({ repoPath, ref })).defaults;
+  } catch (error) {
+    if (error instanceof AppError && error.code === "bad_request:config") {
+      throw new AppError("bad_request:config", `The repository's ${error.message} Fix the file on ${ref}, then start the run again.`);
+    }
+    return {};
+  }
 }
 
 /** A run the user may see, or 404 (also for runs of projects the user is not a member of). */

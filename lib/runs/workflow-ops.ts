@@ -134,8 +134,21 @@ export async function append(runId: string, stepKey: string, events: NewRunEvent
   });
 }
 
-function sandboxOptions(run: RunContext, excludePaths: string[] = []): CreateSandboxOptions & { branch: string } {
-  return { runId: run.runId, repoPath: run.repoPath, ref: run.branch, branch: run.branch, excludePaths };
+/**
+ * The run's sandbox options, with the repository's `.autonomous/config.json` applied every time (excluded paths, and
+ * outbound network only when it sets sandbox.allowInternet), so a sandbox recreated after a restart or a pause commits
+ * and compares exactly what the first one did.
+ */
+async function sandboxOptions(run: RunContext): Promise<CreateSandboxOptions & { branch: string }> {
+  const file = await readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
+  return {
+    runId: run.runId,
+    repoPath: run.repoPath,
+    ref: run.branch,
+    branch: run.branch,
+    excludePaths: file.excludePaths,
+    allowInternet: file.allowInternet,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------
@@ -339,9 +352,9 @@ async function parkSandbox(run: RunContext, reason: string): Promise<string | nu
   const dir = `${getEnv().dataDir}/workspaces/${runIdDir(run.runId)}`;
   const exists = await import("node:fs/promises").then((fs) => fs.stat(dir).then(() => true).catch(() => false));
   if (!exists) return null;
-  const sandbox = await attachSandbox(sandboxOptions(run));
+  const sandbox = await attachSandbox(await sandboxOptions(run));
   const wip = await commitWorkInProgress({ sandbox, runId: run.runId, reason });
-  await releaseSandbox(sandboxOptions(run));
+  await releaseSandbox(await sandboxOptions(run));
   return wip.tree;
 }
 
@@ -349,7 +362,7 @@ const runIdDir = (runId: string) => runId.replace(/[^A-Za-z0-9_-]/g, "_");
 
 export async function restore({ runId, expectedTree }: { runId: string; expectedTree: string }) {
   const run = await loadRun({ runId });
-  const sandbox = await restoreSandbox({ ...sandboxOptions(run), expectedTree });
+  const sandbox = await restoreSandbox({ ...(await sandboxOptions(run)), expectedTree });
   return { workspace: sandbox.id };
 }
 
@@ -590,8 +603,7 @@ export async function implementTurn({
   attempt: number;
 }): Promise<TurnStepResult> {
   const run = await loadRun({ runId });
-  const projectConfig = await readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[] }));
-  const sandbox = await attachSandbox(sandboxOptions(run, projectConfig.excludePaths));
+  const sandbox = await attachSandbox(await sandboxOptions(run));
   let result;
   try {
     result = await implementerTurn({ state, sandbox, modelId: run.config.modelRouting.implementer, context: { runId, stepKey: modelCallKey(runId, stepKey) } });
@@ -604,7 +616,7 @@ export async function implementTurn({
   const ended = await endedStatus(runId);
   if (ended) {
     await sandbox.destroy().catch(() => null);
-    await releaseSandbox(sandboxOptions(run)).catch(() => null);
+    await releaseSandbox(await sandboxOptions(run)).catch(() => null);
     throw new RunEndedError(ended);
   }
   const events: NewRunEvent[] = [];
@@ -711,7 +723,7 @@ export async function validate({
   if (left !== undefined && left <= 0) return { kind: "timeout", now: workflowClock.now() };
   const run = await loadRun({ runId });
   const base = await baseShaOf(runId);
-  const sandbox = await attachSandbox({ ...sandboxOptions(run), diffBase: base ?? undefined });
+  const sandbox = await attachSandbox({ ...(await sandboxOptions(run)), diffBase: base ?? undefined });
   let result;
   try {
     result = await runValidator({
@@ -776,7 +788,7 @@ export async function lastValidationReport(runId: string): Promise<string | null
 /** Commit the run's records and memory on its branch, then squash-merge when the config allows. */
 export async function deliver({ runId, stepKey, merge }: { runId: string; stepKey: string; merge: boolean }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(sandboxOptions(run));
+  await releaseSandbox(await sandboxOptions(run));
   const report = await lastValidationReport(runId);
   await writeRecords(run, report, { completing: merge });
   const state = await getRunState({ id: runId });
@@ -838,7 +850,7 @@ export async function cleanUpCancelled({ runId }: { runId: string }) {
 export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: string; reason: string | null; stepKey: string }) {
   const run = await loadRun({ runId }).catch(() => null);
   if (!run) return { userId: null };
-  await releaseSandbox(sandboxOptions(run)).catch(() => null);
+  await releaseSandbox(await sandboxOptions(run)).catch(() => null);
   const state = await getRunState({ id: runId });
   if (state && !TERMINAL_STATUSES.has(state.status) && reason !== null) {
     await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(reason).slice(0, 2000), stage: state.currentStage } }]).catch(

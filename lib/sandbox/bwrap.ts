@@ -80,10 +80,11 @@ export function resetBwrapStatus() {
   masks = undefined;
 }
 
-function namespaceFlags(userns: boolean): string[] {
+function namespaceFlags(userns: boolean, network = false): string[] {
   return [
     ...(userns ? USERNS_FLAGS : []),
-    "--unshare-net",
+    // The host's network only when the project's .autonomous/config.json sets sandbox.allowInternet.
+    ...(network ? [] : ["--unshare-net"]),
     "--unshare-pid",
     "--unshare-ipc",
     "--unshare-uts",
@@ -173,6 +174,7 @@ export function bwrapArgs({
   command,
   args,
   prefix = [],
+  network = false,
 }: {
   writable: string;
   readOnly?: string[];
@@ -180,6 +182,8 @@ export function bwrapArgs({
   command: string;
   args: string[];
   prefix?: string[];
+  /** Share the host's network (default: none). */
+  network?: boolean;
 }): string[] {
   const status = bwrapStatus();
   return [
@@ -195,7 +199,7 @@ export function bwrapArgs({
     "--bind",
     writable,
     writable,
-    ...namespaceFlags(status.userNamespace),
+    ...namespaceFlags(status.userNamespace, network),
     "--setenv",
     "HOME",
     "/tmp",

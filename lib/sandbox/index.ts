@@ -86,7 +86,7 @@ export type CreateSandboxOptions = {
   excludePaths?: string[];
   /** Local only: reuse the run's live worktree (see attachSandbox). */
   reuse?: boolean;
-  /** E2B only: outbound internet (default off). */
+  /** Outbound internet for commands (default off): local bubblewrap shares the host network, E2B allows egress. */
   allowInternet?: boolean;
   /** E2B only: a substitute client (tests). */
   e2bClient?: E2BClient;
@@ -105,6 +105,11 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<RunS
 }
 
 const attached = new Map<string, RunSandbox>();
+
+/** What a process restart does to open sandboxes (tests): they are forgotten, and the next step reattaches from disk. */
+export function forgetAttachedSandboxes() {
+  attached.clear();
+}
 
 /**
  * The run's sandbox for one durable step: the one this process already has open, else the run's worktree on disk as

@@ -28,6 +28,8 @@ export type LocalSandboxOptions = {
   reuse?: boolean;
   /** Paths never committed nor shown in diffs (from .autonomous/config.json). */
   excludePaths?: string[];
+  /** Outbound network for commands (from .autonomous/config.json sandbox.allowInternet; default off). */
+  allowInternet?: boolean;
 };
 
 const MAX_LIST_ENTRIES = 10_000;
@@ -72,12 +74,13 @@ export class LocalSandbox implements Sandbox {
     readonly location: WorktreeLocation,
     readonly excludePaths: string[],
     isolated: boolean,
+    readonly allowInternet = false,
   ) {
     this.isolated = isolated;
   }
 
   static async create(options: LocalSandboxOptions): Promise<LocalSandbox> {
-    const { runId, repoPath, ref, branch, isolation = "auto", excludePaths = [] } = options;
+    const { runId, repoPath, ref, branch, isolation = "auto", excludePaths = [], allowInternet = false } = options;
     const status = bwrapStatus();
     if (isolation === "bwrap" && !status.available) {
       throw new AppError("unavailable:sandbox", `Isolation was required but ${status.reason}.`);
@@ -97,7 +100,7 @@ export class LocalSandbox implements Sandbox {
       const home = `${dir}.home`;
       await fs.mkdir(home, { recursive: true });
       const location = await worktreeLocation({ repoPath, workTree: real });
-      return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, commonDir, location, excludePaths, useBwrap);
+      return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, commonDir, location, excludePaths, useBwrap, allowInternet);
     }
     await removeWorktree(repoPath, dir);
     if (branch) {
@@ -110,7 +113,7 @@ export class LocalSandbox implements Sandbox {
     await fs.mkdir(home, { recursive: true });
     const real = await fs.realpath(dir);
     const location = await worktreeLocation({ repoPath, workTree: real });
-    return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch ?? null, commonDir, location, excludePaths, useBwrap);
+    return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch ?? null, commonDir, location, excludePaths, useBwrap, allowInternet);
   }
 
   readFile = async (requested: string): Promise<string> => {
@@ -187,6 +190,7 @@ export class LocalSandbox implements Sandbox {
       command,
       args,
       prefix: status.prlimit ? [status.prlimit, ...rlimitArgs(limits)] : [],
+      network: this.allowInternet,
     });
     const cgroup = createCommandCgroup(limits);
     if (!cgroup) return runProcess({ file: status.path!, args: sandboxed, cwd, ...common });

@@ -1,0 +1,77 @@
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { startRun } from "@/lib/runs/service";
+import { createProject } from "@/lib/db/queries/projects";
+
+/** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+function withConfigFile(repo: string, config: unknown) {
+  fs.mkdirSync(path.join(repo, ".autonomous"), { recursive: true });
+  fs.writeFileSync(path.join(repo, ".autonomous", "config.json"), JSON.stringify(config));
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "config");
+}
+
+describe("repository config (.autonomous/config.json)", () => {
+  it("its defaults apply: request config over project config over the repository file", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { trustMode: { planning: "auto", fixes: "manual" }, maxClarifications: 7, limits: { maxFixAttempts: 1 } });
+    const plain = await startRun({ user: h.user, projectId: project.id, request: "x" });
+    expect(plain.config).toMatchObject({ trustMode: { planning: "auto", fixes: "manual" }, maxClarifications: 7, limits: { maxFixAttempts: 1 } });
+
+    const other = makeRepo();
+    withConfigFile(other, { trustMode: { planning: "auto", fixes: "manual" }, maxClarifications: 7 });
+    const layered = await createProject({ name: "layered", ownerId: h.user.id, repository: { type: "local", path: other }, defaultConfig: { maxClarifications: 2 } });
+    const run = await startRun({ user: h.user, projectId: layered.id, request: "x", config: { trustMode: { fixes: "auto" } } });
+    expect(run.config.trustMode).toMatchObject({ planning: "auto", fixes: "auto" });
+    expect(run.config.maxClarifications).toBe(2);
+  });
+
+  it("a malformed file is a 400 that names the file", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { excludePaths: "not-a-list" });
+    await expect(startRun({ user: h.user, projectId: project.id, request: "x" })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/\.autonomous\/config\.json/),
+    });
+  });
+
+  it("sandbox.allowInternet opens the sandbox's network; without it there is none", async () => {
+    let connections = 0;
+    const server = net.createServer((s) => {
+      connections++;
+      s.end("hello\n");
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    const port = (server.address() as net.AddressInfo).port;
+    const probe = `[run: mkdir -p out; node -e "const s=require('net').connect(${port},'127.0.0.1');s.on('data',d=>{console.log('GOT',String(d).trim());s.end()});s.on('error',e=>console.log('ERR',e.code))" > out/net.txt 2>&1]`;
+    const config = { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } };
+    try {
+      const closed = await newProject(h.user);
+      const a = await launch(h.user, closed.project.id, `No network\n${probe}`, config);
+      await waitForStatus(a.id, ["completed", "awaiting_fix_decision"]);
+      expect(git(closed.repo, "show", `${a.branch}:out/net.txt`)).toMatch(/ERR/);
+      expect(connections).toBe(0);
+
+      const open = await newProject(h.user);
+      withConfigFile(open.repo, { sandbox: { allowInternet: true } });
+      const b = await launch(h.user, open.project.id, `Network allowed\n${probe}`, config);
+      await waitForStatus(b.id, ["completed", "awaiting_fix_decision"]);
+      expect(git(open.repo, "show", `${b.branch}:out/net.txt`)).toContain("GOT hello");
+      expect(connections).toBe(1);
+    } finally {
+      server.close();
+    }
+  });
+});
