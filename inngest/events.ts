@@ -18,7 +18,10 @@ export const clarificationAnswered = eventType("run/clarification.answered", {
 export const runResumed = eventType("run/resumed", {
   schema: z.object({ runId: z.string(), action: z.enum(["retry", "extend"]) }),
 });
-/** A run finished (any terminal status): frees a slot of the user's concurrency limit. */
-export const runFinished = eventType("run/finished", { schema: z.object({ runId: z.string(), userId: z.string() }) });
+/**
+ * A run stopped computing (it ended, it waits for a person, or it went back to the queue): a slot of its user's
+ * concurrency limit is free, so that user's queued runs check again.
+ */
+export const slotFreed = eventType("run/slot-freed", { schema: z.object({ runId: z.string(), userId: z.string() }) });
 /** A GitHub webhook delivery was verified and stored (github_deliveries); the github-webhook function handles it. */
 export const githubWebhookReceived = eventType("github/webhook.received", { schema: z.object({ deliveryId: z.string() }) });

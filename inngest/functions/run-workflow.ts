@@ -1,6 +1,6 @@
 import { NonRetriableError } from "inngest";
 import { inngest } from "../client";
-import { clarificationAnswered, gateDecided, runCancelled, runFinished, runResumed, runStarted } from "../events";
+import { clarificationAnswered, gateDecided, runCancelled, runResumed, runStarted, slotFreed } from "../events";
 import * as ops from "@/lib/runs/workflow-ops";
 import * as githubOps from "@/lib/runs/github-ops";
 import type { PlanDocument, Stage } from "@/lib/workflow";
@@ -37,7 +37,7 @@ export const runWorkflow = inngest.createFunction(
       const done = await step.run("record-failure", () =>
         ops.finishUnsuccessfully({ runId, reason: error.message, stepKey: "failure" }),
       );
-      if (done.userId) await step.sendEvent("free-slot", runFinished.create({ runId, userId: done.userId }));
+      if (done.userId) await step.sendEvent("free-slot", slotFreed.create({ runId, userId: done.userId }));
     },
   },
   async ({ event, step }) => {
@@ -64,10 +64,36 @@ export const runWorkflow = inngest.createFunction(
       }
     }
 
+    /** Queued: start (RUN_STARTED) as soon as a slot of the user's concurrency limit is free. */
+    async function waitForSlot(prefix: string) {
+      for (let i = 0; ; i++) {
+        // The first start keeps its historical step key; a start after a requeue records under its own.
+        const stepKey = prefix === "slot" ? "start" : `${prefix}:${i}`;
+        const slot = await step.run(`${prefix}:${i}`, () => ops.tryStart({ runId, stepKey }));
+        if (slot.started) return;
+        if (slot.status !== "queued") throw new RunEnded(slot.status);
+        await step.waitForEvent(`${prefix}:${i}:wait`, { event: slotFreed, timeout: "10m", if: `async.data.userId == '${run.userId}'` });
+      }
+    }
+
+    /** The run now waits for a person and computes nothing: its slot is free for the user's queued runs. */
+    async function releaseSlot(key: string) {
+      await step.sendEvent(`${key}:free-slot`, slotFreed.create({ runId, userId: run.userId }));
+    }
+
+    /** Back from a wait: compute again only within the user's limit; otherwise queue until a slot frees. */
+    async function reacquireSlot(key: string) {
+      const requeued = await step.run(`${key}:slot`, () => ops.requeueIfFull({ runId, stepKey: `${key}:slot` }));
+      if (!requeued.queued) return;
+      await waitForSlot(`${key}:slot`);
+    }
+
     /** Pause (outage, timeout, invalid plan) until a person retries or extends; the sandbox is parked meanwhile. */
     async function pauseUntilResumed(key: string, reason: Parameters<typeof ops.pause>[0]["reason"], message: string, stage: Stage | null) {
       const parked = await step.run(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage }));
+      await releaseSlot(`${key}:pause`);
       const resumed = await waitFor(`${key}:resume`, () => ops.readResume({ runId }), runResumed.name);
+      await reacquireSlot(`${key}:resume`);
       if (parked.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: parked.tree! }));
       return resumed;
     }
@@ -75,7 +101,9 @@ export const runWorkflow = inngest.createFunction(
     /** A gate: opened with its context, decided by a person. */
     async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
       const opened = await step.run(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
+      await releaseSlot(`${key}:open`);
       const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name);
+      await reacquireSlot(`${key}:decision`);
       if (opened.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
       return decision;
     }
@@ -87,6 +115,7 @@ export const runWorkflow = inngest.createFunction(
       question: { question: string; context: string | null; options: string[]; responseType: ClarificationResponseType },
     ): Promise<string> {
       const asked = await step.run(`${key}:ask`, () => ops.ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+      await releaseSlot(`${key}:ask`);
       let answer: string;
       if (asked.kind === "clarification") {
         const answered = await waitFor(
@@ -102,6 +131,7 @@ export const runWorkflow = inngest.createFunction(
         }
         answer = decided.notes?.trim() || "No answer was given; proceed with your best judgement and note the assumption.";
       }
+      await reacquireSlot(`${key}:answered`);
       if (asked.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: asked.tree! }));
       return answer;
     }
@@ -125,12 +155,7 @@ export const runWorkflow = inngest.createFunction(
       if (run.status === "completed" || run.status === "failed" || run.status === "cancelled") return { status: run.status };
 
       // Per-user concurrency: wait queued until a slot frees up.
-      for (let i = 0; ; i++) {
-        const slot = await step.run(`slot:${i}`, () => ops.tryStart({ runId }));
-        if (slot.started) break;
-        if (slot.status !== "queued") throw new RunEnded(slot.status);
-        await step.waitForEvent(`slot:${i}:wait`, { event: runFinished, timeout: "10m", if: `async.data.userId == '${run.userId}'` });
-      }
+      await waitForSlot("slot");
       if (run.github) await github("github:sync", null, () => githubOps.syncGitHub({ runId }));
       await step.run("branch", () => ops.createBranch({ runId }));
 
@@ -212,6 +237,7 @@ export const runWorkflow = inngest.createFunction(
         const feedbackForAttempt = fixFeedback;
         let state = (await step.run(`impl:${attempt}:begin`, () =>
           ops.beginImplementation({
+            runId,
             plan: approvedPlan,
             request: run.request,
             feedback: feedbackForAttempt,
@@ -320,7 +346,7 @@ export const runWorkflow = inngest.createFunction(
         }
       }
       const done = await step.run("complete", () => ops.complete({ runId, stepKey: "complete" }));
-      await step.sendEvent("free-slot", runFinished.create({ runId, userId: done.userId }));
+      await step.sendEvent("free-slot", slotFreed.create({ runId, userId: done.userId }));
       return { status: "completed" };
     } catch (error) {
       if (error instanceof RunEnded) return { status: error.status };
@@ -337,7 +363,7 @@ export const runCancelledCleanup = inngest.createFunction(
   { id: "run-cancelled-cleanup", name: "Run: clean up after a cancellation", triggers: [runCancelled], retries: 3 },
   async ({ event, step }) => {
     const done = await step.run("clean-up", () => ops.cleanUpCancelled({ runId: event.data.runId }));
-    if (done.userId) await step.sendEvent("free-slot", runFinished.create({ runId: event.data.runId, userId: done.userId }));
+    if (done.userId) await step.sendEvent("free-slot", slotFreed.create({ runId: event.data.runId, userId: done.userId }));
     return done;
   },
 );

@@ -35,6 +35,8 @@ export function describeEvent(event: ApiEvent): TimelineItem {
       return item("Run created", "info");
     case "RUN_STARTED":
       return item("Run started", "info");
+    case "RUN_QUEUED":
+      return item("Queued", "warning", text(p(event, "RUN_QUEUED").reason));
     case "STAGE_STARTED": {
       const { stage, attempt } = p(event, "STAGE_STARTED");
       return item(`${cap(stage ?? "stage")} started`, "info", attempt && attempt > 1 ? `attempt ${attempt}` : undefined);

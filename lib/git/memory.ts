@@ -3,6 +3,7 @@ import { z } from "zod";
 import { AppError, describeIssues } from "@/lib/errors";
 import { runConfigSchema } from "@/lib/workflow";
 import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
+import { git } from "./run";
 import { AUTONOMOUS_DIR } from "./records";
 
 export const MEMORY_PATH = `${AUTONOMOUS_DIR}/memory.md`;
@@ -107,6 +108,30 @@ export function renderMemory(memory: ProjectMemory): string {
 export async function readMemory({ repoPath, ref }: { repoPath: string; ref: string }): Promise<ProjectMemory & { raw: string | null }> {
   const raw = await readFileAt({ repoPath, ref, path: MEMORY_PATH });
   return { ...parseMemory(raw ?? "", path.basename(path.resolve(repoPath))), raw };
+}
+
+/**
+ * The project memory a new run should see: the memory on `ref` (its base), plus the past decisions recorded on the
+ * most recently committed run branch (`autonomous/*`) that the base does not have yet — so a run learns from the
+ * previous one even when that one was not merged.
+ */
+export async function readLatestMemory({ repoPath, ref }: { repoPath: string; ref: string }): Promise<ProjectMemory & { raw: string | null }> {
+  const base = await readMemory({ repoPath, ref });
+  const refs = await git(repoPath, ["for-each-ref", "--sort=-committerdate", "--count=20", "--format=%(refname)", "refs/heads/autonomous/"], {
+    allowFailure: true,
+  });
+  const own = `refs/heads/${ref}`;
+  for (const other of refs.stdout.split("\n").filter((r) => r && r !== own && r !== ref)) {
+    const raw = await readFileAt({ repoPath, ref: other, path: MEMORY_PATH });
+    if (!raw) continue;
+    const latest = parseMemory(raw, base.project);
+    const known = new Set(base.pastDecisions.map((d) => d.runId ?? d.heading));
+    const added = latest.pastDecisions.filter((d) => !known.has(d.runId ?? d.heading));
+    if (added.length === 0) continue;
+    const merged: ProjectMemory = { ...base, pastDecisions: [...base.pastDecisions, ...added] };
+    return { ...merged, raw: renderMemory(merged) };
+  }
+  return base;
 }
 
 /**

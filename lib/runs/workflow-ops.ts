@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
 import { NonRetriableError } from "inngest";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, projects, workflowRuns } from "@/lib/db/schema";
@@ -35,7 +35,7 @@ import {
   createRunBranch,
   DIFF_SAFE,
   git,
-  readMemory,
+  readLatestMemory,
   readProjectConfig,
   rollbackToCheckpoint,
   squashMerge,
@@ -154,19 +154,17 @@ async function sandboxOptions(run: RunContext): Promise<CreateSandboxOptions & {
 // ---------------------------------------------------------------------------------------------------------------------
 // Start
 
-const ACTIVE: RunState["status"][] = [
-  "running",
-  "awaiting_approval",
-  "awaiting_clarification",
-  "awaiting_fix_decision",
-  "paused",
-];
+/**
+ * The per-user limit counts runs that are computing. A run waiting for a person (a gate, a question, a paused run
+ * waiting for retry) holds no slot: five plans left waiting for days never block a sixth run.
+ */
+const COMPUTING: RunState["status"][] = ["running"];
 
 /**
- * Start the run if its user is under MAX_CONCURRENT_RUNS_PER_USER active runs; otherwise it stays queued. Checked and
- * written in one transaction, so two runs never take the last slot together.
+ * Start the run if its user is under MAX_CONCURRENT_RUNS_PER_USER computing runs; otherwise it stays queued. Checked
+ * and written in one transaction, so two runs never take the last slot together.
  */
-export async function tryStart({ runId }: { runId: string }): Promise<{ started: boolean; status: string }> {
+export async function tryStart({ runId, stepKey = "start" }: { runId: string; stepKey?: string }): Promise<{ started: boolean; status: string }> {
   const limit = getEnv().MAX_CONCURRENT_RUNS_PER_USER;
   return write(async (tx) => {
     const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
@@ -175,10 +173,32 @@ export async function tryStart({ runId }: { runId: string }): Promise<{ started:
     const [row] = await tx
       .select({ n: sql<number>`count(*)` })
       .from(workflowRuns)
-      .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, ACTIVE)));
+      .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, COMPUTING)));
     if ((row?.n ?? 0) >= limit) return { started: false, status: "queued" };
-    await appendEventsTx(tx, runId, [{ type: "RUN_STARTED", payload: {} }], { stepKey: "start" });
+    await appendEventsTx(tx, runId, [{ type: "RUN_STARTED", payload: {} }], { stepKey });
     return { started: true, status: "running" };
+  });
+}
+
+/**
+ * After a wait for a person, before computing again: a run whose user already has the limit's worth of other runs
+ * computing goes back to the queue (RUN_QUEUED, with the reason shown on its page) until a slot frees.
+ */
+export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey: string }): Promise<{ queued: boolean; userId: string }> {
+  const limit = getEnv().MAX_CONCURRENT_RUNS_PER_USER;
+  return write(async (tx) => {
+    const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+    if (run.status !== "running") return { queued: false, userId: run.userId };
+    const [row] = await tx
+      .select({ n: sql<number>`count(*)` })
+      .from(workflowRuns)
+      .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, COMPUTING), ne(workflowRuns.id, runId)));
+    const computing = row?.n ?? 0;
+    if (computing < limit) return { queued: false, userId: run.userId };
+    const reason = `Waiting for a free slot: ${computing} of this user's runs are computing (MAX_CONCURRENT_RUNS_PER_USER=${limit}).`;
+    await appendEventsTx(tx, runId, [{ type: "RUN_QUEUED", payload: { reason } }], { stepKey });
+    return { queued: true, userId: run.userId };
   });
 }
 
@@ -235,7 +255,7 @@ export async function plan({
   diagramAttempt: number;
 }): Promise<PlanStepResult> {
   const run = await loadRun({ runId });
-  const memory = await readMemory({ repoPath: run.repoPath, ref: run.branch });
+  const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   try {
     const result = await runPlanner({
       input: {
@@ -565,20 +585,23 @@ export async function readResume({ runId }: { runId: string }): Promise<WaitResu
 // ---------------------------------------------------------------------------------------------------------------------
 // Implementation
 
+/** The implementer's starting state: the approved plan, the request, the fix feedback and the project memory. */
 export async function beginImplementation({
+  runId,
   plan: doc,
   request,
   feedback,
   maxIterations,
-  memory,
 }: {
+  runId: string;
   plan: PlanDocument;
   request: string;
   feedback: string | null;
   maxIterations: number;
-  memory?: string;
 }): Promise<ImplementerState> {
-  return startImplementer({ plan: await toAgentPlan(doc), request, memory, feedback: feedback ?? undefined, maxIterations });
+  const run = await loadRun({ runId });
+  const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
+  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations });
 }
 
 export function applyAnswer(state: ImplementerState, answer: string): ImplementerState {

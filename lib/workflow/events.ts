@@ -23,6 +23,8 @@ export type RunEventPayloads = {
     branch?: string | null;
   };
   RUN_STARTED: Record<string, never> | { by?: string };
+  /** A computing run went back to the queue (it resumed from a wait while its user's concurrency limit was full). */
+  RUN_QUEUED: { reason: string };
   STAGE_STARTED: { stage: Stage; attempt?: number };
   STAGE_COMPLETED: { stage: Stage };
   PLAN_CREATED: { version: number; plan?: PlanDocument; path?: string; commitSha?: string; feedback?: string | null };
@@ -63,6 +65,7 @@ export type RunEventType = keyof RunEventPayloads;
 export const RUN_EVENT_TYPES = [
   "RUN_CREATED",
   "RUN_STARTED",
+  "RUN_QUEUED",
   "STAGE_STARTED",
   "STAGE_COMPLETED",
   "PLAN_CREATED",

@@ -75,7 +75,11 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
   switch (event.type) {
     case "RUN_STARTED":
       requireStatus("queued");
-      return next({ status: "running", startedAt: at });
+      return next({ status: "running", startedAt: state.startedAt ?? at });
+
+    case "RUN_QUEUED":
+      requireStatus("running");
+      return next({ status: "queued" });
 
     case "STAGE_STARTED":
       requireStatus("running");
