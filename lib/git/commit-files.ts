@@ -84,9 +84,15 @@ async function syncCheckedOut({ repoPath, branch, files }: { repoPath: string; b
   const paths = Object.keys(files);
   for (const wt of await listWorktrees(repoPath)) {
     if (wt.bare || wt.branch !== branch) continue;
-    await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true });
-    const written = paths.filter((p) => files[p] !== null);
-    if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written]);
-    for (const p of paths.filter((p) => files[p] === null)) await fs.rm(path.join(wt.path, p), { force: true });
+    try {
+      await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true });
+      const written = paths.filter((p) => files[p] !== null);
+      if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written]);
+      for (const p of paths.filter((p) => files[p] === null)) await fs.rm(path.join(wt.path, p), { force: true });
+    } catch (error) {
+      // A run's sandbox worktree removed meanwhile (a cancelled turn drops it while the records are written): nothing
+      // is left there to bring up to date.
+      if (await fs.stat(wt.path).then(() => true, () => false)) throw error;
+    }
   }
 }
