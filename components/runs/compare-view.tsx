@@ -129,6 +129,11 @@ export function CompareView({ runIds }: { runIds: string[] }) {
                   <h3 className="mb-1 text-sm font-semibold">Plan{plan ? ` v${plan.version}` : ""}</h3>
                   {plan ? (
                     <div className="space-y-2">
+                      {plan.plan.summary && (
+                        <p className="text-xs" data-testid="compare-plan-summary">
+                          {plan.plan.summary}
+                        </p>
+                      )}
                       <div className="rounded-md border p-2">
                         <MermaidDiagram source={plan.plan.mermaid} label={`Approach ${i + 1} plan`} />
                       </div>

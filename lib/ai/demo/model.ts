@@ -65,7 +65,7 @@ function planReply(ins: DemoInstructions, prompt: string) {
       ? `flowchart TD\n  A[${ins.title}] --> B{{{ invalid on purpose ([invalid-mermaid: ${ins.invalidMermaid}])`
       : [
           "flowchart TD",
-          `  R[${label(ins.title)}]`,
+          `  R[${label(approach ? `${ins.title} (approach ${approach})` : ins.title)}]`,
           ...tasks.map((t) => `  ${t.id}[${label(t.title)}]`),
           ...tasks.map((t) => (t.dependsOn.length ? t.dependsOn.map((d) => `  ${d} --> ${t.id}`).join("\n") : `  R --> ${t.id}`)),
         ].join("\n");
