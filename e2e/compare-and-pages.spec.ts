@@ -21,6 +21,11 @@ test("compare view: no 'no plan' while loading, approaches differ, cancel the ot
   await expect(columns).toHaveCount(3);
   for (let i = 0; i < 3; i++) await expect(columns.nth(i).getByTestId("run-status")).toHaveAttribute("data-status", "awaiting_approval", { timeout: 60_000 });
 
+  // 9: the runs on screen raise no inbox toast, once the inbox has counted them.
+  const waiting = await request.get("/api/runs?status=awaiting_approval,awaiting_clarification,awaiting_fix_decision,paused&limit=100", { headers: authHeaders });
+  await expect(page.getByTestId("inbox-count")).toHaveText(String(((await waiting.json()).runs as unknown[]).length), { timeout: 30_000 });
+  await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
+
   // The demo model takes a different route per approach: the plans say which one they are.
   const summaries = await columns.getByTestId("compare-plan-summary").allTextContents();
   expect(summaries).toHaveLength(3);
@@ -31,16 +36,16 @@ test("compare view: no 'no plan' while loading, approaches differ, cancel the ot
   // While the event logs load, a column says neither "No plan yet" nor "Not validated yet".
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
+  // Held until released; after that the route lets every request through at once.
   await page.route("**/api/runs/*/events**", async (route) => {
     await held;
-    await route.continue();
+    await route.continue().catch(() => null);
   });
   await page.reload();
   await expect(columns.first().getByTestId("compare-loading")).toBeVisible();
   await expect(page.getByText("No plan yet")).toHaveCount(0);
   await expect(page.getByText("Not validated yet")).toHaveCount(0);
   release();
-  await page.unroute("**/api/runs/*/events**");
   await expect(columns.first().getByTestId("compare-plan-summary")).toBeVisible();
 
   // Cancel the others from approach 1: approaches 2 and 3 end, 1 keeps waiting.

@@ -158,8 +158,12 @@ test("the conflict card names whole files and the stored reason", async ({ page,
 
 test("cancel during implementation ends the run at once and no task is recorded after it", async ({ page, request }) => {
   const project = await createProject(request, "cancel impl");
-  const files = Array.from({ length: 12 }, (_, i) => ["```file:many/f" + i + ".txt", `file ${i}`, "```"].join("\n")).join("\n\n");
-  const run = await startRun(request, project.id, `Cancel while implementing\n\n${files}`, { trustMode: { planning: "auto" } });
+  // Ninety tasks (two demo turns each) keep the implementation busy long after the first task starts.
+  const files = Array.from({ length: 90 }, (_, i) => ["```file:many/f" + i + ".txt", `file ${i}`, "```"].join("\n")).join("\n\n");
+  const run = await startRun(request, project.id, `Cancel while implementing\n\n${files}`, {
+    trustMode: { planning: "auto" },
+    limits: { maxIterations: 200 },
+  });
   await signIn(page);
   await page.goto(`/runs/${run.id}`);
   await expect(page.getByTestId("timeline-item").filter({ hasText: /Task 1 of \d+ started/ })).toBeVisible({ timeout: 60_000 });
@@ -173,4 +177,5 @@ test("cancel during implementation ends the run at once and no task is recorded 
   const cancelledAt = events.find((e) => e.type === "RUN_CANCELLED")!.sequence;
   expect(events.filter((e) => e.sequence > cancelledAt).map((e) => e.type)).toEqual([]);
   expect(events.map((e) => e.type)).not.toContain("IMPLEMENTATION_SUCCEEDED");
+  expect(events.filter((e) => e.type === "TASK_COMPLETED").length).toBeLessThan(90);
 });

@@ -1,8 +1,8 @@
 "use client";
 
 import Link from "next/link";
-import { usePathname, useRouter } from "next/navigation";
-import { useEffect, useRef } from "react";
+import { usePathname, useRouter, useSearchParams } from "next/navigation";
+import { useEffect, useMemo, useRef } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { toast } from "sonner";
 import { apiGet, runKeys, type Run } from "@/components/runs/api";
@@ -10,9 +10,11 @@ import { runsQuery } from "@/lib/dashboard/filters";
 
 const LIMIT = 100;
 
-/** The run a page shows (/runs/<id>), whose own cards already ask for the decision. */
-function runOnScreen(pathname: string | null): string | null {
-  return /^\/runs\/(run_[^/]+)$/.exec(pathname ?? "")?.[1] ?? null;
+/** The runs a page shows (/runs/<id>, /compare?runs=a,b), whose own cards already ask for the decision. */
+function runsOnScreen(pathname: string | null, compared: string | null): string[] {
+  const one = /^\/runs\/(run_[^/]+)$/.exec(pathname ?? "")?.[1];
+  if (one) return [one];
+  return pathname === "/compare" && compared ? compared.split(",") : [];
 }
 
 /**
@@ -28,13 +30,14 @@ export function InboxLink() {
     refetchInterval: 4_000,
   });
   const seen = useRef<Set<string> | null>(null);
-  const onScreen = runOnScreen(pathname);
+  const compared = useSearchParams().get("runs");
+  const onScreen = useMemo(() => runsOnScreen(pathname, compared), [pathname, compared]);
 
   useEffect(() => {
     if (!data) return;
     const waiting = data.runs.map((r) => ({ key: `${r.id}:${r.status}:${r.pendingGate?.gateId ?? r.pendingClarification?.clarificationId ?? ""}`, run: r }));
     if (seen.current) {
-      const fresh = waiting.filter((w) => !seen.current!.has(w.key) && w.run.id !== onScreen).map((w) => w.run);
+      const fresh = waiting.filter((w) => !seen.current!.has(w.key) && !onScreen.includes(w.run.id)).map((w) => w.run);
       if (fresh.length > 0) {
         const one = fresh.length === 1 ? fresh[0]! : null;
         toast(one ? "A run needs you" : `${fresh.length} runs need you`, {
