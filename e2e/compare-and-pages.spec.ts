@@ -27,8 +27,9 @@ test("compare view: no 'no plan' while loading, approaches differ, cancel the ot
   await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
 
   // The demo model takes a different route per approach: the plans say which one they are.
+  // Each column's event log is polled on its own: wait until all three plans are in before reading them.
+  await expect(columns.getByTestId("compare-plan-summary")).toHaveCount(3);
   const summaries = await columns.getByTestId("compare-plan-summary").allTextContents();
-  expect(summaries).toHaveLength(3);
   expect(new Set(summaries).size).toBe(3);
   expect(summaries[1]).toContain("approach 2");
   await page.screenshot({ path: `${SHOTS}/compare.png`, fullPage: true });
