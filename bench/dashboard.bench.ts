@@ -75,7 +75,7 @@ export async function run() {
     await measure("run page data, 2,000 events (detail + events + timeline)", 50, async () => {
       const [, events] = await Promise.all([getRunDetail({ user, runId: big.id }), listEvents({ runId: big.id, after: 0, limit: 2000 })]);
       const api = events.map((e) => ({ sequence: e.sequence, type: e.type, payload: e.payload as Record<string, unknown>, timestamp: new Date(e.timestamp).toISOString() }));
-      api.map(describeEvent);
+      api.map((e) => describeEvent(e));
       planVersions(api);
       stageProgress(api);
       if (api.length < 2000) throw new Error(`expected 2000 events, got ${api.length}`);

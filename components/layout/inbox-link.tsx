@@ -1,44 +1,56 @@
 "use client";
 
 import Link from "next/link";
-import { useRouter } from "next/navigation";
-import { useEffect, useRef } from "react";
+import { usePathname, useRouter, useSearchParams } from "next/navigation";
+import { useEffect, useMemo, useRef } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { toast } from "sonner";
 import { apiGet, runKeys, type Run } from "@/components/runs/api";
 import { runsQuery } from "@/lib/dashboard/filters";
-import { humanize } from "@/lib/dashboard/format";
 
 const LIMIT = 100;
 
+/** The runs a page shows (/runs/<id>, /compare?runs=a,b), whose own cards already ask for the decision. */
+function runsOnScreen(pathname: string | null, compared: string | null): string[] {
+  const one = /^\/runs\/(run_[^/]+)$/.exec(pathname ?? "")?.[1];
+  if (one) return [one];
+  return pathname === "/compare" && compared ? compared.split(",") : [];
+}
+
 /**
- * "Waiting on you": the count of runs that need a person, in the navigation; a toast when a new one arrives (not for
- * the ones already waiting when the page loaded).
+ * "Waiting on you": the count of runs that need a person, in the navigation; one inbox toast (replaced, never stacked)
+ * when new ones arrive — not for the ones already waiting when the page loaded, nor for the run on screen.
  */
 export function InboxLink() {
   const router = useRouter();
+  const pathname = usePathname();
   const { data } = useQuery({
     queryKey: runKeys.inbox,
     queryFn: () => apiGet<{ runs: Run[]; nextCursor: string | null }>(`/api/runs?${runsQuery({ filter: "waiting", limit: LIMIT })}`),
     refetchInterval: 4_000,
   });
   const seen = useRef<Set<string> | null>(null);
+  const compared = useSearchParams().get("runs");
+  const onScreen = useMemo(() => runsOnScreen(pathname, compared), [pathname, compared]);
 
   useEffect(() => {
     if (!data) return;
     const waiting = data.runs.map((r) => ({ key: `${r.id}:${r.status}:${r.pendingGate?.gateId ?? r.pendingClarification?.clarificationId ?? ""}`, run: r }));
     if (seen.current) {
-      for (const { key, run } of waiting) {
-        if (seen.current.has(key)) continue;
-        toast(`A run needs you: ${humanize(run.status)}`, {
-          description: run.originalRequest.slice(0, 120),
-          action: { label: "Open", onClick: () => router.push(`/runs/${run.id}`) },
+      const fresh = waiting.filter((w) => !seen.current!.has(w.key) && !onScreen.includes(w.run.id)).map((w) => w.run);
+      if (fresh.length > 0) {
+        const one = fresh.length === 1 ? fresh[0]! : null;
+        toast(one ? "A run needs you" : `${fresh.length} runs need you`, {
+          id: "inbox",
+          description: one ? one.title : fresh.slice(0, 3).map((r) => r.title).join(" · "),
+          action: { label: "Open", onClick: () => router.push(one ? `/runs/${one.id}` : "/?filter=waiting") },
           duration: 10_000,
+          testId: "inbox-toast",
         });
       }
     }
     seen.current = new Set(waiting.map((w) => w.key));
-  }, [data, router]);
+  }, [data, router, onScreen]);
 
   const count = data?.runs.length ?? 0;
   const label = data?.nextCursor ? `${LIMIT}+` : String(count);

@@ -180,6 +180,8 @@ function CreateProject() {
   });
   const submit = (e: React.FormEvent) => {
     e.preventDefault();
+    // A new attempt answers the last one: its server error must not stay under the new validation errors.
+    create.reset();
     const found: Record<string, string> = {};
     if (!name.trim()) found.name = "Give the project a name.";
     if (type === "local" && !path.trim().startsWith("/")) found.path = "Enter the absolute path of a git repository on the server.";
@@ -244,7 +246,7 @@ function CreateProject() {
             />
           )}
           {create.error && (
-            <Alert variant="destructive">
+            <Alert variant="destructive" data-testid="create-project-error">
               <AlertTitle>Not created</AlertTitle>
               <AlertDescription>{create.error.message}</AlertDescription>
             </Alert>

@@ -23,8 +23,11 @@ function ErrorNote({ error }: { error: Error | null }) {
   );
 }
 
-/** The plan gate: approve, approve an edited plan (Mermaid editor, live preview, server validation), or reject with feedback. */
-export function ApprovalCard({ run, gate, plan }: { run: Run; gate: Gate; plan: PlanDocument | null }) {
+/**
+ * The plan gate: the plan (shown here once, not again in the Plan tab) with the decision beside it — approve, approve an
+ * edited plan (Mermaid editor, live preview, server validation), or reject with feedback.
+ */
+export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Gate; plan: PlanDocument | null; children?: React.ReactNode }) {
   const decision = useDecision(run.id);
   const [mode, setMode] = useState<"view" | "edit" | "reject">("view");
   const [notes, setNotes] = useState("");
@@ -40,101 +43,103 @@ export function ApprovalCard({ run, gate, plan }: { run: Run; gate: Gate; plan: 
         <CardTitle>Approve the plan{gate.artifactVersion ? ` (v${gate.artifactVersion})` : ""}</CardTitle>
         <CardDescription>Nothing is implemented until you decide. Approve as is, edit the diagram first, or send it back with feedback.</CardDescription>
       </CardHeader>
-      <CardContent className="space-y-4">
-        {mode === "edit" ? (
-          <PlanEditor value={source} onChange={setSource} onValidity={setValidity} />
-        ) : plan ? (
-          <PlanView plan={plan} />
-        ) : (
-          <p className="text-muted-foreground text-sm">The plan is loading from the event log…</p>
-        )}
-        {mode === "reject" ? (
-          <div className="grid gap-2">
-            <Label htmlFor="reject-feedback">What should change?</Label>
-            <Textarea
-              id="reject-feedback"
-              value={feedback}
-              onChange={(e) => setFeedback(e.target.value)}
-              rows={4}
-              aria-invalid={!!feedbackError}
-              aria-describedby={feedbackError ? "reject-feedback-error" : undefined}
-              placeholder="e.g. Split task 2 and add a migration test."
-            />
-            {feedbackError && (
-              <p id="reject-feedback-error" className="text-destructive text-xs">
-                {feedbackError}
-              </p>
+      <CardContent className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_17rem]">
+        <div className="min-w-0" data-testid="approval-plan">
+          {mode === "edit" ? (
+            <PlanEditor value={source} onChange={setSource} onValidity={setValidity} />
+          ) : (
+            (children ?? (plan ? <PlanView plan={plan} /> : <p className="text-muted-foreground text-sm">The plan is loading from the event log…</p>))
+          )}
+        </div>
+        <div className="flex flex-col gap-4 lg:sticky lg:top-4 lg:self-start" data-testid="approval-decision">
+          {mode === "reject" ? (
+            <div className="grid gap-2">
+              <Label htmlFor="reject-feedback">What should change?</Label>
+              <Textarea
+                id="reject-feedback"
+                value={feedback}
+                onChange={(e) => setFeedback(e.target.value)}
+                rows={4}
+                aria-invalid={!!feedbackError}
+                aria-describedby={feedbackError ? "reject-feedback-error" : undefined}
+                placeholder="e.g. Split task 2 and add a migration test."
+              />
+              {feedbackError && (
+                <p id="reject-feedback-error" className="text-destructive text-xs">
+                  {feedbackError}
+                </p>
+              )}
+            </div>
+          ) : (
+            <div className="grid gap-2">
+              <Label htmlFor="approve-notes">Notes for the implementer (optional)</Label>
+              <Textarea id="approve-notes" value={notes} onChange={(e) => setNotes(e.target.value)} rows={2} />
+            </div>
+          )}
+          <ErrorNote error={decision.error} />
+          <div className="flex flex-wrap gap-2">
+            {mode === "view" && (
+              <>
+                <Button
+                  data-testid="approve"
+                  disabled={decision.isPending}
+                  onClick={() => decision.mutate({ url: `/api/runs/${run.id}/approve`, body: base, success: "Plan approved" })}
+                >
+                  Approve
+                </Button>
+                <Button variant="outline" data-testid="edit-plan" disabled={!plan} onClick={() => setMode("edit")}>
+                  Edit plan
+                </Button>
+                <Button variant="outline" data-testid="reject" onClick={() => setMode("reject")}>
+                  Reject…
+                </Button>
+              </>
+            )}
+            {mode === "edit" && (
+              <>
+                <Button
+                  data-testid="approve-edited"
+                  disabled={decision.isPending || validity.state !== "valid" || !plan}
+                  onClick={() =>
+                    decision.mutate({
+                      url: `/api/runs/${run.id}/approve`,
+                      body: { ...base, editedPlan: { mermaid: source, tasks: plan!.tasks, summary: plan!.summary } },
+                      success: "Edited plan approved",
+                    })
+                  }
+                >
+                  Approve edited plan
+                </Button>
+                <Button variant="ghost" onClick={() => { setMode("view"); setSource(plan?.mermaid ?? ""); }}>
+                  Discard edits
+                </Button>
+              </>
+            )}
+            {mode === "reject" && (
+              <>
+                <Button
+                  variant="destructive"
+                  data-testid="confirm-reject"
+                  disabled={decision.isPending}
+                  onClick={() => {
+                    if (!feedback.trim()) {
+                      setFeedbackError("Say what to change, so the planner can act on it.");
+                      return;
+                    }
+                    setFeedbackError(null);
+                    decision.mutate({ url: `/api/runs/${run.id}/reject`, body: { gateId: gate.id, feedback: feedback.trim() }, success: "Sent back for a new plan" });
+                  }}
+                >
+                  Reject with feedback
+                </Button>
+                <Button variant="ghost" onClick={() => setMode("view")}>
+                  Back
+                </Button>
+              </>
             )}
           </div>
-        ) : (
-          <div className="grid gap-2">
-            <Label htmlFor="approve-notes">Notes for the implementer (optional)</Label>
-            <Textarea id="approve-notes" value={notes} onChange={(e) => setNotes(e.target.value)} rows={2} />
-          </div>
-        )}
-        <ErrorNote error={decision.error} />
+        </div>
       </CardContent>
-      <CardFooter className="flex flex-wrap gap-2">
-        {mode === "view" && (
-          <>
-            <Button
-              data-testid="approve"
-              disabled={decision.isPending}
-              onClick={() => decision.mutate({ url: `/api/runs/${run.id}/approve`, body: base, success: "Plan approved" })}
-            >
-              Approve
-            </Button>
-            <Button variant="outline" data-testid="edit-plan" disabled={!plan} onClick={() => setMode("edit")}>
-              Edit plan
-            </Button>
-            <Button variant="outline" data-testid="reject" onClick={() => setMode("reject")}>
-              Reject…
-            </Button>
-          </>
-        )}
-        {mode === "edit" && (
-          <>
-            <Button
-              data-testid="approve-edited"
-              disabled={decision.isPending || validity.state !== "valid" || !plan}
-              onClick={() =>
-                decision.mutate({
-                  url: `/api/runs/${run.id}/approve`,
-                  body: { ...base, editedPlan: { mermaid: source, tasks: plan!.tasks, summary: plan!.summary } },
-                  success: "Edited plan approved",
-                })
-              }
-            >
-              Approve edited plan
-            </Button>
-            <Button variant="ghost" onClick={() => { setMode("view"); setSource(plan?.mermaid ?? ""); }}>
-              Discard edits
-            </Button>
-          </>
-        )}
-        {mode === "reject" && (
-          <>
-            <Button
-              variant="destructive"
-              data-testid="confirm-reject"
-              disabled={decision.isPending}
-              onClick={() => {
-                if (!feedback.trim()) {
-                  setFeedbackError("Say what to change, so the planner can act on it.");
-                  return;
-                }
-                setFeedbackError(null);
-                decision.mutate({ url: `/api/runs/${run.id}/reject`, body: { gateId: gate.id, feedback: feedback.trim() }, success: "Sent back for a new plan" });
-              }}
-            >
-              Reject with feedback
-            </Button>
-            <Button variant="ghost" onClick={() => setMode("view")}>
-              Back
-            </Button>
-          </>
-        )}
-      </CardFooter>
     </Card>
   );
 }
@@ -217,8 +222,14 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
         )}
         {str(ctx.summary) && <Markdown>{str(ctx.summary)!}</Markdown>}
         {str(ctx.diffStat) && <pre className="bg-muted overflow-x-auto rounded p-2 text-xs">{str(ctx.diffStat)}</pre>}
-        {Array.isArray(ctx.files) && (
-          <ul className="list-disc pl-5 font-mono text-xs">
+        {str(ctx.reason) && (
+          <p className="text-sm" data-testid="gate-reason">
+            <span className="font-medium">Why: </span>
+            {str(ctx.reason)}
+          </p>
+        )}
+        {Array.isArray(ctx.files) && ctx.files.length > 0 && (
+          <ul className="list-disc pl-5 font-mono text-xs" data-testid="gate-files" aria-label="Files">
             {(ctx.files as string[]).map((f) => (
               <li key={f}>{f}</li>
             ))}

@@ -65,7 +65,18 @@ export function PlanView({ plan }: { plan: PlanDocument }) {
 }
 
 /** Every plan version, the selected one shown, and a diff between any two. */
-export function PlanPanel({ versions }: { versions: PlanVersion[] }) {
+export function PlanPanel({
+  versions,
+  fallback = null,
+  people = {},
+  emptyText = "No plan yet: the planner is reading the request and the repository.",
+}: {
+  versions: PlanVersion[];
+  /** The plan to show while the event log (which holds every version) is still loading. */
+  fallback?: PlanDocument | null;
+  people?: Record<string, string>;
+  emptyText?: string;
+}) {
   const latest = versions.at(-1);
   const [selected, setSelected] = useState<number | null>(null);
   const [compareFrom, setCompareFrom] = useState<number | null>(null);
@@ -79,7 +90,8 @@ export function PlanPanel({ versions }: { versions: PlanVersion[] }) {
     [fromVersion, shown],
   );
   if (!shown) {
-    return <p className="text-muted-foreground text-sm" data-testid="plan-empty">No plan yet: the planner is reading the request and the repository.</p>;
+    if (fallback) return <PlanView plan={fallback} />;
+    return <p className="text-muted-foreground text-sm" data-testid="plan-empty">{emptyText}</p>;
   }
   return (
     <div className="space-y-4">
@@ -93,7 +105,7 @@ export function PlanPanel({ versions }: { versions: PlanVersion[] }) {
             <SelectContent>
               {versions.map((v) => (
                 <SelectItem key={v.version} value={String(v.version)}>
-                  v{v.version} · {v.source === "edit" ? `edited${v.by ? ` by ${v.by}` : ""}` : "planner"}
+                  v{v.version} · {v.source === "edit" ? `edited${v.by ? ` by ${people[v.by] ?? v.by}` : ""}` : "planner"}
                 </SelectItem>
               ))}
             </SelectContent>

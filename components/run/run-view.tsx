@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useEffect, useMemo, useState } from "react";
 import { useQuery, useQueryClient } from "@tanstack/react-query";
-import { ExternalLink, GitBranch } from "lucide-react";
+import { ChevronRight, ExternalLink, GitBranch, GitMerge, GitPullRequest, Info, TriangleAlert } from "lucide-react";
 import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
 import { Card, CardContent } from "@/components/ui/card";
@@ -16,6 +16,7 @@ import { useProjects } from "@/components/runs/use-projects";
 import { isTerminal } from "@/lib/dashboard/filters";
 import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
 import { planVersions, stageProgress, validations } from "@/lib/dashboard/timeline";
+import { nextStep } from "@/lib/dashboard/delivery";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
 import { ClarificationForm } from "./clarification-form";
@@ -68,19 +69,26 @@ export function RunView({ runId }: { runId: string }) {
   const pendingQuestion = run.pendingClarification ? clarifications.find((c) => c.id === run.pendingClarification!.clarificationId) ?? null : null;
   const gatePlan = (pendingGate?.context as { plan?: PlanDocument } | null)?.plan ?? versions.at(-1)?.plan ?? null;
   const lastReport = results.at(-1);
+  const planGate = run.status === "awaiting_approval" && pendingGate?.kind === "plan" ? pendingGate : null;
+  const planWaitsForAnswer = run.status === "awaiting_clarification" && run.pendingClarification?.stage === "planning";
 
   return (
     <div className="space-y-6" data-testid="run-view" data-status={run.status}>
       <RunHeader detail={detail.data} />
       {streamError && connection === "polling" && <p className="text-muted-foreground text-xs">{streamError}</p>}
 
-      {run.status === "awaiting_approval" && pendingGate?.kind === "plan" && <ApprovalCard key={pendingGate.id} run={run} gate={pendingGate} plan={gatePlan} />}
+      {planGate && (
+        <ApprovalCard key={planGate.id} run={run} gate={planGate} plan={gatePlan}>
+          <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} />
+        </ApprovalCard>
+      )}
       {run.status === "awaiting_approval" && pendingGate && pendingGate.kind !== "plan" && pendingGate.kind !== "fix" && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
       {(run.status === "awaiting_fix_decision" || (run.status === "awaiting_approval" && pendingGate?.kind === "fix")) && (
         <FixDecisionCard key={pendingGate?.id ?? "fix"} run={run} gate={pendingGate} fallbackReport={lastReport?.report} />
       )}
       {run.status === "awaiting_clarification" && pendingQuestion && <ClarificationForm key={pendingQuestion.id} run={run} clarification={pendingQuestion} />}
       {run.status === "paused" && <PausedCard run={run} />}
+      {run.status === "completed" && <DeliveryCard detail={detail.data} />}
       {run.status === "failed" && run.error && (
         <Alert variant="destructive">
           <AlertTitle>The run failed</AlertTitle>
@@ -99,12 +107,29 @@ export function RunView({ runId }: { runId: string }) {
               <TabsTrigger value="cost">Model calls</TabsTrigger>
             </TabsList>
             <TabsContent value="plan" className="pt-2">
-              <PlanPanel versions={versions} />
+              {planGate ? (
+                <p className="text-muted-foreground text-sm" data-testid="plan-in-approval">
+                  The plan waiting for your decision is shown above, beside the decision.
+                </p>
+              ) : (
+                <PlanPanel
+                  versions={versions}
+                  people={detail.data.people}
+                  emptyText={planWaitsForAnswer ? "No plan yet: the planner is waiting for your answer to its question above." : undefined}
+                />
+              )}
             </TabsContent>
             <TabsContent value="diff" className="pt-2">
               <BranchDiff runId={runId} refreshKey={lastSequence} />
             </TabsContent>
             <TabsContent value="validation" className="space-y-4 pt-2">
+              {run.outcome === "accepted_failed_validation" && (
+                <Alert data-testid="accepted-anyway">
+                  <TriangleAlert aria-hidden />
+                  <AlertTitle>Accepted after validation failed</AlertTitle>
+                  <AlertDescription>A person accepted this run although its last validation did not pass; the report below says what failed.</AlertDescription>
+                </Alert>
+              )}
               {results.length === 0 ? (
                 <p className="text-muted-foreground text-sm">Not validated yet.</p>
               ) : (
@@ -127,7 +152,7 @@ export function RunView({ runId }: { runId: string }) {
           </Tabs>
         </div>
         <aside className="lg:border-l lg:pl-6">
-          <Timeline events={events} connection={connection} />
+          <Timeline events={events} connection={connection} people={detail.data.people} />
         </aside>
       </div>
     </div>
@@ -146,11 +171,11 @@ function RunHeader({ detail }: { detail: RunDetail }) {
     <header className="space-y-3">
       <div className="flex flex-wrap items-start justify-between gap-3">
         <div className="min-w-0 space-y-1">
-          <h1 className="text-xl font-semibold tracking-tight break-words whitespace-pre-wrap" data-testid="run-request">
-            {run.originalRequest.length > 300 ? `${run.originalRequest.slice(0, 300)}…` : run.originalRequest}
+          <h1 className="text-xl font-semibold tracking-tight break-words" data-testid="run-title">
+            {run.title}
           </h1>
           <div className="text-muted-foreground flex flex-wrap items-center gap-x-3 gap-y-1 text-sm">
-            <StatusBadge status={run.status} />
+            <StatusBadge status={run.status} outcome={run.outcome} />
             <span>stage: {humanize(run.currentStage)}</span>
             {project && <span>project: {project.name}</span>}
             <span>started {formatAge(run.createdAt)} ago</span>
@@ -184,6 +209,15 @@ function RunHeader({ detail }: { detail: RunDetail }) {
         )}
       </div>
       {cancel.error && <p className="text-destructive text-sm">{cancel.error.message}</p>}
+      <details className="group rounded-md border" data-testid="run-request-details">
+        <summary className="text-muted-foreground hover:text-foreground flex cursor-pointer list-none items-center gap-1.5 px-3 py-2 text-sm select-none">
+          <ChevronRight className="size-4 transition-transform group-open:rotate-90" aria-hidden />
+          Request
+        </summary>
+        <div className="border-t px-3 py-2" data-testid="run-request">
+          <Markdown>{run.originalRequest}</Markdown>
+        </div>
+      </details>
       <div className="flex flex-wrap items-center gap-3 text-sm">
         {run.branch && (
           <span className="inline-flex items-center gap-1.5" data-testid="run-branch">
@@ -206,5 +240,38 @@ function RunHeader({ detail }: { detail: RunDetail }) {
         {run.merged && !run.pullRequest && <span className="text-emerald-600 dark:text-emerald-400">merged</span>}
       </div>
     </header>
+  );
+}
+
+/** A completed run: the next action (review the PR, open one, merge by hand) or why there is none. */
+function DeliveryCard({ detail }: { detail: RunDetail }) {
+  const { run } = detail;
+  const projects = useProjects();
+  const project = projects.data?.find((p) => p.id === run.projectId);
+  if (projects.isPending) return null;
+  const step = nextStep({ run, repository: project?.repository ?? null });
+  if (!step) return null;
+  const Icon = step.kind === "merged" ? GitMerge : step.kind === "review_pr" || step.kind === "open_pr" ? GitPullRequest : Info;
+  return (
+    <Alert data-testid="next-step" data-kind={step.kind}>
+      <Icon aria-hidden />
+      <AlertTitle>{step.title}</AlertTitle>
+      <AlertDescription className="space-y-2">
+        <p>{step.detail}</p>
+        {"command" in step && (
+          <code className="bg-muted block overflow-x-auto rounded px-2 py-1 font-mono text-xs whitespace-pre" data-testid="next-step-command">
+            {step.command}
+          </code>
+        )}
+        {"url" in step && step.url && (
+          <Button asChild size="sm" variant={step.kind === "merged" ? "outline" : "default"}>
+            <a href={step.url} target="_blank" rel="noreferrer">
+              {step.kind === "open_pr" ? "Open a pull request on GitHub" : step.kind === "review_pr" ? "Review the pull request" : "View the pull request"}
+              <ExternalLink className="size-3.5" aria-hidden />
+            </a>
+          </Button>
+        )}
+      </AlertDescription>
+    </Alert>
   );
 }

@@ -26,8 +26,8 @@ const CONNECTION_LABEL: Record<Connection, string> = {
   ended: "finished",
 };
 
-export function Timeline({ events, connection }: { events: ApiEvent[]; connection: Connection }) {
-  const items = events.map(describeEvent).reverse();
+export function Timeline({ events, connection, people = {} }: { events: ApiEvent[]; connection: Connection; people?: Record<string, string> }) {
+  const items = events.map((e) => describeEvent(e, people)).reverse();
   return (
     <section aria-labelledby="timeline-heading" className="space-y-3" data-testid="timeline" data-connection={connection}>
       <div className="flex items-center justify-between">
@@ -56,7 +56,7 @@ export function Timeline({ events, connection }: { events: ApiEvent[]; connectio
                 <Icon className={cn("mt-0.5 size-4 shrink-0", COLOR[item.tone])} aria-hidden />
                 <div className="min-w-0">
                   <p className="text-sm leading-tight">{item.title}</p>
-                  {item.detail && <p className="text-muted-foreground line-clamp-3 text-xs break-words">{item.detail}</p>}
+                  {item.detail && <p className="text-muted-foreground text-xs break-words">{item.detail}</p>}
                   <time className="text-muted-foreground text-[11px]" dateTime={item.timestamp}>
                     {new Date(item.timestamp).toLocaleTimeString()}
                   </time>

@@ -85,7 +85,15 @@ export type Clarification = {
   answeredAt: string | null;
 };
 
-export type RunDetail = { run: Run; gates: Gate[]; clarifications: Clarification[]; artifacts: Array<Record<string, unknown>>; cost: RunCost };
+export type RunDetail = {
+  run: Run;
+  gates: Gate[];
+  clarifications: Clarification[];
+  artifacts: Array<Record<string, unknown>>;
+  cost: RunCost;
+  /** Display names of the user ids that appear in the run. */
+  people: Record<string, string>;
+};
 
 export type ModelCall = {
   id: string;

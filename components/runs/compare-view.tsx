@@ -1,16 +1,20 @@
 "use client";
 
 import Link from "next/link";
-import { useQueries } from "@tanstack/react-query";
+import { useRouter } from "next/navigation";
+import { useState } from "react";
+import { useQueries, useQueryClient } from "@tanstack/react-query";
+import { toast } from "sonner";
 import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
-import { Card, CardContent, CardHeader, CardTitle } from "@/components/ui/card";
+import { Button } from "@/components/ui/button";
+import { Card, CardContent, CardFooter, CardHeader, CardTitle } from "@/components/ui/card";
 import { Skeleton } from "@/components/ui/skeleton";
 import { BranchDiff } from "@/components/run/branch-diff";
 import { MermaidDiagram } from "@/components/run/mermaid-diagram";
 import { isTerminal } from "@/lib/dashboard/filters";
 import { formatTokens, formatUsd, humanize } from "@/lib/dashboard/format";
 import { planVersions, validations, type ApiEvent } from "@/lib/dashboard/timeline";
-import { apiGet, runKeys, type RunDetail } from "./api";
+import { apiGet, apiSend, runKeys, type RunDetail } from "./api";
 import { Markdown } from "./markdown";
 import { StatusBadge } from "./status-badge";
 
@@ -36,6 +40,29 @@ export function CompareView({ runIds }: { runIds: string[] }) {
     })),
   });
 
+  const router = useRouter();
+  const queryClient = useQueryClient();
+  const [busy, setBusy] = useState<string | null>(null);
+  const [actionError, setActionError] = useState<string | null>(null);
+  /** Runs other than `keep` that are still going (a finished run has nothing to cancel). */
+  const othersActive = (keep: string) =>
+    runIds.filter((id, i) => id !== keep && details[i]?.data && !isTerminal(details[i]!.data!.run.status));
+  const cancelOthers = async (keep: string, then?: () => void) => {
+    setBusy(keep);
+    setActionError(null);
+    try {
+      const others = othersActive(keep);
+      await Promise.all(others.map((id) => apiSend(`/api/runs/${id}/cancel`, {})));
+      await Promise.all(others.map((id) => queryClient.invalidateQueries({ queryKey: runKeys.detail(id) })));
+      if (others.length) toast.success(`Cancelled ${others.length} other approach${others.length === 1 ? "" : "es"}`);
+      then?.();
+    } catch (error) {
+      setActionError(error instanceof Error ? error.message : String(error));
+    } finally {
+      setBusy(null);
+    }
+  };
+
   if (runIds.length === 0) {
     return (
       <Alert>
@@ -47,11 +74,21 @@ export function CompareView({ runIds }: { runIds: string[] }) {
     );
   }
   return (
+    <div className="space-y-3">
+    {actionError && (
+      <Alert variant="destructive" data-testid="compare-error">
+        <AlertTitle>That did not go through</AlertTitle>
+        <AlertDescription>{actionError}</AlertDescription>
+      </Alert>
+    )}
     <div className="overflow-x-auto pb-2">
       <div className="grid gap-4" style={{ gridTemplateColumns: `repeat(${runIds.length}, minmax(18rem, 1fr))` }} data-testid="compare-grid">
         {runIds.map((id, i) => {
           const d = details[i]!;
+          // Until a column's events have loaded, its plan and validation are unknown, not absent.
+          const eventsLoading = events[i]?.isPending ?? true;
           const ev = events[i]?.data ?? [];
+          const ended = !!d.data && isTerminal(d.data.run.status);
           const plan = planVersions(ev).at(-1);
           const validation = validations(ev).at(-1);
           return (
@@ -68,9 +105,10 @@ export function CompareView({ runIds }: { runIds: string[] }) {
                   <p className="text-destructive text-sm">{d.error.message}</p>
                 ) : (
                   <div className="space-y-1">
-                    <p className="text-muted-foreground line-clamp-3 text-xs whitespace-pre-wrap">{d.data.run.originalRequest}</p>
+                    <p className="text-sm font-medium" data-testid="compare-title">{d.data.run.title}</p>
+                    <p className="text-muted-foreground line-clamp-2 text-xs whitespace-pre-wrap">{d.data.run.originalRequest.split("\n").filter((l) => l.trim()).at(-1)}</p>
                     <div className="flex flex-wrap items-center gap-2 text-xs">
-                      <StatusBadge status={d.data.run.status} />
+                      <StatusBadge status={d.data.run.status} outcome={d.data.run.outcome} />
                       <span className="text-muted-foreground">{humanize(d.data.run.currentStage)}</span>
                     </div>
                   </div>
@@ -91,6 +129,11 @@ export function CompareView({ runIds }: { runIds: string[] }) {
                   <h3 className="mb-1 text-sm font-semibold">Plan{plan ? ` v${plan.version}` : ""}</h3>
                   {plan ? (
                     <div className="space-y-2">
+                      {plan.plan.summary && (
+                        <p className="text-xs" data-testid="compare-plan-summary">
+                          {plan.plan.summary}
+                        </p>
+                      )}
                       <div className="rounded-md border p-2">
                         <MermaidDiagram source={plan.plan.mermaid} label={`Approach ${i + 1} plan`} />
                       </div>
@@ -100,8 +143,10 @@ export function CompareView({ runIds }: { runIds: string[] }) {
                         ))}
                       </ol>
                     </div>
+                  ) : eventsLoading ? (
+                    <Skeleton className="h-24 w-full" data-testid="compare-loading" />
                   ) : (
-                    <p className="text-muted-foreground text-sm">No plan yet.</p>
+                    <p className="text-muted-foreground text-sm">{ended ? "The run ended without a plan." : "No plan yet."}</p>
                   )}
                 </section>
                 <section>
@@ -119,8 +164,10 @@ export function CompareView({ runIds }: { runIds: string[] }) {
                         </details>
                       )}
                     </div>
+                  ) : eventsLoading ? (
+                    <Skeleton className="h-4 w-32" />
                   ) : (
-                    <p className="text-muted-foreground text-sm">Not validated yet.</p>
+                    <p className="text-muted-foreground text-sm">{ended ? "Not validated (the run ended before validation)." : "Not validated yet."}</p>
                   )}
                 </section>
                 <section>
@@ -128,10 +175,31 @@ export function CompareView({ runIds }: { runIds: string[] }) {
                   <BranchDiff runId={id} refreshKey={ev.at(-1)?.sequence ?? 0} />
                 </section>
               </CardContent>
+              <CardFooter className="flex flex-wrap gap-2">
+                <Button
+                  size="sm"
+                  data-testid="pick-approach"
+                  disabled={!d.data || busy !== null}
+                  onClick={() => cancelOthers(id, () => router.push(`/runs/${id}`))}
+                >
+                  Pick this one
+                </Button>
+                <Button
+                  size="sm"
+                  variant="outline"
+                  data-testid="cancel-others"
+                  disabled={!d.data || busy !== null || othersActive(id).length === 0}
+                  title={othersActive(id).length === 0 ? "The other approaches have already finished." : undefined}
+                  onClick={() => cancelOthers(id)}
+                >
+                  Cancel the others
+                </Button>
+              </CardFooter>
             </Card>
           );
         })}
       </div>
+    </div>
     </div>
   );
 }

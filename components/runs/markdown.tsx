@@ -1,8 +1,43 @@
 "use client";
 
-import ReactMarkdown from "react-markdown";
+import { Children, type ReactNode } from "react";
+import ReactMarkdown, { type Components } from "react-markdown";
 import remarkGfm from "remark-gfm";
+import { CheckCircle2, Hourglass, XCircle } from "lucide-react";
 import { cn } from "@/lib/utils";
+
+/**
+ * Status emoji in agent reports (✅ ❌ ⏳) drawn with the icon set: machines without an emoji font showed an empty box.
+ * The report files in Git keep the emoji; only the dashboard swaps them.
+ */
+const ICONS: Array<[string, ReactNode]> = [
+  ["✅", <CheckCircle2 key="ok" className="inline size-4 align-[-3px] text-emerald-600 dark:text-emerald-400" aria-label="passed" data-testid="status-icon" />],
+  ["❌", <XCircle key="no" className="text-destructive inline size-4 align-[-3px]" aria-label="failed" data-testid="status-icon" />],
+  ["⏳", <Hourglass key="wait" className="inline size-4 align-[-3px] text-amber-600 dark:text-amber-400" aria-label="pending" data-testid="status-icon" />],
+];
+
+function withIcons(children: ReactNode): ReactNode {
+  return Children.map(children, (child) => {
+    if (typeof child !== "string") return child;
+    const parts: ReactNode[] = [];
+    let rest = child;
+    for (;;) {
+      const next = ICONS.map(([emoji, icon]) => ({ at: rest.indexOf(emoji), emoji, icon })).filter((m) => m.at >= 0).sort((a, b) => a.at - b.at)[0];
+      if (!next) break;
+      if (next.at > 0) parts.push(rest.slice(0, next.at));
+      parts.push(next.icon);
+      rest = rest.slice(next.at + next.emoji.length);
+    }
+    if (rest) parts.push(rest);
+    return parts.length === 1 ? parts[0] : <>{parts}</>;
+  });
+}
+
+const COMPONENTS: Components = {
+  td: ({ children, node: _node, ...props }) => <td {...props}>{withIcons(children)}</td>,
+  li: ({ children, node: _node, ...props }) => <li {...props}>{withIcons(children)}</li>,
+  p: ({ children, node: _node, ...props }) => <p {...props}>{withIcons(children)}</p>,
+};
 
 /**
  * Markdown from agents (validation reports, memory): raw HTML is not rendered (react-markdown escapes it unless a
@@ -16,7 +51,9 @@ export function Markdown({ children, className }: { children: string; className?
         className,
       )}
     >
-      <ReactMarkdown remarkPlugins={[remarkGfm]}>{children}</ReactMarkdown>
+      <ReactMarkdown remarkPlugins={[remarkGfm]} components={COMPONENTS}>
+        {children}
+      </ReactMarkdown>
     </div>
   );
 }

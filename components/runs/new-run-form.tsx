@@ -16,7 +16,7 @@ import { runConfigSchema } from "@/lib/workflow/config";
 import type { ModelChoice } from "@/lib/dashboard/models";
 import { apiSend, type Run } from "./api";
 
-type ProjectOption = { id: string; name: string; defaultConfig: Record<string, unknown> };
+type ProjectOption = { id: string; name: string; defaultConfig: Record<string, unknown>; repositoryType: "local" | "github" };
 type Routing = { planner: string; implementer: string; validator: string };
 type Trust = "auto" | "manual";
 
@@ -143,8 +143,10 @@ export function NewRunForm({
     setSubmitting(true);
     try {
       const requests = Array.from({ length: variantCount }, (_, i) => {
-        const note = variantCount > 1 ? variants[i]?.trim() : "";
-        return note ? `${request.trim()}\n\nApproach ${i + 1}: ${note}` : request.trim();
+        if (variantCount === 1) return request.trim();
+        // Every approach says which one it is, so a planner (the demo model too) can take a different route for each.
+        const note = variants[i]?.trim();
+        return `${request.trim()}\n\nApproach ${i + 1}${note ? `: ${note}` : ` of ${variantCount}`}`;
       });
       // The variants are started together; the comparison view follows all of them.
       const created = await Promise.all(
@@ -345,8 +347,19 @@ export function NewRunForm({
           <CardContent className="space-y-4">
             <div className="flex items-center justify-between gap-2">
               <Label htmlFor="git-createPR">Open a pull request</Label>
-              <Switch id="git-createPR" checked={form.createPR} onCheckedChange={(v) => setForm((f) => ({ ...f, createPR: v }))} />
+              <Switch
+                id="git-createPR"
+                checked={form.createPR}
+                onCheckedChange={(v) => setForm((f) => ({ ...f, createPR: v }))}
+                aria-describedby={project?.repositoryType === "local" ? "git-createPR-help" : undefined}
+              />
             </div>
+            {project?.repositoryType === "local" && (
+              <p id="git-createPR-help" className="text-muted-foreground -mt-2 text-xs" data-testid="create-pr-help">
+                {project.name} is a local repository: there is no pull request to open. The work stays on the run&apos;s branch
+                {form.autoMerge ? " and is squash-merged into the base branch when validation passes." : " for you to merge (the finished run shows the command)."}
+              </p>
+            )}
             <div className="flex items-center justify-between gap-2">
               <Label htmlFor="git-autoMerge">Merge automatically when validation passes</Label>
               <Switch id="git-autoMerge" checked={form.autoMerge} onCheckedChange={(v) => setForm((f) => ({ ...f, autoMerge: v }))} />

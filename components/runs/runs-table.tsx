@@ -173,7 +173,7 @@ export function RunsTable() {
             <Table data-testid="runs-table">
               <TableHeader>
                 <TableRow>
-                  <TableHead>Request</TableHead>
+                  <TableHead>Run</TableHead>
                   <TableHead>Status</TableHead>
                   <TableHead className="hidden md:table-cell">Stage</TableHead>
                   <TableHead className="hidden md:table-cell">Project</TableHead>
@@ -185,12 +185,12 @@ export function RunsTable() {
                 {rows.map((run) => (
                   <TableRow key={run.id} data-testid="run-row" data-run-id={run.id}>
                     <TableCell className="max-w-[16rem] truncate md:max-w-md">
-                      <Link href={`/runs/${run.id}`} className="hover:underline focus-visible:underline" title={run.originalRequest}>
-                        {run.originalRequest}
+                      <Link href={`/runs/${run.id}`} className="hover:underline focus-visible:underline" title={run.title} data-testid="run-title">
+                        {run.title}
                       </Link>
                     </TableCell>
                     <TableCell>
-                      <StatusBadge status={run.status} />
+                      <StatusBadge status={run.status} outcome={run.outcome} />
                     </TableCell>
                     <TableCell className="text-muted-foreground hidden md:table-cell">{humanize(run.currentStage)}</TableCell>
                     <TableCell className="text-muted-foreground hidden max-w-[10rem] truncate md:table-cell">{projectName(run.projectId)}</TableCell>

@@ -5,6 +5,7 @@ import * as ops from "@/lib/runs/workflow-ops";
 import * as githubOps from "@/lib/runs/github-ops";
 import type { PlanDocument, Stage } from "@/lib/workflow";
 import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
+import { log } from "@/lib/log";
 
 /**
  * One coding request: plan → (gate) → implement → validate → deliver, as one durable function. Every side effect runs
@@ -17,6 +18,9 @@ import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
 
 /** How long one wait lasts before the stored state is checked again (a safety net for a lost announcement). */
 const RECHECK_AFTER = "6h";
+
+/** The key under which a step memoizes "the run had already ended" (see runStep). */
+const ENDED = "__runEnded";
 
 class RunEnded extends Error {
   constructor(readonly status: string) {
@@ -42,7 +46,25 @@ export const runWorkflow = inngest.createFunction(
   },
   async ({ event, step }) => {
     const runId = event.data.runId;
-    const run = await step.run("load", () => ops.loadRun({ runId }));
+
+    /**
+     * step.run, except that a step finding its run ended (cancelled meanwhile) is an ordinary outcome, not a step
+     * error: it is memoized as such and ends the function quietly (RunEnded below), with one info line in the log.
+     */
+    async function runStep<T>(id: string, fn: () => Promise<T>): Promise<T> {
+      const out = (await step.run(id, async () => {
+        try {
+          return await fn();
+        } catch (error) {
+          if (error instanceof ops.RunEndedError) return { [ENDED]: error.status };
+          throw error;
+        }
+      })) as unknown;
+      const ended = (out as Record<string, unknown> | null)?.[ENDED];
+      if (typeof ended === "string") throw new RunEnded(ended);
+      return out as T;
+    }
+    const run = await runStep("load", () => ops.loadRun({ runId }));
     const config = run.config;
 
     /** Check the stored state; while it is pending, wait for its announcement (or the re-check timer) and look again. */
@@ -52,7 +74,7 @@ export const runWorkflow = inngest.createFunction(
       announcement: string,
     ): Promise<T> {
       for (let i = 0; ; i++) {
-        const result = (await step.run(`${key}:check:${i}`, check)) as ops.WaitResult<T>;
+        const result = (await runStep(`${key}:check:${i}`, check)) as ops.WaitResult<T>;
         if (result.state === "ended") throw new RunEnded(result.status);
         if (result.state === "done") return result as T;
         await step.waitForEvent(`${key}:wait:${i}`, {
@@ -69,7 +91,7 @@ export const runWorkflow = inngest.createFunction(
       for (let i = 0; ; i++) {
         // The first start keeps its historical step key; a start after a requeue records under its own.
         const stepKey = prefix === "slot" ? "start" : `${prefix}:${i}`;
-        const slot = await step.run(`${prefix}:${i}`, () => ops.tryStart({ runId, stepKey }));
+        const slot = await runStep(`${prefix}:${i}`, () => ops.tryStart({ runId, stepKey }));
         if (slot.started) return;
         if (slot.status !== "queued") throw new RunEnded(slot.status);
         await step.waitForEvent(`${prefix}:${i}:wait`, { event: slotFreed, timeout: "10m", if: `async.data.userId == '${run.userId}'` });
@@ -83,28 +105,28 @@ export const runWorkflow = inngest.createFunction(
 
     /** Back from a wait: compute again only within the user's limit; otherwise queue until a slot frees. */
     async function reacquireSlot(key: string) {
-      const requeued = await step.run(`${key}:slot`, () => ops.requeueIfFull({ runId, stepKey: `${key}:slot` }));
+      const requeued = await runStep(`${key}:slot`, () => ops.requeueIfFull({ runId, stepKey: `${key}:slot` }));
       if (!requeued.queued) return;
       await waitForSlot(`${key}:slot`);
     }
 
     /** Pause (outage, timeout, invalid plan) until a person retries or extends; the sandbox is parked meanwhile. */
     async function pauseUntilResumed(key: string, reason: Parameters<typeof ops.pause>[0]["reason"], message: string, stage: Stage | null) {
-      const parked = await step.run(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage }));
+      const parked = await runStep(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage }));
       await releaseSlot(`${key}:pause`);
       const resumed = await waitFor(`${key}:resume`, () => ops.readResume({ runId }), runResumed.name);
       await reacquireSlot(`${key}:resume`);
-      if (parked.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: parked.tree! }));
+      if (parked.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: parked.tree! }));
       return resumed;
     }
 
     /** A gate: opened with its context, decided by a person. */
     async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
-      const opened = await step.run(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
+      const opened = await runStep(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
       await releaseSlot(`${key}:open`);
       const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name);
       await reacquireSlot(`${key}:decision`);
-      if (opened.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
+      if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
       return decision;
     }
 
@@ -114,7 +136,7 @@ export const runWorkflow = inngest.createFunction(
       stage: Stage,
       question: { question: string; context: string | null; options: string[]; responseType: ClarificationResponseType },
     ): Promise<string> {
-      const asked = await step.run(`${key}:ask`, () => ops.ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+      const asked = await runStep(`${key}:ask`, () => ops.ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
       await releaseSlot(`${key}:ask`);
       let answer: string;
       if (asked.kind === "clarification") {
@@ -132,7 +154,7 @@ export const runWorkflow = inngest.createFunction(
         answer = decided.notes?.trim() || "No answer was given; proceed with your best judgement and note the assumption.";
       }
       await reacquireSlot(`${key}:answered`);
-      if (asked.tree) await step.run(`${key}:restore`, () => ops.restore({ runId, expectedTree: asked.tree! }));
+      if (asked.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: asked.tree! }));
       return answer;
     }
 
@@ -140,7 +162,7 @@ export const runWorkflow = inngest.createFunction(
     async function github<T extends object>(key: string, stage: Stage | null, fn: (stepKey: string) => Promise<githubOps.GitHubStepResult<T>>) {
       for (let t = 0; ; t++) {
         const stepKey = t ? `${key}:retry:${t}` : key;
-        const result = (await step.run(stepKey, () => fn(stepKey))) as githubOps.GitHubStepResult<T>;
+        const result = (await runStep(stepKey, () => fn(stepKey))) as githubOps.GitHubStepResult<T>;
         if (result.kind === "ok") return result;
         await pauseUntilResumed(stepKey, "other", result.message, stage);
       }
@@ -157,10 +179,10 @@ export const runWorkflow = inngest.createFunction(
       // Per-user concurrency: wait queued until a slot frees up.
       await waitForSlot("slot");
       if (run.github) await github("github:sync", null, () => githubOps.syncGitHub({ runId }));
-      await step.run("branch", () => ops.createBranch({ runId }));
+      await runStep("branch", () => ops.createBranch({ runId }));
 
       // ---- Plan (and the plan gate)
-      let stageStart = (await step.run("planning:start", () => ops.startStage({ runId, stage: "planning", stepKey: "planning:start" }))).now;
+      let stageStart = (await runStep("planning:start", () => ops.startStage({ runId, stage: "planning", stepKey: "planning:start" }))).now;
       const feedback: string[] = [];
       const answers: Array<{ question: string; answer: string }> = [];
       let diagramAttempt = 0;
@@ -170,7 +192,7 @@ export const runWorkflow = inngest.createFunction(
         let drafted: Extract<ops.PlanStepResult, { kind: "plan" }>;
         for (let t = 0; ; t++) {
           const key = `plan:${round}:${t}`;
-          const result = await step.run(key, () =>
+          const result = await runStep(key, () =>
             ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt }),
           );
           if (result.kind !== "model_error") diagramAttempt += result.diagramsProduced;
@@ -197,7 +219,7 @@ export const runWorkflow = inngest.createFunction(
         version += 1;
         plan = drafted.plan;
         const recordKey = `plan:${round}:record`;
-        await step.run(recordKey, () =>
+        await runStep(recordKey, () =>
           ops.recordPlan({ runId, stepKey: recordKey, plan: drafted.plan, version, feedback: feedback.at(-1) ?? null }),
         );
         if (config.trustMode.planning === "auto") break;
@@ -211,7 +233,7 @@ export const runWorkflow = inngest.createFunction(
             if (!decision.editedPlan.summary) plan.summary = drafted.plan.summary;
             const editedKey = `plan:${round}:edited`;
             const edited = plan;
-            await step.run(editedKey, () =>
+            await runStep(editedKey, () =>
               ops.recordPlan({ runId, stepKey: editedKey, plan: edited, version, edited: true, by: decision.decidedBy ?? "unknown" }),
             );
           }
@@ -224,18 +246,18 @@ export const runWorkflow = inngest.createFunction(
           );
         }
       }
-      await step.run("planning:done", () => ops.completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
+      await runStep("planning:done", () => ops.completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
       const approvedPlan = plan!;
 
       // ---- Implement → validate, with fixes
       let fixFeedback: string | null = null;
       for (let attempt = 1; ; attempt++) {
-        const implStart = await step.run(`impl:${attempt}:start`, () =>
+        const implStart = await runStep(`impl:${attempt}:start`, () =>
           ops.startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
         );
         stageStart = implStart.now;
         const feedbackForAttempt = fixFeedback;
-        let state = (await step.run(`impl:${attempt}:begin`, () =>
+        let state = (await runStep(`impl:${attempt}:begin`, () =>
           ops.beginImplementation({
             runId,
             plan: approvedPlan,
@@ -250,7 +272,7 @@ export const runWorkflow = inngest.createFunction(
           for (let t = 0; ; t++) {
             const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
             const current = state;
-            result = (await step.run(key, () =>
+            result = (await runStep(key, () =>
               ops.implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt }),
             )) as ops.TurnStepResult;
             if (result.kind !== "model_error") break;
@@ -282,7 +304,7 @@ export const runWorkflow = inngest.createFunction(
         }
 
         if (!failure && config.trustMode.implementation === "manual") {
-          const summary = await step.run(`impl:${attempt}:diff`, () => ops.diffSummary({ runId }));
+          const summary = await runStep(`impl:${attempt}:diff`, () => ops.diffSummary({ runId }));
           const decision = await gate(`impl-gate:${attempt}`, "implementation", { diffStat: summary.diffStat, summary: state.summary });
           if (decision.decision !== "approve") {
             fixFeedback = decision.notes ?? "The implementation was rejected.";
@@ -293,14 +315,14 @@ export const runWorkflow = inngest.createFunction(
 
         let verdict: Extract<ops.ValidateStepResult, { kind: "result" }> | null = null;
         if (!failure) {
-          const validationStart = await step.run(`validate:${attempt}:start`, () =>
+          const validationStart = await runStep(`validate:${attempt}:start`, () =>
             ops.startStage({ runId, stage: "validation", attempt, stepKey: `validate:${attempt}:start` }),
           );
           let validationDeadline = deadline(validationStart.now, "validation");
           for (let t = 0; ; t++) {
             const key = `validate:${attempt}${t ? `:retry:${t}` : ""}`;
             const until = validationDeadline;
-            const result = await step.run(key, () => ops.validate({ runId, stepKey: key, plan: approvedPlan, attempt, deadline: until }));
+            const result = await runStep(key, () => ops.validate({ runId, stepKey: key, plan: approvedPlan, attempt, deadline: until }));
             if (result.kind === "result") {
               verdict = result;
               break;
@@ -334,22 +356,25 @@ export const runWorkflow = inngest.createFunction(
       }
 
       // ---- Deliver
-      await step.run("delivery:start", () => ops.startStage({ runId, stage: "delivery", stepKey: "delivery:start" }));
+      await runStep("delivery:start", () => ops.startStage({ runId, stage: "delivery", stepKey: "delivery:start" }));
       if (run.github) {
         await github("deliver:github", "delivery", (key) => githubOps.deliverGitHub({ runId, stepKey: key }));
       } else {
         for (let i = 0; ; i++) {
-          const delivered = await step.run(`deliver:${i}`, () => ops.deliver({ runId, stepKey: `deliver:${i}`, merge: config.git.autoMerge }));
+          const delivered = await runStep(`deliver:${i}`, () => ops.deliver({ runId, stepKey: `deliver:${i}`, merge: config.git.autoMerge }));
           if (delivered.merge !== "conflict") break;
           const decision = await gate(`conflict-gate:${i}`, "conflict", { files: delivered.files, reason: delivered.reason });
           if (decision.decision !== "approve") break;
         }
       }
-      const done = await step.run("complete", () => ops.complete({ runId, stepKey: "complete" }));
+      const done = await runStep("complete", () => ops.complete({ runId, stepKey: "complete" }));
       await step.sendEvent("free-slot", slotFreed.create({ runId, userId: done.userId }));
       return { status: "completed" };
     } catch (error) {
-      if (error instanceof RunEnded) return { status: error.status };
+      if (error instanceof RunEnded) {
+        log.info("run ended; its workflow stops", { runId, status: error.status });
+        return { status: error.status };
+      }
       throw error;
     }
   },

@@ -173,12 +173,15 @@ export async function implementerTurn({
   modelId,
   model,
   context,
+  signal,
 }: {
   state: ImplementerState;
   sandbox: Sandbox;
   modelId: string;
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
+  /** Aborts the model call and the turn's commands (the run was cancelled). */
+  signal?: AbortSignal;
 }): Promise<ImplementerTurnResult> {
   if (state.status === "awaiting_clarification") return clarificationResult(state);
   if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
@@ -207,6 +210,7 @@ export async function implementerTurn({
         tools: implementerTools(ctx),
         stopWhen: stepCountIs(1),
         maxRetries: 0,
+        abortSignal: signal,
       });
       return { value: r, usage: r.totalUsage };
     },

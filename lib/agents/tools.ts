@@ -128,10 +128,11 @@ export function implementerTools(ctx: ToolContext) {
         cwd: z.string().optional().describe("Working directory relative to the repository root"),
         timeoutSeconds: z.number().int().min(1).max(1800).optional(),
       }),
-      execute: async ({ command, args, cwd, timeoutSeconds }) => {
+      execute: async ({ command, args, cwd, timeoutSeconds }, { abortSignal }) => {
         const result = await ctx.sandbox.exec(command, args ?? [], {
           cwd: cwd ? workspacePath(cwd) : undefined,
           timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
+          signal: abortSignal,
         });
         return {
           exitCode: result.exitCode,

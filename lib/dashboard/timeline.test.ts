@@ -46,6 +46,12 @@ describe("timeline", () => {
     expect(describeEvent(ev("TASK_STARTED", { taskId: "t2", index: 2, total: 3 })).title).toBe("Task 2 of 3 started");
   });
 
+  it("names who decided instead of showing their user id", () => {
+    const people = { usr_local_owner: "Owner" };
+    expect(describeEvent(ev("APPROVAL_GRANTED", { by: "usr_local_owner" }), people).detail).toBe("by Owner");
+    expect(describeEvent(ev("RUN_CANCELLED", { by: "usr_gone" }), people).detail).toBe("by usr_gone");
+  });
+
   it("derives the running stage's progress: start time, attempt, task i of n, and none once it completes", () => {
     const stage = ev("STAGE_STARTED", { stage: "implementation", attempt: 2 });
     const events = [ev("RUN_STARTED"), stage, ev("TASK_STARTED", { taskId: "t1", index: 1, total: 3 }), ev("TASK_COMPLETED", { taskId: "t1" }), ev("TASK_STARTED", { taskId: "t2", index: 2, total: 3 })];

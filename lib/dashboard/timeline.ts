@@ -27,7 +27,8 @@ function p<K extends RunEventType>(event: ApiEvent, _type: K): Partial<RunEventP
 const text = (v: unknown) => (typeof v === "string" && v.trim() ? v : undefined);
 
 /** One line per event for the timeline: what happened, in words, with a tone for its icon and colour. */
-export function describeEvent(event: ApiEvent): TimelineItem {
+export function describeEvent(event: ApiEvent, people: Record<string, string> = {}): TimelineItem {
+  const name = (id: string) => people[id] ?? id;
   const base = { sequence: event.sequence, type: event.type, timestamp: event.timestamp };
   const item = (title: string, tone: Tone, detail?: string): TimelineItem => ({ ...base, title, tone, ...(detail ? { detail } : {}) });
   switch (event.type) {
@@ -49,7 +50,7 @@ export function describeEvent(event: ApiEvent): TimelineItem {
     }
     case "PLAN_EDITED": {
       const { version, by } = p(event, "PLAN_EDITED");
-      return item(`Plan edited → v${version ?? "?"}`, "info", by ? `by ${by}` : undefined);
+      return item(`Plan edited → v${version ?? "?"}`, "info", by ? `by ${name(by)}` : undefined);
     }
     case "APPROVAL_REQUESTED": {
       const { kind, gateNumber } = p(event, "APPROVAL_REQUESTED");
@@ -57,22 +58,22 @@ export function describeEvent(event: ApiEvent): TimelineItem {
     }
     case "APPROVAL_GRANTED": {
       const { by, notes, editedPlan } = p(event, "APPROVAL_GRANTED");
-      return item(editedPlan ? "Approved with an edited plan" : "Approved", "success", [by && `by ${by}`, text(notes)].filter(Boolean).join(" — ") || undefined);
+      return item(editedPlan ? "Approved with an edited plan" : "Approved", "success", [by && `by ${name(by)}`, text(notes)].filter(Boolean).join(" — ") || undefined);
     }
     case "APPROVAL_REJECTED": {
       const { by, feedback } = p(event, "APPROVAL_REJECTED");
-      return item("Rejected", "danger", [by && `by ${by}`, text(feedback)].filter(Boolean).join(" — ") || undefined);
+      return item("Rejected", "danger", [by && `by ${name(by)}`, text(feedback)].filter(Boolean).join(" — ") || undefined);
     }
     case "FIX_DECISION_MADE": {
       const { decision, by } = p(event, "FIX_DECISION_MADE");
       const label = decision === "retry" ? "Retry the fix" : decision === "accept" ? "Accepted anyway" : "Cancel";
-      return item(`Fix decision: ${label}`, decision === "cancel" ? "danger" : "success", by ? `by ${by}` : undefined);
+      return item(`Fix decision: ${label}`, decision === "cancel" ? "danger" : "success", by ? `by ${name(by)}` : undefined);
     }
     case "CLARIFICATION_REQUESTED":
       return item("Question asked", "waiting", p(event, "CLARIFICATION_REQUESTED").question);
     case "CLARIFICATION_ANSWERED": {
       const { by } = p(event, "CLARIFICATION_ANSWERED");
-      return item("Question answered", "success", by ? `by ${by}` : undefined);
+      return item("Question answered", "success", by ? `by ${name(by)}` : undefined);
     }
     case "ARTIFACT_CREATED": {
       const { type, path } = p(event, "ARTIFACT_CREATED");
@@ -103,7 +104,7 @@ export function describeEvent(event: ApiEvent): TimelineItem {
     }
     case "RUN_RESUMED": {
       const { by, action } = p(event, "RUN_RESUMED");
-      return item(action === "extend" ? "Resumed with more time" : "Resumed", "info", by ? `by ${by}` : undefined);
+      return item(action === "extend" ? "Resumed with more time" : "Resumed", "info", by ? `by ${name(by)}` : undefined);
     }
     case "BRANCH_CREATED":
       return item("Branch created", "info", p(event, "BRANCH_CREATED").branch);
@@ -125,7 +126,7 @@ export function describeEvent(event: ApiEvent): TimelineItem {
       return item("Run failed", "danger", p(event, "RUN_FAILED").reason);
     case "RUN_CANCELLED": {
       const { by, reason } = p(event, "RUN_CANCELLED");
-      return item("Run cancelled", "danger", [by && `by ${by}`, text(reason)].filter(Boolean).join(" — ") || undefined);
+      return item("Run cancelled", "danger", [by && `by ${name(by)}`, text(reason)].filter(Boolean).join(" — ") || undefined);
     }
     default:
       return item(event.type.replaceAll("_", " ").toLowerCase(), "info");

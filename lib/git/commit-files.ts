@@ -87,9 +87,15 @@ async function syncCheckedOut({ repoPath, branch, files }: { repoPath: string; b
     // The worktree may be a sandbox's: git is pointed at its real git directory, never at what its `.git` says.
     const worktree = await worktreeLocation({ repoPath, workTree: wt.path }).catch(() => null);
     if (!worktree) continue;
-    await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true, worktree });
-    const written = paths.filter((p) => files[p] !== null);
-    if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written], { worktree });
-    for (const p of paths.filter((p) => files[p] === null)) await fs.rm(path.join(wt.path, p), { force: true });
+    try {
+      await git(wt.path, ["reset", "-q", "HEAD", "--", ...paths], { allowFailure: true, worktree });
+      const written = paths.filter((p) => files[p] !== null);
+      if (written.length) await git(wt.path, ["checkout", "HEAD", "--", ...written], { worktree });
+      for (const p of paths.filter((p) => files[p] === null)) await fs.rm(path.join(wt.path, p), { force: true });
+    } catch (error) {
+      // A run's sandbox worktree removed meanwhile (a cancelled turn drops it while the records are written): nothing
+      // is left there to bring up to date.
+      if (await fs.stat(wt.path).then(() => true, () => false)) throw error;
+    }
   }
 }

@@ -47,9 +47,10 @@ export async function squashMerge({
   const checkout = (await listWorktrees(repoPath)).find((w) => !w.bare && w.branch === baseBranch);
   const worktree = checkout ? await worktreeLocation({ repoPath, workTree: checkout.path }) : null;
   if (checkout && worktree) {
-    const dirty = await gitOut(checkout.path, ["status", "--porcelain", "--untracked-files=no"], { worktree });
+    // Names only (staged or not): porcelain lines start with a status column that trimming the output would shift.
+    const dirty = await gitOut(checkout.path, ["diff", "--name-only", "HEAD"], { worktree });
     if (dirty) {
-      const files = dirty.split("\n").map((l) => l.slice(3));
+      const files = dirty.split("\n").filter(Boolean);
       return { status: "conflict", files, reason: `the checkout of ${baseBranch} at ${checkout.path} has uncommitted changes` };
     }
     const ff = await git(checkout.path, ["merge", "--ff-only", "--quiet", sha], { allowFailure: true, worktree });

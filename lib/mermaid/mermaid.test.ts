@@ -127,6 +127,13 @@ describe("invalid diagrams are refused with the parser's message and line", () =
     expect(error.parserMessage).toMatch(/Expecting|Parse error/);
   });
 
+  it("names the line once, in the diagram's own numbering, without the parser's header and excerpt", async () => {
+    const error = await parseError("flowchart TD\n  A --> B\n  B -->");
+    expect(error.line).toBe(3);
+    expect(error.message).toMatch(/^Invalid Mermaid on line 3: Expecting .*got the end of the diagram$/);
+    expect(error.message).not.toContain("Parse error on line");
+  });
+
   it("an unknown diagram type names the types that are accepted", async () => {
     const error = await parseError("nonsense diagram");
     expect(error.line).toBe(1);

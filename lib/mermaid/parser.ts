@@ -20,12 +20,25 @@ export class MermaidError extends AppError {
   readonly line: number | undefined;
   readonly parserMessage: string;
   constructor(parserMessage: string, line?: number) {
-    super("bad_request:mermaid", line ? `Invalid Mermaid on line ${line}: ${parserMessage}` : `Invalid Mermaid: ${parserMessage}`, {
+    const said = plainParserMessage(parserMessage);
+    super("bad_request:mermaid", line ? `Invalid Mermaid on line ${line}: ${said}` : `Invalid Mermaid: ${said}`, {
       details: { line, parserMessage },
     });
     this.line = line;
     this.parserMessage = parserMessage;
   }
+}
+
+/**
+ * The parser's message without its own "Parse error on line N:" header and source excerpt: its line count differs from
+ * the diagram's (it is reported once, by us), and the excerpt has the newlines removed.
+ */
+export function plainParserMessage(raw: string): string {
+  const lines = raw.split("\n");
+  if (!/^Parse error on line \d+:?\s*$/.test(lines[0] ?? "")) return raw;
+  const expecting = lines.find((l) => /^Expecting /.test(l));
+  const said = expecting ?? lines.slice(1).filter((l) => !/^-*\^$/.test(l) && !l.startsWith("...")).join(" ");
+  return (said.trim() || "the parser could not read it").replace(/got 'EOF'$/, "got the end of the diagram");
 }
 
 const globalForMermaid = globalThis as unknown as { __gatehouseMermaid?: Promise<MermaidInstance> };

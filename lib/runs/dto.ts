@@ -1,4 +1,6 @@
 import type { RunState } from "@/lib/workflow";
+import { runOutcome } from "./outcome";
+import { runTitle } from "./title";
 
 /** The API shape of a run (DESIGN.md §5): the projection minus internals, timestamps as ISO strings. */
 export function toRunDto(run: RunState) {
@@ -9,6 +11,8 @@ export function toRunDto(run: RunState) {
     userId: run.userId,
     status: run.status,
     currentStage: run.currentStage,
+    /** A short title derived from the request (its first line), for lists and headings. */
+    title: runTitle(run.originalRequest),
     originalRequest: run.originalRequest,
     config: run.config,
     branch: run.branch,
@@ -25,6 +29,9 @@ export function toRunDto(run: RunState) {
     planVersion: run.planVersion,
     pullRequest: run.pullRequest,
     merged: run.merged,
+    lastValidation: run.lastValidation,
+    /** "validated" or "accepted_failed_validation" once completed; never the same badge for both. */
+    outcome: runOutcome(run),
     error: run.error,
     lastSequence: run.lastSequence,
   };

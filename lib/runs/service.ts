@@ -1,6 +1,6 @@
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, or, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
-import { artifacts, clarificationRequests, gates, modelCalls } from "@/lib/db/schema";
+import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
 import { AppError, describeIssues } from "@/lib/errors";
 import { createRun, decodeCursor, getRunState, listRuns } from "@/lib/db/queries/runs";
 import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
@@ -87,7 +87,7 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
   const run = await getVisibleRun({ user, runId });
   const db = await getDb();
   const sandbox = sandboxCapabilities();
-  const [gateRows, clarificationRows, artifactRows, costRows] = await Promise.all([
+  const [gateRows, clarificationRows, artifactRows, costRows, peopleRows] = await Promise.all([
     db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(gates.gateNumber),
     db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, runId)).orderBy(clarificationRequests.createdAt),
     db.select().from(artifacts).where(eq(artifacts.workflowRunId, runId)).orderBy(artifacts.createdAt),
@@ -100,6 +100,12 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
       })
       .from(modelCalls)
       .where(and(eq(modelCalls.workflowRunId, runId))),
+    // Who may appear in the run (its author, the project's members): names to show instead of raw user ids.
+    db
+      .selectDistinct({ id: users.id, name: users.name, email: users.email })
+      .from(users)
+      .leftJoin(projectMembers, eq(projectMembers.userId, users.id))
+      .where(or(eq(users.id, run.userId), eq(projectMembers.projectId, run.projectId))),
   ]);
   return {
     run: toRunDto(run),
@@ -108,6 +114,7 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     artifacts: artifactRows,
     cost: costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 },
     sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
+    people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };
 }
 

@@ -627,20 +627,33 @@ export async function implementTurn({
 }): Promise<TurnStepResult> {
   const run = await loadRun({ runId });
   const sandbox = await attachSandbox(await sandboxOptions(run));
+  // A cancellation stops the turn where it is: the model call and any command it runs are aborted within a poll.
+  const cancelled = watchForEnd(runId);
   let result;
   try {
-    result = await implementerTurn({ state, sandbox, modelId: run.config.modelRouting.implementer, context: { runId, stepKey: modelCallKey(runId, stepKey) } });
+    result = await implementerTurn({
+      state,
+      sandbox,
+      modelId: run.config.modelRouting.implementer,
+      context: { runId, stepKey: modelCallKey(runId, stepKey) },
+      signal: cancelled.signal,
+    });
   } catch (error) {
-    if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
-    throw error;
+    if (!cancelled.signal.aborted) {
+      cancelled.stop();
+      if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
+      throw error;
+    }
+  } finally {
+    cancelled.stop();
   }
   // Cancelled while the turn ran: nothing of it is committed, and the sandbox goes (the tools may even have recreated
   // files in a worktree the cancellation already removed).
-  const ended = await endedStatus(runId);
-  if (ended) {
+  const ended = cancelled.signal.aborted ? "cancelled" : await endedStatus(runId);
+  if (ended || !result) {
     await sandbox.destroy().catch(() => null);
     await releaseSandbox(await sandboxOptions(run)).catch(() => null);
-    throw new RunEndedError(ended);
+    throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
@@ -851,6 +864,28 @@ export async function complete({ runId, stepKey }: { runId: string; stepKey: str
   await append(runId, stepKey, [{ type: "RUN_COMPLETED", payload: {} }]);
   await writeRecords(run, await lastValidationReport(runId));
   return { userId: run.userId };
+}
+
+/** How often a running turn looks whether its run has ended (cancel must stop it within a second or two). */
+export const END_POLL_MS = 250;
+
+/** An AbortSignal that fires when the run is found ended (cancelled, failed) while a long step runs. */
+function watchForEnd(runId: string) {
+  const controller = new AbortController();
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    endedStatus(runId)
+      .then((status) => {
+        if (status) controller.abort(new RunEndedError(status));
+      })
+      .catch(() => null)
+      .finally(() => {
+        checking = false;
+      });
+  }, END_POLL_MS);
+  return { signal: controller.signal, stop: () => clearInterval(timer) };
 }
 
 async function endedStatus(runId: string): Promise<string | null> {

@@ -179,7 +179,7 @@ export class LocalSandbox implements Sandbox {
     }
     const cwd = await resolveInside(this.workspacePath, options.cwd ?? ".");
     const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
-    const common = { env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, stdin: options.stdin };
+    const common = { env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, stdin: options.stdin, signal: options.signal };
     if (!this.isolated) return runProcess({ file: command, args, cwd, ...common });
     const status = bwrapStatus();
     const limits = sandboxLimits();

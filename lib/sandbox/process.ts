@@ -51,6 +51,7 @@ export function runProcess({
   timeoutMs = DEFAULT_TIMEOUT_MS,
   maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
   stdin,
+  signal,
 }: {
   file: string;
   args: string[];
@@ -59,6 +60,7 @@ export function runProcess({
   timeoutMs?: number;
   maxOutputBytes?: number;
   stdin?: string;
+  signal?: AbortSignal;
 }): Promise<ExecResult> {
   const started = Date.now();
   return new Promise((resolve) => {
@@ -71,6 +73,9 @@ export function runProcess({
       timedOut = true;
       killGroup(child.pid);
     }, timeoutMs);
+    const abort = () => killGroup(child.pid);
+    if (signal?.aborted) abort();
+    else signal?.addEventListener("abort", abort, { once: true });
     child.stdout.on("data", (c: Buffer) => out.push(c));
     child.stderr.on("data", (c: Buffer) => err.push(c));
     child.stdin.on("error", () => {});
@@ -80,6 +85,7 @@ export function runProcess({
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      signal?.removeEventListener("abort", abort);
       resolve({
         exitCode,
         stdout: out.text(),

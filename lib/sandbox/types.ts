@@ -13,6 +13,8 @@ export type ExecOptions = {
   /** Bytes of stdout/stderr kept, each (default 1 MiB); the cut is marked in the output. */
   maxOutputBytes?: number;
   stdin?: string;
+  /** Kills the whole process tree when aborted (a cancelled run stops its command at once). */
+  signal?: AbortSignal;
 };
 
 export type ExecResult = {

@@ -185,6 +185,22 @@ describe("a run's branch", () => {
     expect(await fs.readFile(path.join(repo, "src/app.ts"), "utf8")).toBe("export const a = 3;\n");
   });
 
+  it("a dirty checkout of the base is reported with whole file names and the reason", async () => {
+    const { run, branch, sandbox } = await startRun("Touch a file");
+    await sandbox.writeFile("src/touched.ts", "export const t = 1;\n");
+    await commitCheckpoint({ sandbox, runId: run.id, taskId: "T1", title: "Touch" });
+    const readme = await fs.readFile(path.join(repo, "README.md"), "utf8");
+    await writeFiles(repo, { "README.md": `${readme}uncommitted\n` });
+    try {
+      const result = await squashMerge({ repoPath: repo, branch, baseBranch: "main", runId: run.id, title: "Touch a file" });
+      expect(result.status).toBe("conflict");
+      expect(result.status === "conflict" && result.files).toEqual(["README.md"]);
+      expect(result.status === "conflict" && result.reason).toContain("has uncommitted changes");
+    } finally {
+      await writeFiles(repo, { "README.md": readme });
+    }
+  });
+
   it("a failed task rolls back to the last checkpoint", async () => {
     const { run, branch, sandbox } = await startRun("Two tasks, second fails");
     await sandbox.writeFile("src/one.ts", "export const one = 1;\n");

@@ -18,9 +18,9 @@ describe("project memory", () => {
 
     const prompts: string[] = [];
     const implement = scriptedImplementer("docs/requests/second-run.md");
-    t.model.respond((body, n) => {
+    t.model.respond((body) => {
       prompts.push(JSON.stringify((body as { messages?: unknown[] }).messages ?? []));
-      return implement(body, n);
+      return implement(body);
     });
     const second = await launch(t.h.user, project.id, "Second run", {
       trustMode: { planning: "auto", fixes: "manual" },

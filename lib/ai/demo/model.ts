@@ -49,34 +49,36 @@ function planReply(ins: DemoInstructions, prompt: string) {
       ...none,
     };
   }
-  const tasks = ins.files.map((f, i) => ({
-    id: `T${i + 1}`,
+  // "Approach N" (New run → explore approaches): even approaches write the note first, so approaches differ visibly.
+  const approach = Number(/^Approach (\d+)\b/m.exec(ins.description)?.[1] ?? 0);
+  const noteFirst = approach > 0 && approach % 2 === 0;
+  const fileTasks = ins.files.map((f) => ({
     title: `Write ${f.path}`,
     description: `Create ${f.path} with the content given in the request.`,
-    dependsOn: [] as string[],
     files: [f.path],
   }));
-  tasks.push({
-    id: `T${tasks.length + 1}`,
-    title: "Write the request note",
-    description: `Describe the request in ${ins.notePath}.`,
-    dependsOn: tasks.map((t) => t.id),
-    files: [ins.notePath],
-  });
+  const noteTask = { title: "Write the request note", description: `Describe the request in ${ins.notePath}.`, files: [ins.notePath] };
+  const ordered = noteFirst ? [noteTask, ...fileTasks] : [...fileTasks, noteTask];
+  const tasks = ordered.map((t, i) => ({
+    id: `T${i + 1}`,
+    ...t,
+    dependsOn: noteFirst ? (i === 0 ? [] : ["T1"]) : i === ordered.length - 1 ? ordered.slice(0, -1).map((_, j) => `T${j + 1}`) : [],
+  }));
+  const headline = ins.description.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "").trim() || ins.title;
   const diagramsSoFar = Number(readSection(prompt, "diagram-attempt") ?? "0") || 0;
   const mermaid =
     diagramsSoFar < ins.invalidMermaid
       ? `flowchart TD\n  A[${ins.title}] --> B{{{ invalid on purpose ([invalid-mermaid: ${ins.invalidMermaid}])`
       : [
           "flowchart TD",
-          `  R[${label(ins.title)}]`,
+          `  R[${label(approach ? `${ins.title} (approach ${approach})` : ins.title)}]`,
           ...tasks.map((t) => `  ${t.id}[${label(t.title)}]`),
           ...tasks.map((t) => (t.dependsOn.length ? t.dependsOn.map((d) => `  ${d} --> ${t.id}`).join("\n") : `  R --> ${t.id}`)),
         ].join("\n");
   return {
     kind: "plan",
     clarification: null,
-    summary: `Demo plan (scripted): ${ins.title}`,
+    summary: `Demo plan (scripted${approach ? `, approach ${approach}` : ""}${noteFirst ? ", request note first" : ""}): ${headline}`,
     mermaid,
     tasks,
     acceptanceCriteria: [

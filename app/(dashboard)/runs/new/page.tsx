@@ -16,7 +16,7 @@ export default async function NewRunPage({ searchParams }: { searchParams: Promi
         <p className="text-muted-foreground text-sm">Describe a change; choose where you want to decide and which models do the work.</p>
       </div>
       <NewRunForm
-        projects={projects.filter((p) => p.role !== "viewer").map((p) => ({ id: p.id, name: p.name, defaultConfig: p.defaultConfig }))}
+        projects={projects.filter((p) => p.role !== "viewer").map((p) => ({ id: p.id, name: p.name, defaultConfig: p.defaultConfig, repositoryType: p.repository.type }))}
         choices={choices}
         defaults={defaults}
         initialProjectId={project}
