@@ -118,9 +118,21 @@ export function ClarificationForm({ run, clarification }: { run: Run; clarificat
             </Alert>
           )}
         </CardContent>
-        <CardFooter>
+        <CardFooter className="gap-2">
           <Button type="submit" disabled={decision.isPending} data-testid="answer">
             Send answer
+          </Button>
+          <Button
+            type="button"
+            variant="ghost"
+            disabled={decision.isPending}
+            data-testid="skip-question"
+            title="The agent proceeds with its best judgement and notes the assumption it made"
+            onClick={() =>
+              decision.mutate({ url: `/api/clarifications/${clarification.id}/skip`, success: "Skipped; the run proceeds with its best judgement" })
+            }
+          >
+            Skip — proceed with best judgement
           </Button>
         </CardFooter>
       </form>

@@ -2,10 +2,18 @@
 
 import { useQuery } from "@tanstack/react-query";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
-import { apiGet, runKeys, type ModelCall, type RunCost } from "@/components/runs/api";
+import { apiGet, runKeys, type CostBreakdown, type ModelCall, type RunCost } from "@/components/runs/api";
 import { formatTokens, formatUsd } from "@/lib/dashboard/format";
 
-export function ModelCalls({ runId, cost, refreshKey }: { runId: string; cost: RunCost; refreshKey: number }) {
+export function ModelCalls({
+  runId,
+  cost,
+  refreshKey,
+}: {
+  runId: string;
+  cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[] };
+  refreshKey: number;
+}) {
   const { data, error } = useQuery({
     queryKey: [...runKeys.modelCalls(runId), refreshKey],
     queryFn: () => apiGet<{ modelCalls: ModelCall[] }>(`/api/runs/${runId}/model-calls`).then((b) => b.modelCalls),
@@ -26,6 +34,12 @@ export function ModelCalls({ runId, cost, refreshKey }: { runId: string; cost: R
           </div>
         ))}
       </dl>
+      {(cost.byStage?.length ?? 0) > 0 && (
+        <div className="grid gap-3 sm:grid-cols-2">
+          <Subtotals title="By stage" testId="cost-by-stage" rows={(cost.byStage ?? []).map((r) => ({ label: r.stage ?? "?", ...r }))} />
+          <Subtotals title="By model" testId="cost-by-model" rows={(cost.byModel ?? []).map((r) => ({ label: r.model ?? "?", ...r }))} />
+        </div>
+      )}
       {error && <p className="text-destructive text-sm">Could not load model calls: {error.message}</p>}
       {data && data.length === 0 && <p className="text-muted-foreground text-sm">No model calls yet.</p>}
       {data && data.length > 0 && (
@@ -61,6 +75,33 @@ export function ModelCalls({ runId, cost, refreshKey }: { runId: string; cost: R
           </Table>
         </div>
       )}
+    </div>
+  );
+}
+
+function Subtotals({ title, rows, testId }: { title: string; testId: string; rows: Array<RunCost & { label: string }> }) {
+  return (
+    <div className="rounded-md border" data-testid={testId}>
+      <Table>
+        <TableHeader>
+          <TableRow>
+            <TableHead>{title}</TableHead>
+            <TableHead className="text-right">Calls</TableHead>
+            <TableHead className="text-right">Tokens</TableHead>
+            <TableHead className="text-right">Cost</TableHead>
+          </TableRow>
+        </TableHeader>
+        <TableBody>
+          {rows.map((r) => (
+            <TableRow key={r.label}>
+              <TableCell className="font-mono text-xs">{r.label}</TableCell>
+              <TableCell className="text-right tabular-nums">{r.calls}</TableCell>
+              <TableCell className="text-right tabular-nums">{formatTokens(r.tokensIn + r.tokensOut)}</TableCell>
+              <TableCell className="text-right tabular-nums">{formatUsd(r.usd)}</TableCell>
+            </TableRow>
+          ))}
+        </TableBody>
+      </Table>
     </div>
   );
 }

@@ -1,5 +1,5 @@
 import type { RunDto } from "@/lib/runs/dto";
-import type { RunCost } from "@/lib/dashboard/costs";
+import type { CostBreakdown, RunCost } from "@/lib/dashboard/costs";
 
 /** What the browser gets from the API; errors carry the server's message, which says what to do. */
 export class ApiRequestError extends Error {
@@ -48,7 +48,7 @@ export async function apiSend<T>(url: string, body?: unknown, method = "POST"): 
 }
 
 export type Run = RunDto;
-export type { RunCost };
+export type { CostBreakdown, RunCost };
 
 export type Project = {
   id: string;
@@ -90,7 +90,7 @@ export type RunDetail = {
   gates: Gate[];
   clarifications: Clarification[];
   artifacts: Array<Record<string, unknown>>;
-  cost: RunCost;
+  cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[] };
   /** Display names of the user ids that appear in the run. */
   people: Record<string, string>;
 };

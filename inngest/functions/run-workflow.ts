@@ -339,7 +339,9 @@ export const runWorkflow = inngest.createFunction(
 
         const report = verdict?.report ?? `Implementation failed: ${failure}`;
         const nextFeedback = verdict?.feedback ?? `The previous attempt failed (${failure}). Start again and finish every todo.`;
-        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts) {
+        // Routed by severity: only minor findings are retried automatically; a major one always goes to a person.
+        const major = ((verdict?.findings ?? []) as Array<{ severity?: string }>).some((f) => f.severity === "major");
+        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major) {
           fixFeedback = nextFeedback;
           continue;
         }
@@ -348,7 +350,8 @@ export const runWorkflow = inngest.createFunction(
           score: verdict?.score ?? null,
           findings: verdict?.findings ?? [],
           attempt,
-          automaticFixesExhausted: config.trustMode.fixes === "auto",
+          automaticFixesExhausted: config.trustMode.fixes === "auto" && !major,
+          majorFindings: major,
         });
         if (decision.decision === "accept") break;
         if (decision.decision === "cancel") throw new RunEnded("cancelled");

@@ -87,3 +87,29 @@ describe("validator", () => {
     expect(lenient.passed).toBe(true);
   });
 });
+
+describe("plan constraints checked by Gatehouse, not by the model", () => {
+  it("a file a task names that does not exist fails validation even when the review passes it", async () => {
+    await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
+    const p = planOf({ tasks: [{ id: "T1", files: ["src/app.ts"] }, { id: "T2", files: ["src/missing.ts"] }], criteria: [] });
+    const r = await validate(reviewer({ passed: true, alignmentScore: 10 }).model, p);
+    expect(r.passed).toBe(false);
+    expect(r.planChecks).toEqual(
+      expect.arrayContaining([expect.objectContaining({ kind: "files", passed: false, detail: expect.stringContaining("T2: src/missing.ts") })]),
+    );
+    expect(r.findings).toEqual(expect.arrayContaining([expect.objectContaining({ severity: "major", criterion: "plan:files" })]));
+    expect(r.report).toContain("## Plan constraints (checked by Gatehouse, not by the model)");
+  });
+
+  it("tasks finished out of dependency order fail; in order they pass", async () => {
+    await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
+    const p = planOf({ tasks: [{ id: "T1", files: ["src/"] }, { id: "T2", files: ["src/"], dependsOn: ["T1"] }], criteria: [] });
+    const model = reviewer({ passed: true, alignmentScore: 10 }).model;
+    const wrong = await runValidator({ plan: p, request: "x", sandbox, modelId: "demo:scripted", model, context: {}, completedOrder: ["T2", "T1"] });
+    expect(wrong.passed).toBe(false);
+    expect(wrong.planChecks.find((c) => c.kind === "order")).toMatchObject({ passed: false, detail: expect.stringContaining("T2 finished before T1") });
+    const right = await runValidator({ plan: p, request: "x", sandbox, modelId: "demo:scripted", model, context: {}, completedOrder: ["T1", "T2"] });
+    expect(right.passed).toBe(true);
+    expect(right.planChecks.every((c) => c.passed)).toBe(true);
+  });
+});

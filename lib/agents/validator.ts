@@ -48,10 +48,77 @@ export type ValidationResult = {
   changedFiles: string[];
   outOfScopeFiles: string[];
   findings: Finding[];
+  /** The plan's constraints checked by Gatehouse itself, before and independent of the model's review. */
+  planChecks: PlanCheck[];
   feedback: string;
   /** Markdown for `validation-report.md`. */
   report: string;
 };
+
+/** One deterministic check of the plan's constraints; a failed one is a major finding no review can override. */
+export type PlanCheck = { kind: "scope" | "files" | "order"; passed: boolean; detail: string };
+
+/**
+ * What can be checked without a model: every changed file is in the plan's scope, every file a task names exists
+ * (unless the diff deleted it), and tasks finished in an order their dependencies allow (`completedOrder`, task ids in
+ * the order the implementer finished them, when known).
+ */
+export async function checkPlanConstraints({
+  plan,
+  sandbox,
+  changedFiles,
+  outOfScopeFiles,
+  deletedFiles,
+  completedOrder,
+}: {
+  plan: Pick<Plan, "tasks">;
+  sandbox: Pick<Sandbox, "readFile" | "listFiles">;
+  changedFiles: string[];
+  outOfScopeFiles: string[];
+  deletedFiles: string[];
+  completedOrder?: string[];
+}): Promise<PlanCheck[]> {
+  const checks: PlanCheck[] = [];
+  checks.push(
+    outOfScopeFiles.length
+      ? { kind: "scope", passed: false, detail: `Changed outside the plan's files: ${outOfScopeFiles.join(", ")}.` }
+      : { kind: "scope", passed: true, detail: `All ${changedFiles.length} changed file(s) are in the plan's scope.` },
+  );
+  const missing: string[] = [];
+  for (const task of plan.tasks) {
+    for (const file of task.files) {
+      if (file.endsWith("/") || deletedFiles.includes(file)) continue;
+      const exists = await sandbox.readFile(file).then(
+        () => true,
+        async () => (await sandbox.listFiles(file).then((l) => l.length >= 0, () => false)),
+      );
+      if (!exists) missing.push(`${task.id}: ${file}`);
+    }
+  }
+  checks.push(
+    missing.length
+      ? { kind: "files", passed: false, detail: `Files the plan's tasks name do not exist: ${missing.join(", ")}.` }
+      : { kind: "files", passed: true, detail: "Every file the plan's tasks name exists." },
+  );
+  if (completedOrder?.length) {
+    const position = new Map(completedOrder.map((id, i) => [id, i]));
+    const early: string[] = [];
+    for (const task of plan.tasks) {
+      const at = position.get(task.id);
+      if (at === undefined) continue;
+      for (const dep of task.dependsOn) {
+        const depAt = position.get(dep);
+        if (depAt === undefined || depAt > at) early.push(`${task.id} finished before ${dep}`);
+      }
+    }
+    checks.push(
+      early.length
+        ? { kind: "order", passed: false, detail: `Tasks finished out of dependency order: ${early.join("; ")}.` }
+        : { kind: "order", passed: true, detail: `Tasks finished in dependency order (${completedOrder.join(" → ")}).` },
+    );
+  }
+  return checks;
+}
 
 export const DEFAULT_SCORE_THRESHOLD = 9;
 const MAX_DIFF_CHARS = 60_000;
@@ -121,10 +188,13 @@ export async function runValidator({
   modelId,
   model,
   context,
+  completedOrder,
 }: {
   plan: Plan;
   request: string;
   sandbox: Sandbox;
+  /** Task ids in the order the implementer finished them (for the dependency-order check). */
+  completedOrder?: string[];
   /** 1 for the first validation of the run, 2 after the first fix, … */
   attempt?: number;
   threshold?: number;
@@ -138,6 +208,9 @@ export async function runValidator({
   const changedFiles = changedFilesOfDiff(diff);
   const scope = planScope(plan);
   const outOfScopeFiles = changedFiles.filter((f) => !inScope(f, [...scope, ...ALWAYS_IN_SCOPE]));
+  // Gatehouse's own checks of the plan run first and are reported apart; the review below cannot override them.
+  const deletedFiles = [...diff.matchAll(/^diff --git a\/(.+?) b\/\1\ndeleted file mode/gm)].map((m) => m[1]!);
+  const planChecks = await checkPlanConstraints({ plan, sandbox, changedFiles, outOfScopeFiles, deletedFiles, completedOrder });
 
   const prompt = [
     section("request", request),
@@ -164,6 +237,9 @@ export async function runValidator({
       criterion: "scope",
       evidence: `${f} changed but is outside the plan's files (${scope.join(", ") || "none"}).`,
     })),
+    ...planChecks
+      .filter((c) => !c.passed && c.kind !== "scope")
+      .map((c) => ({ severity: "major" as const, criterion: `plan:${c.kind}`, evidence: c.detail })),
     ...checks
       .filter((c) => !c.passed)
       .filter((c) => !review.findings.some((f) => f.criterion === c.criterionId))
@@ -176,9 +252,11 @@ export async function runValidator({
   ];
   const allGreen = checks.every((c) => c.passed);
   const score = Math.max(0, Math.min(10, review.alignmentScore));
-  const passed = allGreen && outOfScopeFiles.length === 0 && score >= threshold && review.passed;
+  const planOk = planChecks.every((c) => c.passed);
+  const passed = allGreen && planOk && outOfScopeFiles.length === 0 && score >= threshold && review.passed;
   const feedbackParts = [
     ...(outOfScopeFiles.length ? [`Revert the changes outside the plan's scope: ${outOfScopeFiles.join(", ")}.`] : []),
+    ...planChecks.filter((c) => !c.passed && c.kind !== "scope").map((c) => c.detail),
     ...checks.filter((c) => !c.passed).map((c) => `Make \`${c.command}\` pass (${c.criterionId}).`),
     ...(review.feedback.trim() ? [review.feedback.trim()] : []),
     ...(!passed && score < threshold && !review.feedback.trim() ? [`Alignment score ${score} is below ${threshold}.`] : []),
@@ -192,6 +270,7 @@ export async function runValidator({
     changedFiles,
     outOfScopeFiles,
     findings,
+    planChecks,
     feedback: passed ? "" : feedbackParts.join("\n"),
   };
   return { ...result, report: validationReport({ plan, result }) };
@@ -217,6 +296,8 @@ export function validationReport({ plan, result }: { plan: Plan; result: Omit<Va
     const outcome = check ? (check.passed ? "✅ passed" : check.timedOut ? "❌ timed out" : `❌ exit ${check.exitCode}`) : "reviewed";
     lines.push(`| ${c.id}: ${c.description.replace(/\|/g, "\\|")} | ${c.command ? `\`${c.command}\`` : "—"} | ${outcome} |`);
   }
+  lines.push("", "## Plan constraints (checked by Gatehouse, not by the model)", "");
+  lines.push(...(result.planChecks.length ? result.planChecks.map((c) => `- ${c.passed ? "passed" : "**failed**"} — ${c.kind}: ${c.detail}`) : ["(none)"]));
   lines.push("", "## Changed files", "");
   lines.push(...(result.changedFiles.length ? result.changedFiles.map((f) => `- \`${f}\`${result.outOfScopeFiles.includes(f) ? " — **outside the plan's scope**" : ""}`) : ["(none)"]));
   lines.push("", "## Findings", "");

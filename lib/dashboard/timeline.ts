@@ -75,6 +75,10 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { by } = p(event, "CLARIFICATION_ANSWERED");
       return item("Question answered", "success", by ? `by ${name(by)}` : undefined);
     }
+    case "CLARIFICATION_IGNORED": {
+      const { by } = p(event, "CLARIFICATION_IGNORED");
+      return item("Question skipped: proceed with best judgement", "info", by ? `by ${name(by)}` : undefined);
+    }
     case "ARTIFACT_CREATED": {
       const { type, path } = p(event, "ARTIFACT_CREATED");
       return item(`Artifact: ${type ?? "file"}`, "info", path);

@@ -286,6 +286,12 @@ export function buildRunContext({
         decisions.push({ at: e.timestamp, kind: "clarification", by: e.payload.by, decision: "answered", gateId: null, notes: e.payload.clarificationId });
         break;
       }
+      case "CLARIFICATION_IGNORED": {
+        const d = derived.find((c) => c.id === e.payload.clarificationId);
+        if (d) Object.assign(d, { status: "ignored", answeredBy: e.payload.by, answeredAt: e.timestamp });
+        decisions.push({ at: e.timestamp, kind: "clarification", by: e.payload.by, decision: "skipped (best judgement)", gateId: null, notes: e.payload.clarificationId });
+        break;
+      }
       case "PR_MERGED":
         decisions.push({ at: e.timestamp, kind: "merge", by: null, decision: `merged${e.payload.method ? ` (${e.payload.method})` : ""}`, gateId: null, notes: e.payload.sha ?? null });
         break;

@@ -346,4 +346,29 @@ export async function answerClarification({
   });
 }
 
+/**
+ * Skip a question: the asking stage proceeds with its best judgement and notes the assumption (CLARIFICATION_IGNORED).
+ * Same guards as an answer; a question already answered or skipped is a 409.
+ */
+export async function skipClarification({ user, clarificationId }: { user: SessionUser; clarificationId: string }) {
+  const db = await getDb();
+  const clarification = await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, clarificationId) });
+  if (!clarification) throw new AppError("not_found:clarification");
+  const run = await getVisibleRun({ user, runId: clarification.workflowRunId }).catch((error) => {
+    if (error instanceof AppError && error.type === "not_found") throw new AppError("not_found:clarification");
+    throw error;
+  });
+  await requireProjectRole({ user, projectId: run.projectId, action: "decide", notFound: "not_found:clarification" });
+  return write(async (tx) => {
+    const updated = await tx
+      .update(clarificationRequests)
+      .set({ status: "ignored", response: null, answeredBy: user.id, answeredAt: new Date() })
+      .where(and(eq(clarificationRequests.id, clarificationId), eq(clarificationRequests.status, "pending")))
+      .returning();
+    if (updated.length !== 1) throw new AppError("conflict:clarification", `This question is not open: it is ${clarification.status}.`);
+    await appendEventsTx(tx, clarification.workflowRunId, [{ type: "CLARIFICATION_IGNORED", payload: { clarificationId, by: user.id } }]);
+    return updated[0]!;
+  });
+}
+
 export type { PlanDocument };

@@ -11,6 +11,7 @@ import { readProjectConfig } from "@/lib/git";
 import { cachePath } from "@/lib/github/git";
 import type { Project } from "@/lib/db/queries/projects";
 import { sandboxCapabilities } from "@/lib/sandbox";
+import { costBreakdownForRun } from "@/lib/dashboard/costs";
 import { toRunDto } from "./dto";
 import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
 
@@ -112,7 +113,7 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     gates: gateRows,
     clarifications: clarificationRows,
     artifacts: artifactRows,
-    cost: costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 },
+    cost: { ...(costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 }), ...(await costBreakdownForRun({ runId })) },
     sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };

@@ -523,6 +523,10 @@ export async function ask({
   return { kind: "clarification", clarificationId, tree };
 }
 
+/** What the asking stage reads when a person skipped its question. */
+export const SKIPPED_ANSWER =
+  "The person chose not to answer. Proceed with your best judgement, and state the assumption you made in your summary (or in the plan's risks).";
+
 export async function readClarification({
   runId,
   clarificationId,
@@ -537,6 +541,7 @@ export async function readClarification({
     const run = await getRunState({ id: runId });
     return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
   }
+  if (row.status === "ignored") return { state: "done", answer: SKIPPED_ANSWER, now: workflowClock.now() };
   if (row.status !== "answered") return { state: "ended", status: "cancelled" };
   return { state: "done", answer: answerText(row.response), now: workflowClock.now() };
 }
@@ -741,6 +746,16 @@ export type ValidateStepResult =
   | { kind: "model_error"; reason: string; message: string; now: number }
   | { kind: "timeout"; now: number };
 
+/** Task ids in the order the latest implementation attempt finished them. */
+async function completedTaskOrder(runId: string): Promise<string[]> {
+  const events = await listEvents({ runId, limit: 100_000 });
+  const start = events.findLastIndex((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "implementation");
+  return events
+    .slice(start + 1)
+    .filter((e) => e.type === "TASK_COMPLETED")
+    .map((e) => (e.payload as { taskId: string }).taskId);
+}
+
 export async function validate({
   runId,
   stepKey,
@@ -771,6 +786,7 @@ export async function validate({
       commandTimeoutMs: left === undefined ? undefined : Math.max(1_000, Math.min(left, 10 * 60_000)),
       modelId: run.config.modelRouting.validator,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
+      completedOrder: await completedTaskOrder(runId),
     });
   } catch (error) {
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };

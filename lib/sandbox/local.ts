@@ -247,7 +247,13 @@ async function worktreeOnBranch(repoPath: string, dir: string, branch: string): 
  * (`git worktree remove` would read the worktree's own `.git` and index).
  */
 async function removeWorktree(repoPath: string, dir: string) {
-  await fs.rm(dir, { recursive: true, force: true });
+  // Renamed away first (atomically), so nothing racing with the removal ever sees a half-deleted worktree.
+  const doomed = `${dir}.removing-${process.pid}-${Date.now()}`;
+  const moved = await fs.rename(dir, doomed).then(
+    () => true,
+    () => false,
+  );
+  await fs.rm(moved ? doomed : dir, { recursive: true, force: true });
   await git(repoPath, ["worktree", "prune"], { allowFailure: true });
 }
 

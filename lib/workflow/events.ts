@@ -35,6 +35,8 @@ export type RunEventPayloads = {
   FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" };
   CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
+  /** A person chose not to answer: the asking stage proceeds with its best judgement and notes the assumption. */
+  CLARIFICATION_IGNORED: { clarificationId: string; by: string };
   ARTIFACT_CREATED: { artifactId?: string; type: string; path: string; commitSha?: string | null; version?: number };
   /** `index` counts from 1: task `index` of `total`. */
   TASK_STARTED: { taskId: string; index: number; total: number };
@@ -76,6 +78,7 @@ export const RUN_EVENT_TYPES = [
   "FIX_DECISION_MADE",
   "CLARIFICATION_REQUESTED",
   "CLARIFICATION_ANSWERED",
+  "CLARIFICATION_IGNORED",
   "ARTIFACT_CREATED",
   "TASK_STARTED",
   "TASK_COMPLETED",

@@ -139,6 +139,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       });
 
     case "CLARIFICATION_ANSWERED":
+    case "CLARIFICATION_IGNORED":
       requireStatus("awaiting_clarification");
       if (state.pendingClarification?.clarificationId !== event.payload.clarificationId) {
         fail("no such clarification is pending");

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { query } from "@/lib/executor/store";
-import { launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { launch, newProject, startWorkflowHarness, until, waitForStatus } from "./harness";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {
@@ -19,8 +19,9 @@ it("runs waiting for a person hold no sandbox and no executing function: they ar
   for (let i = 0; i < 5; i++) runs.push(await launch(h.user, project.id, `Park me ${i}`, { trustMode: { planning: "manual" } }));
   for (const run of runs) await waitForStatus(run.id, ["awaiting_approval"]);
 
-  const status = await h.executor.status();
-  expect(status.inFlight).toBe(0);
+  // Parked: once each has reached its gate (and announced its free slot), nothing of them is executing.
+  await until(async () => (await h.executor.status()).inFlight === 0, "the runs to park");
+  expect((await h.executor.status()).inFlight).toBe(0);
   const workspaces = path.join(getEnv().dataDir, "workspaces");
   for (const run of runs) expect(fs.existsSync(path.join(workspaces, run.id))).toBe(false);
   const parked = await query<{ status: string; n: number }>(

@@ -137,6 +137,18 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(events.filter((e) => e.type === "IMPLEMENTATION_SUCCEEDED")).toHaveLength(2);
   });
 
+  it("costs per stage and per model: subtotals that add up to the run's total", async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Costs", { trustMode: { planning: "auto" } });
+    expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
+    const { getRunDetail } = await import("@/lib/runs/service");
+    const { cost } = await getRunDetail({ user: h.user, runId: run.id });
+    expect(cost.byStage.map((r) => r.stage)).toEqual(["planning", "implementation", "validation"]);
+    expect(cost.byStage.reduce((n, r) => n + r.calls, 0)).toBe(cost.calls);
+    expect(cost.byModel).toEqual([expect.objectContaining({ model: "demo:default", calls: cost.calls })]);
+    expect(cost.byStage.reduce((n, r) => n + r.tokensIn, 0)).toBe(Number(cost.tokensIn));
+  });
+
   it("accepting a failed validation delivers the branch but never merges it, even with git.autoMerge", async () => {
     const { project, repo } = await newProject(h.user);
     const mainBefore = git(repo, "rev-parse", "main");
@@ -155,6 +167,19 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(git(repo, "show", `${run.branch}:src/x.txt`)).toBe("x");
     const { events } = await expectConsistent(run.id);
     expect(events.map((e) => e.type)).not.toContain("PR_MERGED");
+  });
+
+  it("severity routing: a major finding (a failing acceptance command) goes to a person even with fixes=auto", async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Write it\n[check: false]", { trustMode: { planning: "auto", fixes: "auto" } });
+    await waitForStatus(run.id, ["awaiting_fix_decision"]);
+    const gate = await pendingGate(run.id);
+    expect(gate.context).toMatchObject({ majorFindings: true, automaticFixesExhausted: false, attempt: 1 });
+    const { events } = await expectConsistent(run.id);
+    expect(events.filter((e) => e.type === "VALIDATION_FAILED")).toHaveLength(1);
+    await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "cancel" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "cancel" }));
+    expect((await waitForStatus(run.id, ["cancelled", "completed", "failed"])).status).toBe("cancelled");
   });
 
   it("validation failure with fixes=manual waits for a fix decision; retry completes", async () => {
