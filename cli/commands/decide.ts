@@ -74,10 +74,10 @@ export async function edit(ctx: Ctx, id: string, opts: { file?: string; notes?: 
       ctx.say(`Approved ${id} with your edited plan (a new spec version).`);
       return;
     }
-    const where = check.error.line ? `line ${check.error.line}: ` : "";
-    ctx.io.stderr.write(`The edited plan is not valid Mermaid (${where}${check.error.message}).\n`);
+    const where = check.error.line ? ` on line ${check.error.line}` : "";
+    ctx.io.stderr.write(`The edited plan is not valid Mermaid${where}:\n${check.error.message}\n`);
     if (opts.file || !ctx.io.stdin.isTTY || !/^(y|yes|)$/i.test(await ctx.prompter.ask("Edit again? [Y/n] "))) {
-      throw new CliError(EXIT.usage, `The plan was not sent: fix ${where}${check.error.message}. Your edit is kept in ${file}; retry with gatehouse edit ${id} --file ${file}.`);
+      throw new CliError(EXIT.usage, `The plan was not sent: fix the Mermaid${where}. Your edit is kept in ${file}; retry with gatehouse edit ${id} --file ${file}`);
     }
   }
 }
