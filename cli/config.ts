@@ -76,7 +76,9 @@ export function normalizeUrl(url: string): string {
 /** Store the login readable by the user only: the directory 0700, the file 0600 (also when it already existed). */
 export function saveCredentials({ env, credentials }: { env: CliEnv; credentials: Credentials }): string {
   const file = configPath({ env });
-  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  const dir = path.dirname(file);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.chmodSync(dir, 0o700);
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, `${JSON.stringify(credentials, null, 2)}\n`, { mode: 0o600 });
   fs.chmodSync(tmp, 0o600);
