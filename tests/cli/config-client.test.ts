@@ -1,8 +1,10 @@
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { configPath, resolveCredentials, saveCredentials } from "@/cli/config";
-import { parseSse } from "@/cli/client";
+import { ApiClient, parseSse } from "@/cli/client";
 import { CliError } from "@/cli/errors";
 import { freshHome } from "./helpers";
 
@@ -62,5 +64,37 @@ describe("CLI SSE parser", () => {
       { id: "2", event: "run-event", data: { sequence: 2, type: "RUN_STARTED", payload: { é: "ü" } } },
       { id: null, event: "end", data: { status: "completed" } },
     ]);
+  });
+});
+
+describe("CLI event stream client", () => {
+  it("reconnects with Last-Event-ID when the server ends a response early, and resolves with the end message", async () => {
+    const seen: Array<string | undefined> = [];
+    const auth: Array<string | undefined> = [];
+    const server = http.createServer((req, res) => {
+      seen.push(req.headers["last-event-id"] as string | undefined);
+      auth.push(req.headers.authorization);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const after = Number(req.headers["last-event-id"] ?? 0);
+      if (after < 2) {
+        // The first response is cut after two events, as a server capping a response's lifetime does.
+        res.end('id: 1\nevent: run-event\ndata: {"sequence":1}\n\nid: 2\nevent: run-event\ndata: {"sequence":2}\n\n');
+      } else {
+        res.end('id: 3\nevent: run-event\ndata: {"sequence":3}\n\nevent: end\ndata: {"status":"completed"}\n\n');
+      }
+    });
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    try {
+      const client = new ApiClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: "tok" });
+      const got: unknown[] = [];
+      const end = await client.stream({ path: "/s", onEvent: ({ data }) => void got.push(data) });
+      expect(got).toEqual([{ sequence: 1 }, { sequence: 2 }, { sequence: 3 }]);
+      expect(seen).toEqual(["0", "2"]);
+      expect(auth).toEqual(["Bearer tok", "Bearer tok"]);
+      expect(end).toEqual({ status: "completed" });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
   });
 });
