@@ -56,7 +56,7 @@ export function nextSteps(run: Pick<Run, "id" | "status" | "pendingGate" | "pend
     case "awaiting_fix_decision":
       return `validation failed, waiting for your decision: gatehouse fix ${run.id} retry|accept|cancel`;
     case "paused":
-      return `paused${run.pauseReason ? ` (${run.pauseReason.reason}: ${run.pauseReason.message})` : ""}: gatehouse retry ${run.id} · gatehouse cancel ${run.id}`;
+      return `paused${run.pauseReason ? ` (${run.pauseReason.reason}: ${oneLine(run.pauseReason.message, 100)})` : ""}: gatehouse retry ${run.id} · gatehouse cancel ${run.id}`;
     default:
       return null;
   }

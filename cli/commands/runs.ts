@@ -52,7 +52,7 @@ export function parseApproaches(value: string): number {
   return n;
 }
 
-export async function run(ctx: Ctx, request: string, opts: { project?: string; config?: string; approaches?: number }) {
+export async function run(ctx: Ctx, request: string, opts: { project?: string; config?: string; approaches?: number; watch?: boolean }) {
   if (!request.trim()) throw new CliError(EXIT.usage, 'Say what to do: gatehouse run "<request>".');
   const config = opts.config ? readConfigFile(opts.config) : undefined;
   const project = await resolveProject(ctx, opts.project);
@@ -63,7 +63,10 @@ export async function run(ctx: Ctx, request: string, opts: { project?: string; c
     const body = await ctx.api().post<{ run: Run }>("/api/runs", { projectId: project.id, request, ...(config ? { config } : {}) });
     runs.push(body.run);
   }
-  ctx.result(count === 1 ? { run: runs[0] } : { runs });
+  const result = count === 1 ? { run: runs[0] } : { runs };
+  // Followed by watch's one-object-per-line output, the result is one line too.
+  if (opts.watch && ctx.json) ctx.line(result);
+  else ctx.result(result);
   for (const r of runs) ctx.say(`Started ${r.id} in ${project.name} (${r.status}).`);
   if (count > 1) ctx.say(`Compare them in the dashboard: ${ctx.api().url}/compare?runs=${runs.map((r) => r.id).join(",")}`);
   ctx.say(`Follow it: gatehouse watch ${runs[0]!.id}`);

@@ -130,4 +130,27 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
     expect(events[0]!.sequence).toBe(4);
     expect(events.map((e) => e.sequence)).toEqual(events.map((_, i) => i + 4));
   });
+
+  it("a paused run (two invalid plans in a row) says to retry; retry resumes it to completion", async () => {
+    const runId = await start("Write a note [invalid-mermaid: 2]", { trustMode: { planning: "auto" } });
+    const paused = await cli(["watch", runId, "--stop-when-waiting"], { env });
+    expect(paused.code).toBe(10);
+    expect(paused.stdout).toMatch(new RegExp(`⏸ paused \\(.+\\): gatehouse retry ${runId}`));
+    const retried = await cli(["retry", runId], { env });
+    expect(retried.code, retried.stderr).toBe(0);
+    expect((await cli(["watch", runId], { env })).code).toBe(0);
+    expect((await cli(["retry", runId], { env })).code).toBe(5);
+  });
+
+  it("run --approaches 2 --watch starts two runs and follows the first to the end; --json keeps one object per line", async () => {
+    const out = await cli(["--json", "run", "Write a note", "--project", project.name, "--config", configFile({ trustMode: { planning: "auto" } }), "--approaches", "2", "--watch"], { env });
+    expect(out.code, out.stderr).toBe(0);
+    const lines = out.stdout.trim().split("\n").map((l) => JSON.parse(l));
+    const runs = lines[0].runs as Array<{ id: string; originalRequest: string }>;
+    expect(runs).toHaveLength(2);
+    expect(new Set(runs.map((r) => r.id)).size).toBe(2);
+    expect(runs.every((r) => r.originalRequest === "Write a note")).toBe(true);
+    expect(lines.at(-1).end.status).toBe("completed");
+    expect((await cli(["watch", runs[1]!.id], { env })).code).toBe(0);
+  });
 });
