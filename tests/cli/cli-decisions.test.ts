@@ -138,7 +138,12 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
     expect(paused.stdout).toMatch(new RegExp(`⏸ paused \\(.+\\): gatehouse retry ${runId}`));
     const retried = await cli(["retry", runId], { env });
     expect(retried.code, retried.stderr).toBe(0);
-    expect((await cli(["watch", runId], { env })).code).toBe(0);
+    // On a terminal, watch draws a progress line (spinner, status, stage) between event lines and clears it at the end.
+    const live = await cli(["watch", runId], { env, tty: true });
+    expect(live.code).toBe(0);
+    expect(live.stdout).toMatch(/\r\x1b\[K[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] \w+( \[\d\/4 \w+\])? · \d+s/);
+    expect(live.stdout).toContain("● completed");
+    expect(live.stdout.endsWith("\r\x1b[K")).toBe(true);
     expect((await cli(["retry", runId], { env })).code).toBe(5);
   });
 

@@ -24,10 +24,12 @@ export function freshHome(): string {
 
 /**
  * Run the CLI in-process with its own streams and environment (nothing of the test's process.env leaks in), lines of
- * `input` on stdin. The CLI still talks to the server only over HTTP.
+ * `input` on stdin; `tty` makes stdout look like a terminal. The CLI still talks to the server only over HTTP.
  */
-export async function cli(args: string[], { env, input }: { env: Record<string, string>; input?: string }): Promise<CliResult> {
+export async function cli(args: string[], { env, input, tty = false }: { env: Record<string, string>; input?: string; tty?: boolean }): Promise<CliResult> {
   const stdout = sink();
+  // A terminal as far as the CLI can tell (its progress line is drawn only on one).
+  if (tty) Object.assign(stdout.stream, { isTTY: true });
   const stderr = sink();
   const stdin = new PassThrough();
   if (input !== undefined) stdin.end(input);
