@@ -60,7 +60,9 @@ export async function watch(ctx: Ctx, id: string, opts: { stopWhenWaiting?: bool
           costCalls = cost.calls;
         }
         if (e.type === "STAGE_STARTED") stage = String(e.payload.stage ?? stage);
-        if (!MAY_WAIT.has(e.type)) return;
+        // Check the run's state after an event that may start a wait, and after every event once the log has caught up
+        // with where the run stood when watch started (so a wait announced by any event is seen).
+        if (!MAY_WAIT.has(e.type) && e.sequence < first.run.lastSequence) return;
         const { run } = await api.get<RunDetail>(runPath);
         status = run.status;
         // Only the latest state counts: an old gate replayed from the log is not a wait any more.
