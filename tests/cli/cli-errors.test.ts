@@ -2,6 +2,8 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setMember } from "@/lib/db/queries/projects";
+import { makeUser } from "../auth/fixtures";
 import { newProject } from "../workflow/harness";
 import { startApiServer } from "./server";
 import { cli, freshHome } from "./helpers";
@@ -9,6 +11,7 @@ import { cli, freshHome } from "./helpers";
 let server: Awaited<ReturnType<typeof startApiServer>>;
 let env: Record<string, string>;
 let projectName: string;
+let projectId: string;
 const TOKEN = process.env.GATEHOUSE_ADMIN_TOKEN!;
 const ROOT = path.resolve(import.meta.dirname, "../..");
 
@@ -16,7 +19,7 @@ beforeAll(async () => {
   server = await startApiServer();
   const home = freshHome();
   env = { HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), GATEHOUSE_URL: server.url, GATEHOUSE_TOKEN: TOKEN };
-  projectName = (await newProject(server.user)).project.name;
+  ({ name: projectName, id: projectId } = (await newProject(server.user)).project);
 });
 afterAll(async () => {
   await server?.close();
@@ -106,6 +109,25 @@ describe("gatehouse CLI: errors say what to fix and exit with the documented cod
     expect(twice.stderr).toContain("nothing to cancel");
     expect((await cli(["approve", runId], { env })).code).toBe(5);
     expect((await cli(["answer", runId, "--text", "x"], { env })).code).toBe(5);
+  });
+
+  it("roles: a viewer may look but not decide (403 → exit 3, naming the role to ask for); a stranger does not see the run (exit 4)", async () => {
+    const viewer = await makeUser("Viewer");
+    const stranger = await makeUser("Stranger");
+    await setMember({ projectId, userId: viewer.id, role: "viewer" });
+    const started = await cli(["--json", "run", "Write a note", "--project", projectId], { env });
+    const runId = JSON.parse(started.stdout).run.id as string;
+    const asViewer = { ...env, GATEHOUSE_TOKEN: viewer.token };
+    expect((await cli(["show", runId], { env: asViewer })).code).toBe(0);
+    const refused = await cli(["approve", runId], { env: asViewer });
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/^gatehouse: Not allowed: .* Ask a project owner for the approver role\./);
+    expect((await cli(["cancel", runId], { env: asViewer })).code).toBe(3);
+    expect((await cli(["cancel", runId], { env })).code).toBe(0);
+
+    const asStranger = { ...env, GATEHOUSE_TOKEN: stranger.token };
+    expect((await cli(["show", runId], { env: asStranger })).code).toBe(4);
+    expect((await cli(["projects", "--json"], { env: asStranger })).stdout).toContain('"projects": []');
   });
 
   it("bad input exits 2 and names what to fix, before or from the server (400)", async () => {
