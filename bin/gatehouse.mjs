@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// Launcher for `npx gatehouse` in a checkout of this repository: runs the TypeScript CLI (cli/gatehouse.ts) through
+// tsx, a devDependency, so it needs `npm install` with dev dependencies (the default).
+import { register } from "tsx/esm/api";
+
+register();
+const { main } = await import("../cli/gatehouse.ts");
+process.exitCode = await main({ argv: process.argv.slice(2) });
