@@ -75,7 +75,8 @@ export async function edit(ctx: Ctx, id: string, opts: { file?: string; notes?: 
       return;
     }
     const where = check.error.line ? ` on line ${check.error.line}` : "";
-    ctx.io.stderr.write(`The edited plan is not valid Mermaid${where}:\n${check.error.message}\n`);
+    // The server's message already names the line ("Invalid Mermaid on line N: …").
+    ctx.io.stderr.write(`The edited plan was refused by the server's Mermaid check:\n${check.error.message}\n`);
     if (opts.file || !ctx.io.stdin.isTTY || !/^(y|yes|)$/i.test(await ctx.prompter.ask("Edit again? [Y/n] "))) {
       throw new CliError(EXIT.usage, `The plan was not sent: fix the Mermaid${where}. Your edit is kept in ${file}; retry with gatehouse edit ${id} --file ${file}`);
     }

@@ -58,7 +58,7 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
 
     const broken = await cli(["edit", runId], { env: { ...env, EDITOR: editor(`printf 'flowchart TD\\n  A[x] --> B{{{\\n' > "$1"`) } });
     expect(broken.code).toBe(2);
-    expect(broken.stderr).toMatch(/The edited plan is not valid Mermaid on line 2:\n.*Parse error on line 2/);
+    expect(broken.stderr).toMatch(/The edited plan was refused by the server's Mermaid check:\nInvalid Mermaid on line 2: /);
     expect(broken.stderr).toMatch(/gatehouse: The plan was not sent: fix the Mermaid on line 2\. Your edit is kept in \S+\.mmd; retry with gatehouse edit run_\w+ --file \S+\.mmd/);
     const still = JSON.parse((await cli(["--json", "show", runId], { env })).stdout);
     expect(still.run.status).toBe("awaiting_approval");
