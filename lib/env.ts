@@ -54,6 +54,11 @@ const schema = z.object({
   ),
   DATABASE_AUTH_TOKEN: optionalString,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  /**
+   * The app runs behind a reverse proxy that sets X-Forwarded-Host / X-Forwarded-Proto. Only then are those headers
+   * believed (same-origin checks, sign-in redirects); otherwise a client could name any host in them.
+   */
+  GATEHOUSE_TRUST_PROXY: flag(false),
 
   // Sign-in
   AUTH_SECRET: optionalString.refine(
