@@ -4,6 +4,7 @@ import { AppError, describeIssues, isAppError } from "@/lib/errors";
 import { requireUser, type SessionUser } from "@/lib/auth/guard";
 import { log } from "@/lib/log";
 import { requestHost } from "@/lib/auth/request-url";
+import { withSecurityHeaders } from "@/lib/security/headers";
 
 type RouteContext<P> = { params: Promise<P> };
 
@@ -29,9 +30,9 @@ export function route<P>(
       const params = (await context?.params) ?? ({} as P);
       const user = isPublic ? null : await requireUser(request);
       if (user?.via === "session") checkSameOrigin(request);
-      return await handler({ request, params, user });
+      return withSecurityHeaders(await handler({ request, params, user }));
     } catch (error) {
-      return errorResponse(error);
+      return withSecurityHeaders(errorResponse(error));
     }
   };
   (wrapped as { guarded?: boolean }).guarded = !isPublic;

@@ -5,7 +5,7 @@ import { clarificationRequests, gates } from "@/lib/db/schema";
 import { appendEventsTx } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
-import { validateMermaid } from "@/lib/mermaid";
+import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
 import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/workflow";
 import { getVisibleRun } from "./service";
 
@@ -25,7 +25,8 @@ export const planTaskSchema = z.strictObject({
 });
 
 export const editedPlanSchema = z.strictObject({
-  mermaid: z.string().trim().min(1, "must not be empty").max(100_000),
+  // Stored as sanitized: no external images or links in labels (see lib/mermaid/sanitize.ts).
+  mermaid: z.string().trim().min(1, "must not be empty").max(100_000).transform(sanitizeDiagram),
   tasks: z.array(planTaskSchema).max(200).optional(),
   summary: z.string().max(5_000).optional(),
 });

@@ -5,6 +5,7 @@ import { requestWithHostUrl } from "@/lib/auth/request-url";
 import { AppError } from "@/lib/errors";
 import { errorResponse } from "@/lib/http";
 import { log } from "@/lib/log";
+import { withSecurityHeaders } from "@/lib/security/headers";
 
 export const dynamic = "force-dynamic";
 
@@ -13,6 +14,10 @@ const LOCAL_ACCOUNT = "local-owner";
 
 // Auth.js's own endpoints (sign-in, callback, session, csrf, sign-out); they do their own CSRF checks.
 async function handler(request: Request): Promise<Response> {
+  return withSecurityHeaders(await authHandler(request));
+}
+
+async function authHandler(request: Request): Promise<Response> {
   try {
     const local = request.method === "POST" && LOCAL_CALLBACK.test(new URL(request.url).pathname);
     if (!local) return await Auth(await requestWithHostUrl(request), getAuthConfig());
