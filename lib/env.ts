@@ -106,6 +106,8 @@ const schema = z.object({
   /** Per-user rate limits (requests per minute, bursts up to the same number): run creation and gate decisions. */
   GATEHOUSE_RATE_LIMIT_RUNS: positiveInt("GATEHOUSE_RATE_LIMIT_RUNS", 30),
   GATEHOUSE_RATE_LIMIT_DECISIONS: positiveInt("GATEHOUSE_RATE_LIMIT_DECISIONS", 120),
+  /** Per-user requests per minute for creating API tokens and projects (each its own bucket). */
+  GATEHOUSE_RATE_LIMIT_CREATIONS: positiveInt("GATEHOUSE_RATE_LIMIT_CREATIONS", 20),
 
   // Models
   OPENAI_API_KEY: optionalString,

@@ -274,7 +274,11 @@ export const answerSchema = z.strictObject({
       z.array(z.string().max(1_000)).min(1, "choose at least one option").max(50),
       z.strictObject({
         fileName: z.string().trim().min(1).max(255),
-        contentBase64: z.string().max(Math.ceil((MAX_UPLOAD_BYTES * 4) / 3) + 4, `must be at most ${MAX_UPLOAD_BYTES} bytes`),
+        contentBase64: z
+          .string()
+          .max(Math.ceil((MAX_UPLOAD_BYTES * 4) / 3) + 4, `must be at most ${MAX_UPLOAD_BYTES} bytes`)
+          // Buffer.from(…, "base64") silently skips anything that is not base64: refuse it instead of storing garbage.
+          .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, "must be base64 (A-Z a-z 0-9 + /, padded with =)"),
         contentType: z.string().max(200).optional(),
       }),
     ],
