@@ -6,6 +6,10 @@ import { appendEventsTx } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
+import { redactBase64File, redactDeep } from "@/lib/security/redact";
+
+/** Decisions are stored (gates, events) and later read by models: a secret typed into one is redacted on the way in. */
+const redacted = <T>(value: T): T => redactDeep(value);
 import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/workflow";
 import { getVisibleRun } from "./service";
 
@@ -31,28 +35,36 @@ export const editedPlanSchema = z.strictObject({
   summary: z.string().max(5_000).optional(),
 });
 
-export const approveSchema = z.strictObject({
-  gateId: z.string().max(100).optional(),
-  notes: z.string().max(20_000).optional(),
-  editedPlan: editedPlanSchema.optional(),
-});
+export const approveSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    notes: z.string().max(20_000).optional(),
+    editedPlan: editedPlanSchema.optional(),
+  })
+  .transform(redacted);
 
-export const rejectSchema = z.strictObject({
-  gateId: z.string().max(100).optional(),
-  feedback: z.string({ error: "is required" }).trim().min(1, "must say what to change").max(20_000),
-});
+export const rejectSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    feedback: z.string({ error: "is required" }).trim().min(1, "must say what to change").max(20_000),
+  })
+  .transform(redacted);
 
-export const fixDecisionSchema = z.strictObject({
-  gateId: z.string().max(100).optional(),
-  decision: z.enum(["retry", "accept", "cancel"], { error: 'must be "retry", "accept" or "cancel"' }),
-  notes: z.string().max(20_000).optional(),
-});
+export const fixDecisionSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    decision: z.enum(["retry", "accept", "cancel"], { error: 'must be "retry", "accept" or "cancel"' }),
+    notes: z.string().max(20_000).optional(),
+  })
+  .transform(redacted);
 
-export const cancelSchema = z.strictObject({ reason: z.string().max(2_000).optional() });
-export const resumeSchema = z.strictObject({
-  minutes: z.number().int().min(1).max(60 * 24 * 7).optional(),
-  notes: z.string().max(2_000).optional(),
-});
+export const cancelSchema = z.strictObject({ reason: z.string().max(2_000).optional() }).transform(redacted);
+export const resumeSchema = z
+  .strictObject({
+    minutes: z.number().int().min(1).max(60 * 24 * 7).optional(),
+    notes: z.string().max(2_000).optional(),
+  })
+  .transform(redacted);
 
 export type GateRow = typeof gates.$inferSelect;
 export type ClarificationRow = typeof clarificationRequests.$inferSelect;
@@ -284,7 +296,13 @@ export const answerSchema = z.strictObject({
     ],
     { error: "must be text, a list of chosen options, or a file {fileName, contentBase64}" },
   ),
-});
+}).transform(({ response }) => ({
+  // An uploaded file is redacted in its decoded text, then stored re-encoded.
+  response:
+    typeof response === "object" && !Array.isArray(response)
+      ? { ...redacted(response), contentBase64: redactBase64File(response.contentBase64) }
+      : redacted(response),
+}));
 
 /** Check an answer against the question's response type and options. */
 export function checkAnswer(
