@@ -250,7 +250,8 @@ export async function implementerTurn({
   const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
   for (const call of calls) {
     if (call.toolName === REQUEST_CLARIFICATION && !call.invalid) continue;
-    const key = `${call.toolName}:${stable(call.input)}`;
+    // Stored with the state: the signature is redacted like the messages (the same secret gives the same signature).
+    const key = redact(`${call.toolName}:${stable(call.input)}`);
     repeats[key] = (repeats[key] ?? 0) + 1;
     if (repeats[key] >= LOOP_REPEATS) {
       return fail(

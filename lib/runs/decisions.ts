@@ -296,13 +296,15 @@ export const answerSchema = z.strictObject({
     ],
     { error: "must be text, a list of chosen options, or a file {fileName, contentBase64}" },
   ),
-}).transform(({ response }) => ({
-  // An uploaded file is redacted in its decoded text, then stored re-encoded.
-  response:
-    typeof response === "object" && !Array.isArray(response)
-      ? { ...redacted(response), contentBase64: redactBase64File(response.contentBase64) }
-      : redacted(response),
-}));
+});
+
+/** An answer as it may be stored and shown to a model: redacted, an uploaded file in its decoded text (re-encoded). */
+function redactAnswer(response: z.output<typeof answerSchema>["response"]): z.output<typeof answerSchema>["response"] {
+  if (typeof response === "object" && !Array.isArray(response)) {
+    return { ...redacted(response), contentBase64: redactBase64File(response.contentBase64) };
+  }
+  return redacted(response);
+}
 
 /** Check an answer against the question's response type and options. */
 export function checkAnswer(
@@ -353,10 +355,12 @@ export async function answerClarification({
   });
   await requireProjectRole({ user, projectId: run.projectId, action: "decide", notFound: "not_found:clarification" });
   checkAnswer(clarification, response);
+  // Checked as given (a chosen option must match), stored redacted.
+  const stored = redactAnswer(response);
   return write(async (tx) => {
     const updated = await tx
       .update(clarificationRequests)
-      .set({ status: "answered", response, answeredBy: user.id, answeredAt: new Date() })
+      .set({ status: "answered", response: stored, answeredBy: user.id, answeredAt: new Date() })
       .where(and(eq(clarificationRequests.id, clarificationId), eq(clarificationRequests.status, "pending")))
       .returning();
     if (updated.length !== 1) {
