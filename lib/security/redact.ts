@@ -28,6 +28,11 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 /** The shortest piece of a configured secret that is redacted wherever it appears (prefixes included). */
 export const MIN_SECRET_FRAGMENT = 8;
+/**
+ * Prefixes are matched only for secrets at least this long. A short value's 8-character prefix is often an ordinary
+ * word ("scripted" of "scripted-key") and would mangle model ids and text; short values are matched whole.
+ */
+export const MIN_PREFIX_MATCHED_SECRET = 16;
 
 /**
  * Every form a secret can take in text: itself, URL-encoded, and the part of its base64 / base64url encoding that does
@@ -62,15 +67,15 @@ function formsOf(secret: string): string[] {
   return forms;
 }
 
-/** Replace every run of text that equals a prefix (≥ MIN_SECRET_FRAGMENT chars) of `needle`. */
-function redactPrefixes(text: string, needle: string): string {
-  const head = needle.slice(0, MIN_SECRET_FRAGMENT);
+/** Replace every run of text that equals a prefix (≥ `min` chars) of `needle`. */
+function redactPrefixes(text: string, needle: string, min: number): string {
+  const head = needle.slice(0, min);
   let at = text.indexOf(head);
   if (at === -1) return text;
   let out = "";
   let last = 0;
   while (at !== -1) {
-    let length = MIN_SECRET_FRAGMENT;
+    let length = min;
     while (length < needle.length && at + length < text.length && text[at + length] === needle[length]) length++;
     out += text.slice(last, at) + "[REDACTED]";
     last = at + length;
@@ -84,7 +89,9 @@ export function redact(text: string, extraSecrets: string[] = []): string {
   for (const [pattern, marker] of PATTERNS) out = out.replace(pattern, marker);
   for (const secret of [...secretValues(), ...extraSecrets]) {
     if (secret.length < MIN_SECRET_FRAGMENT) continue;
-    for (const form of formsOf(secret)) out = redactPrefixes(out, form);
+    for (const form of formsOf(secret)) {
+      out = redactPrefixes(out, form, secret.length >= MIN_PREFIX_MATCHED_SECRET ? MIN_SECRET_FRAGMENT : form.length);
+    }
   }
   return out;
 }

@@ -34,6 +34,18 @@ describe("finding 2: redaction of configured secrets and key shapes", () => {
     expect(redact(`x ${TOKEN.slice(0, 7)} y`)).toBe(`x ${TOKEN.slice(0, 7)} y`);
   });
 
+  it("a short configured secret (under 16 characters) is matched whole, so its word-like prefix does not mangle text", () => {
+    process.env.OPENAI_COMPATIBLE_API_KEY = "scripted-key";
+    resetEnvCache();
+    try {
+      expect(redact("implementer: openai-compatible:scripted")).toBe("implementer: openai-compatible:scripted");
+      expect(redact("key scripted-key here")).toBe("key [REDACTED] here");
+    } finally {
+      delete process.env.OPENAI_COMPATIBLE_API_KEY;
+      resetEnvCache();
+    }
+  });
+
   it("base64, base64url and URL-encoded forms of a configured secret are redacted, at any alignment", () => {
     for (const lead of ["", "a", "ab", "KEY=", "token: "]) {
       const b64 = Buffer.from(`${lead}${TOKEN}\n`).toString("base64");

@@ -12,6 +12,7 @@ import * as answerRoute from "@/app/api/clarifications/[id]/answer/route";
 import { getClient, getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
+import * as retryRoute from "@/app/api/runs/[id]/retry/route";
 import { git, makeRepo, newProject, until, waitForStatus } from "../workflow/harness";
 import { useScriptedWorkflow, type Reply } from "../workflow/model-server";
 import { FAKE } from "./fake-secrets";
@@ -241,5 +242,69 @@ describe("finding 2: planted secrets", () => {
       }
     }
     expect(found).toEqual([]);
+  }, 180_000);
+
+  it("a secret a command copies into a file pauses the run with 'secret detected' instead of being committed; retry redoes the turn", async () => {
+    let sawNote = false;
+    t.model.respond((body) => {
+      const messages = (body.messages ?? []) as Array<{ role: string; content?: unknown; tool_calls?: unknown[] }>;
+      const told = messages.some((m) => m.role === "user" && String(m.content).includes("Secret detected"));
+      const firstUser = String(messages.find((m) => m.role === "user")?.content ?? "");
+      const note = /"files":\["([^"]+)"/.exec(firstUser)?.[1] ?? "docs/requests/copy.md";
+      const turns = messages.filter((m) => m.role === "assistant" && m.tool_calls?.length).length;
+      if (!told) {
+        return {
+          toolCalls: [
+            { name: "update_todo", arguments: { id: "T1", status: "in_progress" } },
+            { name: "run_command", arguments: { command: "sh", args: ["-c", `mkdir -p "$(dirname ${note})" && cp config/leak.txt ${note}`] } },
+            { name: "update_todo", arguments: { id: "T1", status: "done" } },
+          ],
+        };
+      }
+      if (!sawNote) {
+        sawNote = true;
+        return {
+          toolCalls: [
+            { name: "update_todo", arguments: { id: "T1", status: "in_progress" } },
+            { name: "write_file", arguments: { path: note, content: "# note\n\nThe key is read from the environment.\n" } },
+            { name: "update_todo", arguments: { id: "T1", status: "done" } },
+          ],
+        };
+      }
+      return turns > 0 ? { text: "Done without secrets." } : { toolCalls: [{ name: "update_todo", arguments: { id: "T1", status: "done" } }] };
+    });
+    const repo = makeRepo();
+    fs.mkdirSync(path.join(repo, "config"));
+    fs.writeFileSync(path.join(repo, "config/leak.txt"), `client=${CONFIGURED.GITHUB_APP_CLIENT_SECRET}\n${FAKE.privateKey}\n`);
+    git(repo, "add", ".");
+    git(repo, "commit", "-qm", "a key file in the base branch");
+    const { project } = await newProject(t.h.user, repo);
+    const created = await runsRoute.POST(
+      req("/api/runs", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          projectId: project.id,
+          request: "Copy the config into the note",
+          config: { trustMode: { planning: "auto" }, modelRouting: { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" } },
+        }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    const { run } = (await created.json()) as { run: { id: string } };
+    const paused = await waitForStatus(run.id, ["paused", "completed", "failed", "awaiting_fix_decision"], 120_000);
+    expect(paused.status).toBe("paused");
+    expect(paused.pauseReason).toMatchObject({ reason: "secret_detected", stage: "implementation" });
+    expect(paused.pauseReason!.message).toMatch(/^Secret detected in docs\/requests\/.+\.md: the changes since the last checkpoint were not committed/);
+    expect(git(repo, "log", "--format=%s", `main..${paused.branch}`)).not.toMatch(/T1/);
+
+    const retried = await retryRoute.POST(req(`/api/runs/${run.id}/retry`, { method: "POST" }), { params: Promise.resolve({ id: run.id }) });
+    expect(retried.status).toBe(200);
+    const done = await waitForStatus(run.id, ["completed", "failed"], 120_000);
+    expect(done.status).toBe("completed");
+    const added = branchObjects(repo, done.branch!);
+    expect(added).toContain("The key is read from the environment.");
+    expect(added).not.toContain(CONFIGURED.GITHUB_APP_CLIENT_SECRET.slice(0, 8));
+    expect(added).not.toContain("PRIVATE KEY");
   }, 180_000);
 });
