@@ -12,6 +12,7 @@ import { gates } from "@/lib/db/schema";
 import { appendEventsTx } from "@/lib/db/queries/runs";
 import { newId } from "@/lib/ids";
 import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
+import * as validateRoute from "@/app/api/mermaid/validate/route";
 import { ADMIN, call, makeRepo } from "../api/helpers";
 
 /* Finding 5: an <img src=http://…> in a diagram label passed validation and was fetched by the browser with a Referer. */
@@ -79,6 +80,14 @@ describe("finding 5: external URLs in diagram labels", () => {
     // Harmless labels pass unchanged.
     const plain = "flowchart TD\n  A[Read config] -->|x < 3| B{Valid?}\n  style A fill:#f9f";
     expect(sanitizeDiagram(plain)).toBe(plain);
+  });
+
+  it("a parse error does not echo a configured secret pasted as the diagram (found by the fuzz test)", async () => {
+    const secret = process.env.GATEHOUSE_ADMIN_TOKEN!;
+    const res = await call(validateRoute.POST, { method: "POST", headers: ADMIN, body: { source: `${secret}\n  A --> B` } });
+    expect(res.json.valid).toBe(false);
+    expect(JSON.stringify(res.json)).not.toContain(secret.slice(0, 8));
+    expect(res.json.error.message).toContain("[REDACTED]");
   });
 
   it("an edited plan is stored without the external image", async () => {
