@@ -1,4 +1,7 @@
 import type { NextConfig } from "next";
+import { API_CSP, BASE_SECURITY_HEADERS } from "./lib/security/headers";
+
+const base = Object.entries(BASE_SECURITY_HEADERS).map(([key, value]) => ({ key, value }));
 
 const nextConfig: NextConfig = {
   // Native / Node-only packages stay out of the server bundle; they are required at run time.
@@ -6,6 +9,16 @@ const nextConfig: NextConfig = {
   poweredByHeader: false,
   // `npm test` runs `tsc --noEmit` over the whole project as its own step; the build does not repeat it.
   typescript: { ignoreBuildErrors: true },
+  // Pages get their nonce-based policy from proxy.ts; everything else (API, events, static files) a policy allowing nothing.
+  async headers() {
+    const csp = { key: "content-security-policy", value: API_CSP };
+    return [
+      { source: "/:path*", headers: base },
+      { source: "/api/:path*", headers: [csp] },
+      { source: "/e/:path*", headers: [csp] },
+      { source: "/_next/static/:path*", headers: [csp] },
+    ];
+  },
 };
 
 export default nextConfig;

@@ -20,6 +20,6 @@ test("a full-auto demo run completes on the built server's embedded executor", a
     .toBe("completed");
   const diff = await (await request.get(`/api/runs/${run.id}/diff`, { headers: authHeaders })).json();
   expect(diff.diff).toContain("+hello from the e2e run");
-  const health = await (await request.get("/api/health")).json();
+  const health = await (await request.get("/api/health", { headers: authHeaders })).json();
   expect(health.executor).toMatchObject({ mode: "embedded", running: true });
 });

@@ -3,7 +3,7 @@ import { E2E_ADMIN_PASSWORD } from "./constants";
 import { authHeaders, createProject, signIn } from "./helpers";
 
 test("the built app starts and the runs page renders in Chromium after signing in", async ({ page, request }) => {
-  const health = await request.get("/api/health");
+  const health = await request.get("/api/health", { headers: authHeaders });
   expect(health.status()).toBe(200);
   expect(await health.json()).toMatchObject({ ok: true, db: { ok: true } });
 

@@ -54,6 +54,11 @@ const schema = z.object({
   ),
   DATABASE_AUTH_TOKEN: optionalString,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  /**
+   * The app runs behind a reverse proxy that sets X-Forwarded-Host / X-Forwarded-Proto. Only then are those headers
+   * believed (same-origin checks, sign-in redirects); otherwise a client could name any host in them.
+   */
+  GATEHOUSE_TRUST_PROXY: flag(false),
 
   // Sign-in
   AUTH_SECRET: optionalString.refine(
@@ -101,6 +106,8 @@ const schema = z.object({
   /** Per-user rate limits (requests per minute, bursts up to the same number): run creation and gate decisions. */
   GATEHOUSE_RATE_LIMIT_RUNS: positiveInt("GATEHOUSE_RATE_LIMIT_RUNS", 30),
   GATEHOUSE_RATE_LIMIT_DECISIONS: positiveInt("GATEHOUSE_RATE_LIMIT_DECISIONS", 120),
+  /** Per-user requests per minute for creating API tokens and projects (each its own bucket). */
+  GATEHOUSE_RATE_LIMIT_CREATIONS: positiveInt("GATEHOUSE_RATE_LIMIT_CREATIONS", 20),
 
   // Models
   OPENAI_API_KEY: optionalString,

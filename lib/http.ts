@@ -3,6 +3,8 @@ import { getEnv } from "@/lib/env";
 import { AppError, describeIssues, isAppError } from "@/lib/errors";
 import { requireUser, type SessionUser } from "@/lib/auth/guard";
 import { log } from "@/lib/log";
+import { requestHost } from "@/lib/auth/request-url";
+import { withSecurityHeaders } from "@/lib/security/headers";
 
 type RouteContext<P> = { params: Promise<P> };
 
@@ -28,9 +30,9 @@ export function route<P>(
       const params = (await context?.params) ?? ({} as P);
       const user = isPublic ? null : await requireUser(request);
       if (user?.via === "session") checkSameOrigin(request);
-      return await handler({ request, params, user });
+      return withSecurityHeaders(await handler({ request, params, user }));
     } catch (error) {
-      return errorResponse(error);
+      return withSecurityHeaders(errorResponse(error));
     }
   };
   (wrapped as { guarded?: boolean }).guarded = !isPublic;
@@ -52,11 +54,21 @@ const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 function checkSameOrigin(request: Request) {
   if (SAFE_METHODS.has(request.method)) return;
   const origin = request.headers.get("origin");
-  const host = request.headers.get("x-forwarded-host") ?? request.headers.get("host");
-  const allowed = new Set([new URL(request.url).origin, getEnv().publicUrl]);
-  if (origin && host) allowed.add(`${new URL(origin).protocol}//${host}`);
-  if (!origin || !allowed.has(origin)) {
+  const host = requestHost(request.headers);
+  const allowed = new Set([new URL(request.url).origin, new URL(getEnv().publicUrl).origin]);
+  // "null" (sandboxed frames, file: pages, some redirects) and anything else that is not a URL is simply not ours.
+  const originUrl = origin ? parseUrl(origin) : null;
+  if (originUrl && host) allowed.add(`${originUrl.protocol}//${host}`);
+  if (!originUrl || !allowed.has(originUrl.origin) || originUrl.origin !== origin) {
     throw new AppError("forbidden:api", "Cross-site request refused: the Origin header does not match this site.");
+  }
+}
+
+function parseUrl(value: string): URL | null {
+  try {
+    return new URL(value);
+  } catch {
+    return null;
   }
 }
 

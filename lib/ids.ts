@@ -1,10 +1,21 @@
-import { monotonicFactory } from "ulid";
+import crypto from "node:crypto";
+import { monotonicFactory, ulid as ulidAt } from "ulid";
 
 const ulid = monotonicFactory();
 
 /** Time-sortable, URL-safe ids: `run_01JD…`. Lower-case so they read well in branch names. */
 export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "mc" | "tok" | "usr"): string {
   return `${prefix}_${ulid().toLowerCase()}`;
+}
+
+/**
+ * The same id every time for the same `key` (and time): for work that must happen once per outside event, such as the
+ * run a webhook delivery starts, so a retried step finds what it created instead of creating it again.
+ */
+export function stableId(prefix: "run", { key, time }: { key: string; time: number }): string {
+  const bytes = crypto.createHash("sha256").update(key).digest();
+  let i = 0;
+  return `${prefix}_${ulidAt(time, () => bytes[i++ % bytes.length]! / 256).toLowerCase()}`;
 }
 
 /** A short slug from free text, for branch and file names. */

@@ -8,8 +8,17 @@ function emit(level: Level, message: string, fields?: Record<string, unknown>) {
   const threshold = LEVELS[getEnv().LOG_LEVEL];
   if (LEVELS[level] < threshold) return;
   // One JSON line per entry; everything passes the redaction filter so a secret never reaches the log.
-  const line = redact(JSON.stringify({ t: new Date().toISOString(), level, msg: message, ...fields }));
+  const line = redact(JSON.stringify({ t: new Date().toISOString(), level, msg: message, ...fields }, scrubQueryParams));
   (level === "error" ? console.error : level === "warn" ? console.warn : console.log)(line);
+}
+
+/**
+ * Drizzle's "Failed query: <sql>\nparams: <values>" errors carry the bound values — request text, file contents, tokens.
+ * The SQL stays (it says what failed); the values never reach the log.
+ */
+export function scrubQueryParams(_key: string, value: unknown): unknown {
+  if (typeof value !== "string" || !value.includes("params:")) return value;
+  return value.replace(/(Failed query:[\s\S]*?)\bparams:[^\n]*(?:\n(?!\s*at\s)[^\n]*)*/g, "$1params: [omitted]");
 }
 
 export const log = {

@@ -2,8 +2,9 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
-import { executorHeadersFor } from "@/lib/security/executor-key";
-import { configuredAppUrls, handleEventRequest, startExecutor, stopExecutor, type Executor } from "@/lib/executor";
+import { EXECUTOR_KEY_HEADER, executorHeadersFor, hasExecutorKey } from "@/lib/security/executor-key";
+import { configuredAppUrls, startExecutor, stopExecutor, type Executor } from "@/lib/executor";
+import { eventKeyFromPath, handleKeyedEventRequest } from "@/lib/security/event-endpoint";
 
 /**
  * `npm run worker` — the executor on its own, like `inngest dev -u <url>`:
@@ -45,12 +46,18 @@ const server = http.createServer(async (req, res) => {
   const chunks: Buffer[] = [];
   for await (const c of req) chunks.push(c as Buffer);
   let response: Response;
-  if (req.method === "POST" && req.url?.startsWith("/e/")) {
-    response = await handleEventRequest(
-      new Request(`http://${req.headers.host}${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } }),
-    ).catch((err) => Response.json({ error: String(err), status: 500 }, { status: 500 }));
-  } else if (req.method === "GET" && req.url === "/health") {
-    response = Response.json(executor ? await executor.status() : { running: false });
+  const pathname = new URL(req.url ?? "/", "http://worker").pathname;
+  const key = req.method === "POST" ? eventKeyFromPath(pathname) : undefined;
+  if (key !== undefined) {
+    // The same key check as the Next route /e/:key: only the executor key is an event key.
+    response = await handleKeyedEventRequest({
+      request: new Request(`http://worker${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } }),
+      key,
+    }).catch(() => Response.json({ error: "The event could not be stored", status: 500 }, { status: 500 }));
+  } else if (req.method === "GET" && pathname === "/health") {
+    // Liveness for anyone; the worker id, apps and leases only with the executor key.
+    const detailed = executor && hasExecutorKey(String(req.headers[EXECUTOR_KEY_HEADER] ?? ""));
+    response = Response.json(detailed ? await executor!.status() : { ok: !!executor });
   } else {
     response = Response.json({ error: "not found" }, { status: 404 });
   }

@@ -275,6 +275,12 @@ export const runWorkflow = inngest.createFunction(
             result = (await runStep(key, () =>
               ops.implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt }),
             )) as ops.TurnStepResult;
+            if (result.kind === "secret_detected") {
+              // Nothing was committed; a person retries, and the turn is redone with the model told why.
+              state = result.state;
+              await pauseUntilResumed(key, "secret_detected", result.message, "implementation");
+              continue;
+            }
             if (result.kind !== "model_error") break;
             await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "implementation");
           }

@@ -2,7 +2,7 @@ import { generateText, stepCountIs, type LanguageModel, type ModelMessage } from
 import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
-import { redact } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/security/redact";
 import { describePlan, type Plan } from "./plan";
 import {
   clarificationResponseType,
@@ -216,8 +216,9 @@ export async function implementerTurn({
     },
   });
 
-  // Plain JSON only: the state is stored by the durable step.
-  const newMessages = JSON.parse(JSON.stringify(result.response.messages)) as ModelMessage[];
+  // Plain JSON only: the state is stored by the durable step (executor_steps) and sent back to the model, so whatever
+  // the model or a tool put in it (tool inputs, file contents, output) is redacted first.
+  const newMessages = redactDeep(JSON.parse(JSON.stringify(result.response.messages)) as ModelMessage[]);
   let next: ImplementerState = {
     ...state,
     messages: [...state.messages, ...newMessages],
@@ -253,7 +254,8 @@ export async function implementerTurn({
   const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
   for (const call of calls) {
     if (call.toolName === REQUEST_CLARIFICATION && !call.invalid) continue;
-    const key = `${call.toolName}:${stable(call.input)}`;
+    // Stored with the state: the signature is redacted like the messages (the same secret gives the same signature).
+    const key = redact(`${call.toolName}:${stable(call.input)}`);
     repeats[key] = (repeats[key] ?? 0) + 1;
     if (repeats[key] >= LOOP_REPEATS) {
       return fail(
@@ -269,7 +271,7 @@ export async function implementerTurn({
   const asks = calls.filter((c) => c.toolName === REQUEST_CLARIFICATION && !c.invalid);
   if (asks.length > 0) {
     const [ask, ...extra] = asks;
-    const input = ask!.input as { question: string; options?: string[]; responseType?: ClarificationResponseType; context?: string };
+    const input = redactDeep(ask!.input) as { question: string; options?: string[]; responseType?: ClarificationResponseType; context?: string };
     const offered = (input.options ?? []).filter((o) => o.trim());
     const responseType = clarificationResponseType(input.responseType, offered);
     // Options belong to choices only: a free-text or file question shows none.

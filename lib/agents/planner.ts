@@ -2,7 +2,7 @@ import { generateText, Output, type LanguageModel } from "ai";
 import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import { AppError } from "@/lib/errors";
-import { extractConstraints, MermaidError, stripFence } from "@/lib/mermaid";
+import { extractConstraints, MermaidError, sanitizeDiagram, stripFence } from "@/lib/mermaid";
 import { redactDeep } from "@/lib/security/redact";
 import { plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
 
@@ -137,7 +137,8 @@ export async function runPlanner({
         diagramsProduced: n,
       };
     }
-    const mermaid = stripFence(out.mermaid);
+    // External images and links in labels would be fetched by every viewer's browser: dropped before anything stores it.
+    const mermaid = sanitizeDiagram(stripFence(out.mermaid));
     try {
       const constraints = await extractConstraints(mermaid);
       return { kind: "plan", plan: toPlan(out, constraints, mermaid), diagramsProduced: n + 1 };

@@ -1,7 +1,20 @@
 import { tool } from "ai";
 import { z } from "zod";
 import type { Sandbox } from "@/lib/sandbox/types";
-import { redact } from "@/lib/security/redact";
+import { containsSecret, redact } from "@/lib/security/redact";
+
+/**
+ * Content that would be committed (a file) or run (a command line) must not hold a secret. The model gets a clear tool
+ * error and can write the file without it (e.g. read the value from an environment variable); nothing is written.
+ */
+function refuseSecrets(what: string, ...texts: string[]) {
+  if (texts.some((t) => containsSecret(t))) {
+    throw new Error(
+      `Secret detected: ${what} contains what looks like a credential (an API key, token, private key or a configured secret). ` +
+        "Nothing was done. Never put secrets into files or commands; reference an environment variable instead.",
+    );
+  }
+}
 import { workspacePath } from "./paths";
 
 /**
@@ -77,7 +90,8 @@ export function implementerTools(ctx: ToolContext) {
       description: "Read a text file from the workspace.",
       inputSchema: z.object({ path: z.string().describe("File path relative to the repository root") }),
       execute: async ({ path }) => {
-        const content = await ctx.sandbox.readFile(workspacePath(path));
+        // A secret already in the repository is not sent to the model (nor stored with the turn).
+        const content = redact(await ctx.sandbox.readFile(workspacePath(path)));
         return content.length > MAX_READ_CHARS
           ? `${content.slice(0, MAX_READ_CHARS)}\n[… ${content.length - MAX_READ_CHARS} more characters]`
           : content;
@@ -88,6 +102,7 @@ export function implementerTools(ctx: ToolContext) {
       inputSchema: z.object({ path: z.string(), content: z.string() }),
       execute: async ({ path, content }) => {
         const target = workspacePath(path);
+        refuseSecrets(`the content for ${target}`, content);
         const before = await readOrNull(ctx.sandbox, target);
         if (before === content) return `${target} already has this content; nothing changed.`;
         await ctx.sandbox.writeFile(target, content);
@@ -106,6 +121,7 @@ export function implementerTools(ctx: ToolContext) {
       }),
       execute: async ({ path, search, replace, replaceAll }) => {
         const target = workspacePath(path);
+        refuseSecrets(`the replacement for ${target}`, replace);
         const before = await ctx.sandbox.readFile(target);
         const count = before.split(search).length - 1;
         if (count === 0) throw new Error(`The search text was not found in ${target}. Read the file and copy the text exactly.`);
@@ -129,6 +145,7 @@ export function implementerTools(ctx: ToolContext) {
         timeoutSeconds: z.number().int().min(1).max(1800).optional(),
       }),
       execute: async ({ command, args, cwd, timeoutSeconds }, { abortSignal }) => {
+        refuseSecrets("the command line", command, ...(args ?? []));
         const result = await ctx.sandbox.exec(command, args ?? [], {
           cwd: cwd ? workspacePath(cwd) : undefined,
           timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,

@@ -16,6 +16,14 @@ export const updateProjectSchema = z.strictObject({
   defaultConfig: z.record(z.string(), z.unknown()).optional(),
 });
 
+/** A project's default run config must be a valid partial RunConfig that resolves with the default routing (400 otherwise). */
+export function checkDefaultConfig(defaultConfig: Record<string, unknown>): void {
+  const checked = runConfigSchema.safeParse(defaultConfig);
+  if (!checked.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(checked.error.issues)}`);
+  const resolved = resolveRunConfig({ input: {}, projectDefaults: defaultConfig, defaultRouting: defaultRouting() });
+  if (!resolved.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(resolved.error.issues)}`);
+}
+
 /** Change a project's name, repository binding or default run config (owners only); the defaults must be a valid partial RunConfig. */
 export async function updateProject({
   user,
@@ -30,12 +38,7 @@ export async function updateProject({
   if (!project) throw new AppError("not_found:project");
   await requireProjectRole({ user, projectId, action: "manage" });
   if (changes.repository) await validateRepositoryBinding(changes.repository);
-  if (changes.defaultConfig) {
-    const checked = runConfigSchema.safeParse(changes.defaultConfig);
-    if (!checked.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(checked.error.issues)}`);
-    const resolved = resolveRunConfig({ input: {}, projectDefaults: changes.defaultConfig, defaultRouting: defaultRouting() });
-    if (!resolved.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(resolved.error.issues)}`);
-  }
+  if (changes.defaultConfig) checkDefaultConfig(changes.defaultConfig);
   return write(async (tx) => {
     const [row] = await tx
       .update(projects)

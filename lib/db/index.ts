@@ -24,9 +24,18 @@ export function migrationsFolder(): string {
 
 /** Open a client for a database URL, with the pragmas Gatehouse relies on for file databases. */
 export function openDatabase({ url, authToken }: { url: string; authToken?: string }): Handle {
+  let file: string | undefined;
   if (url.startsWith("file:")) {
-    const file = url.slice("file:".length).split("?")[0] ?? "";
-    if (file && file !== ":memory:") fs.mkdirSync(path.dirname(path.resolve(/*turbopackIgnore: true*/ file)), { recursive: true });
+    const name = url.slice("file:".length).split("?")[0] ?? "";
+    if (name && name !== ":memory:") {
+      file = path.resolve(/*turbopackIgnore: true*/ name);
+      // A directory created here is the owner's alone; the database file exists (0600) before SQLite opens it, and
+      // SQLite gives its -wal and -shm files the database file's permissions.
+      const created = fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      if (created) fs.chmodSync(path.dirname(file), 0o700);
+      fs.closeSync(fs.openSync(file, "a", 0o600));
+      restrictFiles(file);
+    }
   }
   // `timeout` is SQLite's busy timeout (ms) for another *process* holding the write lock; writers inside this process
   // are serialised by `write()` below and never wait on each other in the native layer.
@@ -38,10 +47,32 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
       await primeConnections(client);
     }
     await migrate(db, { migrationsFolder: migrationsFolder() });
+    if (file) restrictFiles(file);
   })();
   // Avoid an unhandled rejection if nobody awaited `ready` yet; callers of getDb() see the error.
   ready.catch(() => {});
   return { url, client, db, ready };
+}
+
+/** The database and its WAL/shared-memory files: readable by the owner only (they hold every run's request and output). */
+function restrictFiles(file: string) {
+  for (const f of [file, `${file}-wal`, `${file}-shm`]) {
+    try {
+      fs.chmodSync(f, 0o600);
+    } catch {
+      // not created (yet)
+    }
+  }
+}
+
+/** The data directory (database, workspaces, keys, logs) is the owner's alone. */
+function restrictDataDir(dir: string) {
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    fs.chmodSync(dir, 0o700);
+  } catch {
+    // read-only or foreign-owned: nothing we can do here; the files themselves are still 0600
+  }
 }
 
 /**
@@ -84,6 +115,7 @@ function getHandle(): Handle {
   const existing = globalForDb.__gatehouseDb;
   if (existing && existing.url === env.databaseUrl) return existing;
   if (existing) existing.client.close();
+  restrictDataDir(env.dataDir);
   const handle = openDatabase({ url: env.databaseUrl, authToken: env.DATABASE_AUTH_TOKEN });
   globalForDb.__gatehouseDb = handle;
   return handle;

@@ -1,8 +1,9 @@
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { getDb } from "@/lib/db";
+import { getDb, write } from "@/lib/db";
 import { accounts, githubDeliveries, githubRepositories, projects, users, workflowRuns } from "@/lib/db/schema";
 import { appendEvents, getRunState } from "@/lib/db/queries/runs";
 import { isAppError } from "@/lib/errors";
+import { stableId } from "@/lib/ids";
 import { readMemory } from "@/lib/git";
 import { log } from "@/lib/log";
 import { startRun } from "@/lib/runs/service";
@@ -22,32 +23,64 @@ const obj = (v: unknown): Json => (v && typeof v === "object" && !Array.isArray(
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
 const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
 
+/**
+ * Every side effect of a delivery is idempotent per delivery: a run it starts has an id derived from the delivery (a
+ * retry finds it instead of starting another), events are appended only when the run's state still lacks them, and the
+ * outcome is written through the process's one write queue (a write beside it could hit SQLITE_BUSY after the run was
+ * started, and the retry used to start a second one).
+ */
 export async function handleDelivery({ deliveryId }: { deliveryId: string }): Promise<DeliveryOutcome> {
   const db = await getDb();
   const row = await db.query.githubDeliveries.findFirst({ where: eq(githubDeliveries.id, deliveryId) });
-  if (!row) return { outcome: "unknown delivery", startRuns: [] };
+  if (!row || row.event === "replay-guard") return { outcome: "unknown delivery", startRuns: [] };
   // A retried function after the work was done: the same answer, nothing done twice.
   if (row.processedAt && row.outcome) return JSON.parse(row.outcome) as DeliveryOutcome;
-  const result = await dispatch(row.event, row.payload);
-  await db
-    .update(githubDeliveries)
-    .set({ processedAt: new Date(), outcome: JSON.stringify(result) })
-    .where(eq(githubDeliveries.id, deliveryId));
+  const delivery = { id: deliveryId, receivedAt: row.receivedAt.getTime() };
+  const result = await dispatch(row.event, row.payload, delivery);
+  await write(async (tx) => {
+    await tx
+      .update(githubDeliveries)
+      .set({ processedAt: new Date(), outcome: JSON.stringify(result) })
+      .where(eq(githubDeliveries.id, deliveryId));
+  });
   log.info("github webhook handled", { deliveryId, event: row.event, action: row.action, outcome: result.outcome });
   return result;
 }
 
-async function dispatch(event: string, payload: Json): Promise<DeliveryOutcome> {
+type Delivery = { id: string; receivedAt: number };
+
+/** The id of the n-th run a delivery starts: the same on every retry of the delivery's handling. */
+const deliveryRunId = (delivery: Delivery, n = 0) => stableId("run", { key: `github-delivery:${delivery.id}:${n}`, time: delivery.receivedAt });
+
+/** A run this delivery already started (a retry after a crash or SQLITE_BUSY): the outcome it had, without a second run. */
+async function startedBefore(runId: string): Promise<boolean> {
+  return (await getRunState({ id: runId })) !== null;
+}
+
+/**
+ * Start the delivery's run unless it exists. Two concurrent handlings of one delivery both pass the check; the second
+ * insert then fails on the run id, and that counts as "already started".
+ */
+async function startRunOnce(args: Parameters<typeof startRun>[0] & { id: string }) {
+  try {
+    return await startRun(args);
+  } catch (error) {
+    if (!isAppError(error) && (await startedBefore(args.id))) return { id: args.id };
+    throw error;
+  }
+}
+
+async function dispatch(event: string, payload: Json, delivery: Delivery): Promise<DeliveryOutcome> {
   const action = str(payload.action);
   switch (event) {
     case "pull_request":
       if (action === "closed") return pullRequestClosed(payload);
       return ignored(`pull_request ${action}`);
     case "pull_request_review":
-      if (action === "submitted" && str(obj(payload.review).state)?.toLowerCase() === "changes_requested") return changesRequested(payload);
+      if (action === "submitted" && str(obj(payload.review).state)?.toLowerCase() === "changes_requested") return changesRequested(payload, delivery);
       return ignored(`pull_request_review ${action}`);
     case "issue_comment":
-      if (action === "created") return issueComment(payload);
+      if (action === "created") return issueComment(payload, delivery);
       return ignored(`issue_comment ${action}`);
     case "installation":
     case "installation_repositories":
@@ -148,8 +181,9 @@ async function refreshProjectMemory(projectId: string, ref: { owner: string; rep
     const { repoPath } = await syncRepository({ ref, baseBranch });
     const memory = await readMemory({ repoPath, ref: `refs/heads/${baseBranch}` });
     if (memory.raw === null) return false;
-    const db = await getDb();
-    await db.update(projects).set({ memory: memory.raw, updatedAt: new Date() }).where(eq(projects.id, projectId));
+    await write(async (tx) => {
+      await tx.update(projects).set({ memory: memory.raw, updatedAt: new Date() }).where(eq(projects.id, projectId));
+    });
     return true;
   } catch (error) {
     if (!isGitHubAuthError(error)) log.warn("could not refresh project memory after a merge", { projectId, error: String(error) });
@@ -167,7 +201,7 @@ function followUpEnabled(defaultConfig: Record<string, unknown>): boolean {
   return parsed.success && parsed.data?.followUpOnReview === true;
 }
 
-async function changesRequested(payload: Json): Promise<DeliveryOutcome> {
+async function changesRequested(payload: Json, delivery: Delivery): Promise<DeliveryOutcome> {
   const found = await runForPullRequest(payload);
   if (!found) return ignored("review on a pull request of no Gatehouse run");
   const { state, project } = found;
@@ -185,7 +219,10 @@ async function changesRequested(payload: Json): Promise<DeliveryOutcome> {
     (str(review.body) ?? "").trim() || "(no summary given; see the review comments on the pull request)",
   ].join("\n");
   const { modelRouting, ...config } = state.config as Record<string, unknown>;
-  const run = await startRun({
+  const runId = deliveryRunId(delivery);
+  if (await startedBefore(runId)) return { outcome: `follow_up ${runId} of ${state.id}`, startRuns: [runId] };
+  const run = await startRunOnce({
+    id: runId,
     user: { id: state.userId, name: null, via: "api-token" },
     projectId: project.id,
     request,
@@ -203,7 +240,7 @@ async function changesRequested(payload: Json): Promise<DeliveryOutcome> {
 
 const COMMAND = /^\/gatehouse[ \t]+(\S[\s\S]*)$/;
 
-async function issueComment(payload: Json): Promise<DeliveryOutcome> {
+async function issueComment(payload: Json, delivery: Delivery): Promise<DeliveryOutcome> {
   const comment = obj(payload.comment);
   const body = (str(comment.body) ?? "").trim();
   const match = COMMAND.exec(body);
@@ -220,8 +257,10 @@ async function issueComment(payload: Json): Promise<DeliveryOutcome> {
   const issue = obj(payload.issue);
   const source = str(issue.html_url);
   const request = `${match[1]!.trim()}${source ? `\n\n(Requested by @${str(author.login)} on ${source})` : ""}`;
+  const runId = deliveryRunId(delivery);
+  if (await startedBefore(runId)) return { outcome: `run ${runId} from a comment by @${str(author.login)}`, startRuns: [runId] };
   try {
-    const run = await startRun({ user: { id: user.id, name: user.name, via: "api-token" }, projectId: project.id, request });
+    const run = await startRunOnce({ id: runId, user: { id: user.id, name: user.name, via: "api-token" }, projectId: project.id, request });
     return { outcome: `run ${run.id} from a comment by @${str(author.login)}`, startRuns: [run.id] };
   } catch (error) {
     // Not a member (404) or a viewer (403): a comment never starts work for someone who could not start it here.
@@ -246,19 +285,23 @@ function reposOf(value: unknown): RepoPayload[] {
 async function installationChanged(event: string, action: string | null, payload: Json): Promise<DeliveryOutcome> {
   const installationId = num(obj(payload.installation).id);
   if (!installationId) return ignored(`${event} without an installation`);
-  const db = await getDb();
   if (event === "installation" && (action === "deleted" || action === "suspend")) {
-    await db.delete(githubRepositories).where(eq(githubRepositories.installationId, installationId));
+    await write(async (tx) => {
+      await tx.delete(githubRepositories).where(eq(githubRepositories.installationId, installationId));
+    });
     return { outcome: `installation ${installationId} ${action}: its repositories removed`, startRuns: [] };
   }
   const added = event === "installation" ? reposOf(payload.repositories) : reposOf(payload.repositories_added);
   const removed = event === "installation_repositories" ? reposOf(payload.repositories_removed) : [];
-  for (const r of added) {
-    const [owner = "", name = r.name] = r.full_name.split("/");
-    const values = { id: r.id, installationId, owner, name, fullName: r.full_name, private: !!r.private, updatedAt: new Date() };
-    await db.insert(githubRepositories).values(values).onConflictDoUpdate({ target: githubRepositories.id, set: values });
-  }
-  if (removed.length) await db.delete(githubRepositories).where(inArray(githubRepositories.id, removed.map((r) => r.id)));
+  // Upserts and deletes: applying the same delivery twice leaves the same rows.
+  await write(async (tx) => {
+    for (const r of added) {
+      const [owner = "", name = r.name] = r.full_name.split("/");
+      const values = { id: r.id, installationId, owner, name, fullName: r.full_name, private: !!r.private, updatedAt: new Date() };
+      await tx.insert(githubRepositories).values(values).onConflictDoUpdate({ target: githubRepositories.id, set: values });
+    }
+    if (removed.length) await tx.delete(githubRepositories).where(inArray(githubRepositories.id, removed.map((r) => r.id)));
+  });
   return { outcome: `installation ${installationId}: ${added.length} repositories added, ${removed.length} removed`, startRuns: [] };
 }
 

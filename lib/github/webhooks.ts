@@ -1,14 +1,15 @@
 import crypto from "node:crypto";
-import { eq } from "drizzle-orm";
-import { getDb } from "@/lib/db";
+import { eq, inArray } from "drizzle-orm";
+import { write } from "@/lib/db";
 import { githubDeliveries } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
-import { readBodyLimited } from "@/lib/http";
 
 /*
  * Receiving GitHub webhooks: the X-Hub-Signature-256 HMAC over the exact bytes received, compared in constant time,
- * and each X-GitHub-Delivery stored once so a redelivery (or a replayed request) has no second effect.
+ * and each X-GitHub-Delivery stored once so a redelivery has no second effect. A replay of the same signed body under
+ * a new delivery id is caught by a hash of the body, kept as a marker row `sha256:<hex>` beside the delivery (the
+ * pattern of real delivery ids, [A-Za-z0-9-], cannot collide with it).
  */
 
 /** GitHub's payloads are capped at 25 MB. */
@@ -26,18 +27,60 @@ export function verifySignature({ secret, payload, signature }: { secret: string
   return expected.length === given.length && crypto.timingSafeEqual(expected, given);
 }
 
-export function readRawBody(request: Request): Promise<Buffer> {
-  return readBodyLimited(request, MAX_PAYLOAD_BYTES, () => new AppError("payload_too_large:github"));
+/**
+ * Read the raw body while computing its HMAC, never holding more than GitHub's payload limit: 413 by Content-Length up
+ * front or as soon as the stream passes it. Returns the bytes and whether the signature matched.
+ */
+async function readSigned({ request, secret }: { request: Request; secret: string }): Promise<{ raw: Buffer; hmac: string }> {
+  const tooBig = () => new AppError("payload_too_large:github", `The webhook body is larger than GitHub's ${MAX_PAYLOAD_BYTES} byte limit.`);
+  if (Number(request.headers.get("content-length") ?? "0") > MAX_PAYLOAD_BYTES) throw tooBig();
+  const mac = crypto.createHmac("sha256", secret);
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  if (request.body) {
+    const reader = request.body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_PAYLOAD_BYTES) {
+        await reader.cancel().catch(() => {});
+        throw tooBig();
+      }
+      mac.update(value);
+      chunks.push(value);
+    }
+  }
+  return { raw: Buffer.concat(chunks), hmac: `sha256=${mac.digest("hex")}` };
 }
 
-export type ReceivedWebhook = { deliveryId: string; event: string; action: string | null; payload: Record<string, unknown> };
+function signatureMatches(expected: string, signature: string): boolean {
+  const a = Buffer.from(expected, "utf8");
+  const b = Buffer.from(signature.trim().toLowerCase(), "utf8");
+  return a.length === b.length && crypto.timingSafeEqual(a, b);
+}
+
+export type ReceivedWebhook = {
+  deliveryId: string;
+  event: string;
+  action: string | null;
+  payload: Record<string, unknown>;
+  /** sha256 of the signed body, for the replay guard. */
+  bodyHash: string;
+};
 
 /** Verify and parse a webhook request. 401 for a missing or wrong signature, 400 for a malformed one. */
 export async function receiveWebhook(request: Request): Promise<ReceivedWebhook> {
   const secret = getEnv().GITHUB_APP_WEBHOOK_SECRET;
   if (!secret) throw new AppError("unavailable:github", "GitHub webhooks are not configured on this server (GITHUB_APP_WEBHOOK_SECRET).");
-  const raw = await readRawBody(request);
-  if (!verifySignature({ secret, payload: raw, signature: request.headers.get("x-hub-signature-256") })) {
+  // A request without a well-formed signature is refused before a byte of its body is read.
+  const signature = request.headers.get("x-hub-signature-256");
+  if (!signature || !/^sha256=[0-9a-f]{64}$/i.test(signature.trim())) {
+    await request.body?.cancel().catch(() => {});
+    throw new AppError("unauthorized:github", "The webhook signature (X-Hub-Signature-256) is missing or malformed.");
+  }
+  const { raw, hmac } = await readSigned({ request, secret });
+  if (!signatureMatches(hmac, signature)) {
     throw new AppError("unauthorized:github", "The webhook signature (X-Hub-Signature-256) does not match.");
   }
   const deliveryId = request.headers.get("x-github-delivery")?.trim();
@@ -52,22 +95,36 @@ export async function receiveWebhook(request: Request): Promise<ReceivedWebhook>
   }
   if (!payload || typeof payload !== "object" || Array.isArray(payload)) throw new AppError("bad_request:github", "The webhook body is not a JSON object.");
   const action = typeof (payload as { action?: unknown }).action === "string" ? ((payload as { action: string }).action) : null;
-  return { deliveryId, event, action, payload: payload as Record<string, unknown> };
+  const bodyHash = crypto.createHash("sha256").update(raw).digest("hex");
+  return { deliveryId, event, action, payload: payload as Record<string, unknown>, bodyHash };
 }
 
-/** Store a delivery; false when its id was seen before (nothing is changed then). */
+/**
+ * Store a delivery and the hash of its body in one write; false when the delivery id or the same signed body was seen
+ * before (nothing is changed then).
+ */
 export async function recordDelivery(delivery: ReceivedWebhook): Promise<boolean> {
-  const db = await getDb();
-  const inserted = await db
-    .insert(githubDeliveries)
-    .values({ id: delivery.deliveryId, event: delivery.event, action: delivery.action, payload: delivery.payload })
-    .onConflictDoNothing()
-    .returning({ id: githubDeliveries.id });
-  return inserted.length === 1;
+  const marker = bodyMarker(delivery.bodyHash);
+  return write(async (tx) => {
+    const seen = await tx
+      .select({ id: githubDeliveries.id })
+      .from(githubDeliveries)
+      .where(inArray(githubDeliveries.id, [delivery.deliveryId, marker]))
+      .limit(1);
+    if (seen.length) return false;
+    await tx.insert(githubDeliveries).values([
+      { id: delivery.deliveryId, event: delivery.event, action: delivery.action, payload: delivery.payload },
+      { id: marker, event: "replay-guard", action: null, payload: { deliveryId: delivery.deliveryId }, outcome: "body hash of a delivery", processedAt: new Date() },
+    ]);
+    return true;
+  });
 }
+
+const bodyMarker = (hash: string) => `sha256:${hash}`;
 
 /** Undo recordDelivery when the work could not be queued, so GitHub's redelivery is not taken for a replay. */
-export async function forgetDelivery(deliveryId: string) {
-  const db = await getDb();
-  await db.delete(githubDeliveries).where(eq(githubDeliveries.id, deliveryId));
+export async function forgetDelivery(delivery: ReceivedWebhook) {
+  await write(async (tx) => {
+    await tx.delete(githubDeliveries).where(inArray(githubDeliveries.id, [delivery.deliveryId, bodyMarker(delivery.bodyHash)]));
+  });
 }

@@ -6,3 +6,4 @@ export {
   type DataEntity,
   type MermaidConstraints,
 } from "./constraints";
+export { hasExternalContent, sanitizeDiagram } from "./sanitize";

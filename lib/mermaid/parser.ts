@@ -1,4 +1,5 @@
 import { AppError } from "@/lib/errors";
+import { redact } from "@/lib/security/redact";
 
 /**
  * Mermaid's own grammar, run in Node. mermaid's sanitiser (DOMPurify) binds to a `window` when the module loads, so a
@@ -19,7 +20,9 @@ type MermaidInstance = {
 export class MermaidError extends AppError {
   readonly line: number | undefined;
   readonly parserMessage: string;
-  constructor(parserMessage: string, line?: number) {
+  constructor(message: string, line?: number) {
+    // The parser quotes the offending text, which may be a secret someone pasted: redacted before anyone sees it.
+    const parserMessage = redact(message);
     const said = plainParserMessage(parserMessage);
     super("bad_request:mermaid", line ? `Invalid Mermaid on line ${line}: ${said}` : `Invalid Mermaid: ${said}`, {
       details: { line, parserMessage },

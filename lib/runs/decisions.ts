@@ -5,7 +5,11 @@ import { clarificationRequests, gates } from "@/lib/db/schema";
 import { appendEventsTx } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
-import { validateMermaid } from "@/lib/mermaid";
+import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
+import { redactBase64File, redactDeep } from "@/lib/security/redact";
+
+/** Decisions are stored (gates, events) and later read by models: a secret typed into one is redacted on the way in. */
+const redacted = <T>(value: T): T => redactDeep(value);
 import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/workflow";
 import { getVisibleRun } from "./service";
 
@@ -25,33 +29,42 @@ export const planTaskSchema = z.strictObject({
 });
 
 export const editedPlanSchema = z.strictObject({
-  mermaid: z.string().trim().min(1, "must not be empty").max(100_000),
+  // Stored as sanitized: no external images or links in labels (see lib/mermaid/sanitize.ts).
+  mermaid: z.string().trim().min(1, "must not be empty").max(100_000).transform(sanitizeDiagram),
   tasks: z.array(planTaskSchema).max(200).optional(),
   summary: z.string().max(5_000).optional(),
 });
 
-export const approveSchema = z.strictObject({
-  gateId: z.string().max(100).optional(),
-  notes: z.string().max(20_000).optional(),
-  editedPlan: editedPlanSchema.optional(),
-});
+export const approveSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    notes: z.string().max(20_000).optional(),
+    editedPlan: editedPlanSchema.optional(),
+  })
+  .transform(redacted);
 
-export const rejectSchema = z.strictObject({
-  gateId: z.string().max(100).optional(),
-  feedback: z.string({ error: "is required" }).trim().min(1, "must say what to change").max(20_000),
-});
+export const rejectSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    feedback: z.string({ error: "is required" }).trim().min(1, "must say what to change").max(20_000),
+  })
+  .transform(redacted);
 
-export const fixDecisionSchema = z.strictObject({
-  gateId: z.string().max(100).optional(),
-  decision: z.enum(["retry", "accept", "cancel"], { error: 'must be "retry", "accept" or "cancel"' }),
-  notes: z.string().max(20_000).optional(),
-});
+export const fixDecisionSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    decision: z.enum(["retry", "accept", "cancel"], { error: 'must be "retry", "accept" or "cancel"' }),
+    notes: z.string().max(20_000).optional(),
+  })
+  .transform(redacted);
 
-export const cancelSchema = z.strictObject({ reason: z.string().max(2_000).optional() });
-export const resumeSchema = z.strictObject({
-  minutes: z.number().int().min(1).max(60 * 24 * 7).optional(),
-  notes: z.string().max(2_000).optional(),
-});
+export const cancelSchema = z.strictObject({ reason: z.string().max(2_000).optional() }).transform(redacted);
+export const resumeSchema = z
+  .strictObject({
+    minutes: z.number().int().min(1).max(60 * 24 * 7).optional(),
+    notes: z.string().max(2_000).optional(),
+  })
+  .transform(redacted);
 
 export type GateRow = typeof gates.$inferSelect;
 export type ClarificationRow = typeof clarificationRequests.$inferSelect;
@@ -273,13 +286,25 @@ export const answerSchema = z.strictObject({
       z.array(z.string().max(1_000)).min(1, "choose at least one option").max(50),
       z.strictObject({
         fileName: z.string().trim().min(1).max(255),
-        contentBase64: z.string().max(Math.ceil((MAX_UPLOAD_BYTES * 4) / 3) + 4, `must be at most ${MAX_UPLOAD_BYTES} bytes`),
+        contentBase64: z
+          .string()
+          .max(Math.ceil((MAX_UPLOAD_BYTES * 4) / 3) + 4, `must be at most ${MAX_UPLOAD_BYTES} bytes`)
+          // Buffer.from(…, "base64") silently skips anything that is not base64: refuse it instead of storing garbage.
+          .regex(/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/, "must be base64 (A-Z a-z 0-9 + /, padded with =)"),
         contentType: z.string().max(200).optional(),
       }),
     ],
     { error: "must be text, a list of chosen options, or a file {fileName, contentBase64}" },
   ),
 });
+
+/** An answer as it may be stored and shown to a model: redacted, an uploaded file in its decoded text (re-encoded). */
+function redactAnswer(response: z.output<typeof answerSchema>["response"]): z.output<typeof answerSchema>["response"] {
+  if (typeof response === "object" && !Array.isArray(response)) {
+    return { ...redacted(response), contentBase64: redactBase64File(response.contentBase64) };
+  }
+  return redacted(response);
+}
 
 /** Check an answer against the question's response type and options. */
 export function checkAnswer(
@@ -330,10 +355,12 @@ export async function answerClarification({
   });
   await requireProjectRole({ user, projectId: run.projectId, action: "decide", notFound: "not_found:clarification" });
   checkAnswer(clarification, response);
+  // Checked as given (a chosen option must match), stored redacted.
+  const stored = redactAnswer(response);
   return write(async (tx) => {
     const updated = await tx
       .update(clarificationRequests)
-      .set({ status: "answered", response, answeredBy: user.id, answeredAt: new Date() })
+      .set({ status: "answered", response: stored, answeredBy: user.id, answeredAt: new Date() })
       .where(and(eq(clarificationRequests.id, clarificationId), eq(clarificationRequests.status, "pending")))
       .returning();
     if (updated.length !== 1) {

@@ -21,11 +21,14 @@ export async function startRun({
   projectId,
   request,
   config,
+  id,
 }: {
   user: SessionUser;
   projectId: string;
   request: string;
   config?: Record<string, unknown>;
+  /** A caller-chosen run id (webhooks: one stable id per delivery, so a retry cannot start a second run). */
+  id?: string;
 }) {
   const project = await getProject({ id: projectId });
   if (!project) throw new AppError("not_found:project");
@@ -50,7 +53,7 @@ export async function startRun({
   }
   const problems = routingProblems(resolved.data.modelRouting);
   if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
-  const run = await createRun({ projectId, userId: user.id, request, config: resolved.data });
+  const run = await createRun({ projectId, userId: user.id, request, config: resolved.data, ...(id ? { id } : {}) });
   return run;
 }
 

@@ -6,7 +6,7 @@ import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } f
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
-import { redact, redactDeep } from "@/lib/security/redact";
+import { containsSecret, redact, redactDeep } from "@/lib/security/redact";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
 import { isModelCallError } from "@/lib/ai";
@@ -566,7 +566,7 @@ export async function pause({
 }: {
   runId: string;
   stepKey: string;
-  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "other";
+  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "other";
   message: string;
   stage: Stage | null;
 }): Promise<{ tree: string | null }> {
@@ -615,7 +615,23 @@ export function applyAnswer(state: ImplementerState, answer: string): Implemente
 
 export type TurnStepResult =
   | WithNow<ImplementerTurnResult>
-  | WithNow<{ kind: "model_error"; reason: string; message: string }>;
+  | WithNow<{ kind: "model_error"; reason: string; message: string }>
+  | WithNow<{ kind: "secret_detected"; state: ImplementerState; files: string[]; message: string }>;
+
+/**
+ * Files whose added lines hold a secret (a configured one, a fragment or an encoding of one, or a key shape), from the
+ * workspace's diff. The file tools refuse such content, but a command can still write it (e.g. copy a key file).
+ */
+async function secretsInChanges(sandbox: { diff(): Promise<string> }): Promise<string[]> {
+  const files = new Set<string>();
+  let file = "";
+  for (const line of (await sandbox.diff()).split("\n")) {
+    if (line.startsWith("+++ ")) file = line.replace(/^\+\+\+ (b\/)?/, "");
+    else if (line.startsWith("+") && containsSecret(line.slice(1))) files.add(file);
+  }
+  // A PEM block spans lines: its header alone is enough to stop the commit.
+  return [...files].map((f) => redact(f));
+}
 
 export async function implementTurn({
   runId,
@@ -664,6 +680,21 @@ export async function implementTurn({
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   const total = result.state.todos.length;
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
+  // Nothing holding a secret is committed: the changes since the last checkpoint are dropped, the run pauses with a
+  // "secret detected" reason, and after a retry the turn is redone with a note telling the model why.
+  const leaks = commits ? await secretsInChanges(sandbox) : [];
+  if (leaks.length) {
+    await rollbackToCheckpoint({ sandbox });
+    const message = `Secret detected in ${leaks.join(", ")}: the changes since the last checkpoint were not committed. Retry to let the implementer redo them without the secret.`;
+    const redo: ImplementerState = {
+      ...state,
+      messages: [
+        ...state.messages,
+        { role: "user", content: `${message} Never write credentials into files; read them from environment variables at run time.` },
+      ],
+    };
+    return { kind: "secret_detected", state: redo, files: leaks, message, now: workflowClock.now() };
+  }
   const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.location) : new Map<string, string>();
   for (const [index, todo] of result.state.todos.entries()) {
     const was = before.get(todo.id);

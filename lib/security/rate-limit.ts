@@ -5,7 +5,7 @@ import { AppError } from "@/lib/errors";
  * Per-user rate limits: an in-process token bucket per (bucket, user). Good for one machine; a scaled-out deployment
  * would put the buckets in a shared store behind the same call.
  */
-export type RateLimitBucket = "runs" | "decisions";
+export type RateLimitBucket = "runs" | "decisions" | "tokens" | "projects";
 
 type Bucket = { tokens: number; updatedAt: number };
 type Limit = { capacity: number; refillPerMs: number };
@@ -56,7 +56,8 @@ function limiter(): RateLimiter {
 
 export function limitFor(bucket: RateLimitBucket): Limit {
   const env = getEnv();
-  const perMinute = bucket === "runs" ? env.GATEHOUSE_RATE_LIMIT_RUNS : env.GATEHOUSE_RATE_LIMIT_DECISIONS;
+  const perMinute =
+    bucket === "runs" ? env.GATEHOUSE_RATE_LIMIT_RUNS : bucket === "decisions" ? env.GATEHOUSE_RATE_LIMIT_DECISIONS : env.GATEHOUSE_RATE_LIMIT_CREATIONS;
   return { capacity: perMinute, refillPerMs: perMinute / 60_000 };
 }
 
@@ -67,12 +68,14 @@ export function limitFor(bucket: RateLimitBucket): Limit {
 export async function rateLimit({ user, bucket }: { user: { id: string }; bucket: RateLimitBucket }): Promise<void> {
   const retryAfter = limiter().take(`${bucket}:${user.id}`, limitFor(bucket));
   if (retryAfter > 0) {
-    throw new AppError("rate_limited:api", `Too many ${bucket === "runs" ? "new runs" : "decisions"}; try again in ${retryAfter} s.`, {
+    throw new AppError("rate_limited:api", `Too many ${WHAT[bucket]}; try again in ${retryAfter} s.`, {
       headers: { "retry-after": String(retryAfter) },
       details: { retryAfterSeconds: retryAfter },
     });
   }
 }
+
+const WHAT: Record<RateLimitBucket, string> = { runs: "new runs", decisions: "decisions", tokens: "new API tokens", projects: "new projects" };
 
 /** Forget all buckets (tests). */
 export function resetRateLimits(): void {

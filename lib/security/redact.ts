@@ -1,16 +1,17 @@
 import { secretValues } from "@/lib/env";
 
 /**
- * Redaction pass for anything logged or stored from model output, command output or errors: known secret shapes and
- * every secret value configured in env are replaced by a marker.
+ * Redaction pass for anything logged, stored, committed or sent to a model: known secret shapes (even when nobody
+ * configured them) and every secret value configured in env — also a prefix of 8 characters or more of one (a title
+ * cut at 80 characters used to leak 34 of 36), and its base64, base64url and URL-encoded forms.
  */
 const PATTERNS: Array<[RegExp, string]> = [
-  [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g, "[REDACTED:private-key]"],
-  [/\bsk-ant-[A-Za-z0-9_-]{16,}/g, "[REDACTED:anthropic-key]"],
-  [/\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}/g, "[REDACTED:openai-key]"],
-  [/\bgh[pousr]_[A-Za-z0-9]{30,}/g, "[REDACTED:github-token]"],
-  [/\bgithub_pat_[A-Za-z0-9_]{30,}/g, "[REDACTED:github-token]"],
-  [/\bgh_pat_[A-Za-z0-9_-]{20,}/g, "[REDACTED:gatehouse-token]"],
+  [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g, "[REDACTED:private-key]"],
+  [/\bsk-ant-[A-Za-z0-9_-]{12,}/g, "[REDACTED:anthropic-key]"],
+  [/\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}/g, "[REDACTED:openai-key]"],
+  [/\bgh[pousr]_[A-Za-z0-9]{16,}/g, "[REDACTED:github-token]"],
+  [/\bgithub_pat_[A-Za-z0-9_]{16,}/g, "[REDACTED:github-token]"],
+  [/\bgh_pat_[A-Za-z0-9_-]{16,}/g, "[REDACTED:gatehouse-token]"],
   [/\bAIza[0-9A-Za-z_-]{35}\b/g, "[REDACTED:google-key]"],
   [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, "[REDACTED:aws-key]"],
   [/\bxox[abprs]-[A-Za-z0-9-]{10,}/g, "[REDACTED:slack-token]"],
@@ -25,21 +26,98 @@ const PATTERNS: Array<[RegExp, string]> = [
   ],
 ];
 
+/** The shortest piece of a configured secret that is redacted wherever it appears (prefixes included). */
+export const MIN_SECRET_FRAGMENT = 8;
+/**
+ * Prefixes are matched only for secrets at least this long. A short value's 8-character prefix is often an ordinary
+ * word ("scripted" of "scripted-key") and would mangle model ids and text; short values are matched whole.
+ */
+export const MIN_PREFIX_MATCHED_SECRET = 16;
+
+/**
+ * Every form a secret can take in text: itself, URL-encoded, and the part of its base64 / base64url encoding that does
+ * not depend on what surrounds it (three alignments inside a longer base64 text).
+ */
+function encodedForms(secret: string): string[] {
+  const forms = new Set<string>([secret, encodeURIComponent(secret), encodeURIComponent(secret).replace(/%20/g, "+")]);
+  const bytes = Buffer.from(secret, "utf8");
+  for (let offset = 0; offset < 3; offset++) {
+    const padded = Buffer.concat([Buffer.alloc(offset), bytes]);
+    const b64 = padded.toString("base64").replace(/=+$/, "");
+    // Drop the characters that mix in the padding before, and the last (partial) character.
+    const start = offset === 0 ? 0 : Math.ceil((offset * 8) / 6);
+    const stable = b64.slice(start, Math.floor((padded.length * 8) / 6));
+    if (stable.length >= MIN_SECRET_FRAGMENT) {
+      forms.add(stable);
+      forms.add(stable.replace(/\+/g, "-").replace(/\//g, "_"));
+    }
+  }
+  return [...forms].filter((f) => f.length >= MIN_SECRET_FRAGMENT);
+}
+
+const formsCache = new Map<string, string[]>();
+
+function formsOf(secret: string): string[] {
+  let forms = formsCache.get(secret);
+  if (!forms) {
+    forms = encodedForms(secret);
+    if (formsCache.size > 200) formsCache.clear();
+    formsCache.set(secret, forms);
+  }
+  return forms;
+}
+
+/** Replace every run of text that equals a prefix (≥ `min` chars) of `needle`. */
+function redactPrefixes(text: string, needle: string, min: number): string {
+  const head = needle.slice(0, min);
+  let at = text.indexOf(head);
+  if (at === -1) return text;
+  let out = "";
+  let last = 0;
+  while (at !== -1) {
+    let length = min;
+    while (length < needle.length && at + length < text.length && text[at + length] === needle[length]) length++;
+    out += text.slice(last, at) + "[REDACTED]";
+    last = at + length;
+    at = text.indexOf(head, last);
+  }
+  return out + text.slice(last);
+}
+
 export function redact(text: string, extraSecrets: string[] = []): string {
   let out = text;
   for (const [pattern, marker] of PATTERNS) out = out.replace(pattern, marker);
   for (const secret of [...secretValues(), ...extraSecrets]) {
-    if (secret.length >= 8) out = out.split(secret).join("[REDACTED]");
+    if (secret.length < MIN_SECRET_FRAGMENT) continue;
+    for (const form of formsOf(secret)) {
+      out = redactPrefixes(out, form, secret.length >= MIN_PREFIX_MATCHED_SECRET ? MIN_SECRET_FRAGMENT : form.length);
+    }
   }
   return out;
 }
 
-/** Redact every string inside a JSON-like value. */
+/** Whether `text` holds a secret (a configured one, a fragment or encoding of one, or a known key shape). */
+export function containsSecret(text: string, extraSecrets: string[] = []): boolean {
+  return redact(text, extraSecrets) !== text;
+}
+
+/** Redact every string inside a JSON-like value (object keys included). */
 export function redactDeep<T>(value: T, extraSecrets: string[] = []): T {
   if (typeof value === "string") return redact(value, extraSecrets) as T;
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, extraSecrets)) as T;
-  if (value && typeof value === "object") {
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactDeep(v, extraSecrets)])) as T;
+  if (value && typeof value === "object" && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [redact(k, extraSecrets), redactDeep(v, extraSecrets)])) as T;
   }
   return value;
+}
+
+/** A base64 file (an uploaded answer): its decoded text redacted, re-encoded. Binary content passes unchanged. */
+export function redactBase64File(contentBase64: string): string {
+  const bytes = Buffer.from(contentBase64, "base64");
+  const text = bytes.toString("utf8");
+  if (Buffer.from(text, "utf8").equals(bytes)) {
+    const clean = redact(text);
+    if (clean !== text) return Buffer.from(clean, "utf8").toString("base64");
+  }
+  return redact(contentBase64) === contentBase64 ? contentBase64 : Buffer.from(redact(text), "utf8").toString("base64");
 }

@@ -46,7 +46,7 @@ export type RunEventPayloads = {
   VALIDATION_PASSED: { attempt: number; score?: number; report?: string };
   VALIDATION_FAILED: { attempt: number; score?: number; summary?: string; report?: string };
   RUN_PAUSED: {
-    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "other";
+    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "other";
     message: string;
     stage?: Stage | null;
   };

@@ -32,9 +32,11 @@ beforeAll(async () => {
 });
 
 describe("GET /api/health", () => {
-  it("reports the database and the execution mode without credentials", async () => {
-    const res = await call(healthRoute.GET);
-    expect(res.status).toBe(200);
+  it("answers {ok} without credentials and reports the database and the execution mode to a signed-in caller", async () => {
+    const anonymous = await call(healthRoute.GET);
+    expect(anonymous.status).toBe(200);
+    expect(anonymous.json).toEqual({ ok: true });
+    const res = await call(healthRoute.GET, { headers: ADMIN });
     expect(res.json).toMatchObject({ ok: true, db: { ok: true }, executor: { mode: "embedded" }, version: "0.1.0" });
   });
 });

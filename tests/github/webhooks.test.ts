@@ -171,7 +171,8 @@ describe("webhook effects", () => {
     // The same review on a project that has not enabled follow-ups does nothing.
     const db = await getDb();
     await db.update(projects).set({ defaultConfig: { trustMode: { planning: "manual" } } }).where(eq(projects.id, project.id));
-    await deliver("pull_request_review", review("changes_requested"), { id: "review-changes-disabled" });
+    // A new review (its own id): the very same body again would be a replay, refused before it is handled.
+    await deliver("pull_request_review", { ...review("changes_requested"), review: { ...review("changes_requested").review, id: 6 } }, { id: "review-changes-disabled" });
     expect((await processed("review-changes-disabled")).outcome).toMatch(/ignored: follow-up on review is not enabled/);
     expect(await runsOf(project.id)).toHaveLength(2);
   });

@@ -2,6 +2,7 @@ import { serve } from "inngest/next";
 import { functions, inngest } from "@/inngest";
 import { getEnv } from "@/lib/env";
 import { EXECUTOR_KEY_HEADER, hasExecutorKey } from "@/lib/security/executor-key";
+import { getUserFromHeaders } from "@/lib/auth/guard";
 
 export const dynamic = "force-dynamic";
 
@@ -25,6 +26,19 @@ function guarded(handler: Handler): Handler {
   };
 }
 
-export const GET = handlers.GET;
+/**
+ * The SDK's introspection (GET) lists the mode, the function count and more. In embedded mode (unsigned) only the
+ * executor or a signed-in user sees it; anyone else gets `{ok}`. With Inngest, the SDK answers unsigned GETs minimally.
+ */
+export const GET: Handler = async (request, context) => {
+  if (
+    getEnv().executionMode === "embedded" &&
+    !hasExecutorKey(request.headers.get(EXECUTOR_KEY_HEADER)) &&
+    !(await getUserFromHeaders(request.headers, new URL(request.url).origin))
+  ) {
+    return Response.json({ ok: true });
+  }
+  return (handlers.GET as Handler)(request, context);
+};
 export const POST = guarded(handlers.POST as Handler);
 export const PUT = guarded(handlers.PUT as Handler);

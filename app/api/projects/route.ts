@@ -2,6 +2,8 @@ import { json, readJson, route } from "@/lib/http";
 import { createProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { createProjectSchema } from "@/lib/runs/schemas";
 import { validateRepositoryBinding } from "@/lib/runs/projects";
+import { checkDefaultConfig } from "@/lib/dashboard/projects";
+import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
@@ -11,6 +13,9 @@ export const GET = route(async ({ user }) => {
 
 export const POST = route(async ({ request, user }) => {
   const body = await readJson(request, createProjectSchema);
+  // Validated like PATCH does, before anything is stored; creation is rate limited per user.
+  if (body.defaultConfig) checkDefaultConfig(body.defaultConfig);
+  await rateLimit({ user, bucket: "projects" });
   await validateRepositoryBinding(body.repository);
   const project = await createProject({ ...body, ownerId: user.id });
   return json({ project }, { status: 201 });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { json, readJson, route } from "@/lib/http";
 import { createApiToken, listApiTokens } from "@/lib/auth/tokens";
+import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
@@ -16,6 +17,7 @@ export const GET = route(async ({ user }) => {
 /** Create a token for the caller; the response is the only time the token is shown. */
 export const POST = route(async ({ request, user }) => {
   const body = await readJson(request, createTokenSchema);
+  await rateLimit({ user, bucket: "tokens" });
   const { id, token } = await createApiToken({ userId: user.id, name: body.name });
   return json({ id, name: body.name, token }, { status: 201 });
 });

@@ -3,7 +3,7 @@ import { getDb, write, type Tx } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { newId, slugify } from "@/lib/ids";
-import { redactDeep } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/security/redact";
 import {
   apply,
   IllegalTransitionError,
@@ -126,6 +126,10 @@ export async function createRun({
   id?: string;
   tx?: Tx;
 }): Promise<RunState> {
+  // A secret in the request never reaches the run row, the RUN_CREATED event viewers read, the branch name, a model
+  // prompt or a committed file: everything downstream is derived from the redacted text.
+  request = redact(request);
+  config = redactDeep(config);
   const run = async (t: Tx) => {
     const event: RunEvent = {
       type: "RUN_CREATED",

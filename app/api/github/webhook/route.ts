@@ -5,8 +5,8 @@ import { forgetDelivery, receiveWebhook, recordDelivery } from "@/lib/github/web
 import { json, route } from "@/lib/http";
 
 /**
- * GitHub App webhooks. Public, but nothing is read before the HMAC signature over the raw body checks out; a delivery
- * id seen before is acknowledged and ignored. The work happens in the github-webhook Inngest function.
+ * GitHub App webhooks. Public, but nothing is parsed before the HMAC signature over the raw body checks out; a delivery
+ * id or a signed body seen before is acknowledged and ignored. The work happens in the github-webhook Inngest function.
  */
 export const POST = route({ public: true }, async ({ request }) => {
   const delivery = await receiveWebhook(request);
@@ -15,7 +15,7 @@ export const POST = route({ public: true }, async ({ request }) => {
     await inngest.send(githubWebhookReceived.create({ deliveryId: delivery.deliveryId }, { id: `github-${delivery.deliveryId}` }));
   } catch {
     // Not queued: forget it, so GitHub's redelivery is handled instead of being taken for a replay.
-    await forgetDelivery(delivery.deliveryId);
+    await forgetDelivery(delivery);
     throw new AppError("unavailable:github", "The webhook could not be queued; GitHub will redeliver it.");
   }
   return json({ ok: true }, { status: 202 });

@@ -1,0 +1,95 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { World } from "./fixtures";
+
+/*
+ * The route list: every route handler under app/ found on disk, with what it takes to reach it in the fixture world
+ * (dynamic parameters, sample bodies and queries). Shared by the authorization matrix and the fuzz test, so a new route
+ * is covered by both (or fails in both) without anyone editing them.
+ */
+
+export const ROOT = path.resolve(import.meta.dirname, "../..");
+export const METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const;
+export const MUTATIONS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/** Routes that answer without a user, and why that is safe. */
+export const PUBLIC_ROUTES: Record<string, string> = {
+  "app/api/health/route.ts": "liveness probe for load balancers and the e2e web server; reports no project or run data",
+  "app/api/auth/[...nextauth]/route.ts": "Auth.js's own endpoints must work before sign-in; Auth.js checks its CSRF token",
+  "app/api/inngest/route.ts": "Inngest serve endpoint: Inngest Cloud / self-hosted requests are signed (INNGEST_SIGNING_KEY)",
+  "app/e/[key]/route.ts": "Inngest event ingestion for the embedded executor, keyed by the event key in the path",
+  "app/api/github/webhook/route.ts": "GitHub App webhooks, verified by HMAC with GITHUB_APP_WEBHOOK_SECRET",
+};
+
+/** Bodies a mutation needs to get past input parsing (parsing comes before the role check). */
+export function sampleBodies(key: string, w: World): unknown[] {
+  const specific: Record<string, unknown> = {
+    "POST /api/runs": { projectId: w.project.id, request: "matrix: a new run" },
+    "POST /api/projects": { name: "matrix: another project", repository: { type: "local", path: w.repoPath } },
+    "POST /api/projects/[id]/members": { userId: w.target.id, role: "approver" },
+    "PATCH /api/projects/[id]/members/[userId]": { role: "approver" },
+    "POST /api/mermaid/validate": { source: "flowchart TD\n  A --> B" },
+  };
+  const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
+  return key in specific ? [specific[key]] : generic;
+}
+
+/** Query strings a GET needs to get past parsing. */
+export function sampleQuery(key: string, w: World): string {
+  const queries: Record<string, string> = { "GET /api/run-costs": `?ids=${w.runId}` };
+  return queries[key] ?? "";
+}
+
+/** Where each dynamic segment points in the fixture world. */
+export function paramValue(previous: string, name: string, w: World): { value: string; project: boolean } {
+  if (previous === "runs" && name === "id") return { value: w.runId, project: true };
+  if (previous === "projects" && name === "id") return { value: w.project.id, project: true };
+  if (previous === "clarifications" && name === "id") return { value: w.clarificationId, project: true };
+  if (previous === "members" && name === "userId") return { value: w.target.id, project: true };
+  if (previous === "tokens" && name === "id") return { value: w.approver.tokenId, project: false };
+  throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${"tests/auth/routes.ts"}`);
+}
+
+function findRouteFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return findRouteFiles(full);
+    return /^route\.(ts|tsx|js)$/.test(entry.name) ? [full] : [];
+  });
+}
+
+export type Handler = ((request: Request, context: { params: Promise<unknown> }) => Promise<Response>) & { guarded?: boolean };
+export type RouteCase = { file: string; method: string; pattern: string; key: string; handler: Handler };
+
+const files = findRouteFiles(path.join(ROOT, "app")).map((f) => path.relative(ROOT, f).split(path.sep).join("/")).sort();
+
+export async function loadCases(): Promise<RouteCase[]> {
+  const cases: RouteCase[] = [];
+  for (const file of files) {
+    const mod = (await import(path.join(ROOT, file))) as Record<string, unknown>;
+    const pattern = "/" + file.replace(/^app\//, "").replace(/\/route\.(ts|tsx|js)$/, "").replace(/\([^)]+\)\//g, "");
+    for (const method of METHODS) {
+      const handler = mod[method] as Handler | undefined;
+      if (typeof handler === "function") cases.push({ file, method, pattern, key: `${method} ${pattern}`, handler });
+    }
+  }
+  return cases;
+}
+
+export function target(c: RouteCase, w: World) {
+  const params: Record<string, string> = {};
+  let projectScoped = false;
+  const segments = c.pattern.split("/").filter(Boolean);
+  const urlPath = segments
+    .map((segment, i) => {
+      const match = /^\[(\w+)\]$/.exec(segment);
+      if (!match) return segment;
+      const { value, project } = paramValue(segments[i - 1] ?? "", match[1]!, w);
+      params[match[1]!] = value;
+      projectScoped ||= project;
+      return value;
+    })
+    .join("/");
+  return { params, path: `/${urlPath}${sampleQuery(c.key, w)}`, projectScoped };
+}
+
