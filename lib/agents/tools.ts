@@ -1,14 +1,14 @@
 import { tool } from "ai";
 import { z } from "zod";
 import type { Sandbox } from "@/lib/sandbox/types";
-import { containsSecret, redact } from "@/lib/security/redact";
+import { holdsSecret, redact } from "@/lib/security/redact";
 
 /**
  * Content that would be committed (a file) or run (a command line) must not hold a secret. The model gets a clear tool
  * error and can write the file without it (e.g. read the value from an environment variable); nothing is written.
  */
 function refuseSecrets(what: string, ...texts: string[]) {
-  if (texts.some((t) => containsSecret(t))) {
+  if (texts.some((t) => holdsSecret(t))) {
     throw new Error(
       `Secret detected: ${what} contains what looks like a credential (an API key, token, private key or a configured secret). ` +
         "Nothing was done. Never put secrets into files or commands; reference an environment variable instead.",

@@ -6,7 +6,7 @@ import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } f
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
-import { containsSecret, redact, redactDeep } from "@/lib/security/redact";
+import { holdsSecret, redact, redactDeep } from "@/lib/security/redact";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
 import { isModelCallError } from "@/lib/ai";
@@ -627,7 +627,7 @@ async function secretsInChanges(sandbox: { diff(): Promise<string> }): Promise<s
   let file = "";
   for (const line of (await sandbox.diff()).split("\n")) {
     if (line.startsWith("+++ ")) file = line.replace(/^\+\+\+ (b\/)?/, "");
-    else if (line.startsWith("+") && containsSecret(line.slice(1))) files.add(file);
+    else if (line.startsWith("+") && holdsSecret(line.slice(1))) files.add(file);
   }
   // A PEM block spans lines: its header alone is enough to stop the commit.
   return [...files].map((f) => redact(f));

@@ -84,9 +84,12 @@ function redactPrefixes(text: string, needle: string, min: number): string {
   return out + text.slice(last);
 }
 
-export function redact(text: string, extraSecrets: string[] = []): string {
+/** The key shapes that identify a credential on their own (not the name-based guesses after them). */
+const CONFIDENT_PATTERNS = PATTERNS.length - 2;
+
+export function redact(text: string, extraSecrets: string[] = [], { confidentOnly = false }: { confidentOnly?: boolean } = {}): string {
   let out = text;
-  for (const [pattern, marker] of PATTERNS) out = out.replace(pattern, marker);
+  for (const [pattern, marker] of confidentOnly ? PATTERNS.slice(0, CONFIDENT_PATTERNS) : PATTERNS) out = out.replace(pattern, marker);
   for (const secret of [...secretValues(), ...extraSecrets]) {
     if (secret.length < MIN_SECRET_FRAGMENT) continue;
     for (const form of formsOf(secret)) {
@@ -99,6 +102,15 @@ export function redact(text: string, extraSecrets: string[] = []): string {
 /** Whether `text` holds a secret (a configured one, a fragment or encoding of one, or a known key shape). */
 export function containsSecret(text: string, extraSecrets: string[] = []): boolean {
   return redact(text, extraSecrets) !== text;
+}
+
+/**
+ * Whether `text` certainly holds a secret: a configured one (or a fragment or encoding of it) or a known key shape.
+ * Unlike containsSecret it ignores the name-based guesses (`token = …`, `Bearer …`), which ordinary code matches; used
+ * where a match stops work (a commit, a command), so it must not fire on `$last_update_token = "…"`.
+ */
+export function holdsSecret(text: string, extraSecrets: string[] = []): boolean {
+  return redact(text, extraSecrets, { confidentOnly: true }) !== text;
 }
 
 /** Redact every string inside a JSON-like value (object keys included). */

@@ -1,4 +1,5 @@
-import { json, route } from "@/lib/http";
+import { z } from "zod";
+import { json, readOptionalJson, route } from "@/lib/http";
 import { skipClarification } from "@/lib/runs/decisions";
 import { announce } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
@@ -6,9 +7,13 @@ import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
+/** No fields: a body, when sent, must be `{}` (and is size-capped like every other). */
+const skipSchema = z.strictObject({});
+
 /** Skip a question: "proceed with your best judgement" (recorded as CLARIFICATION_IGNORED). */
-export const POST = route<{ id: string }>(async ({ user, params }) => {
+export const POST = route<{ id: string }>(async ({ request, user, params }) => {
   await rateLimit({ user, bucket: "decisions" });
+  await readOptionalJson(request, skipSchema);
   const clarification = await skipClarification({ user, clarificationId: params.id });
   await announce(clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }));
   return json({ clarification });
