@@ -2,14 +2,26 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
-import { executorHeadersFor } from "@/lib/security/executor-key";
-import { configuredAppUrls, handleEventRequest, startExecutor, stopExecutor, type Executor } from "@/lib/executor";
+import { safeEqual } from "@/lib/auth/secret";
+import { executorHeadersFor, getExecutorKey } from "@/lib/security/executor-key";
+import {
+  bearerCarriesKey,
+  CHECKPOINT_PATH,
+  configuredAppUrls,
+  handleCheckpointRequest,
+  handleEventRequest,
+  startExecutor,
+  stopExecutor,
+  type Executor,
+} from "@/lib/executor";
 
 /**
  * `npm run worker` — the executor on its own, like `inngest dev -u <url>`:
  *   npm run worker -- --app http://127.0.0.1:4000/api/inngest [--app …] [--port 8288]
  * Drives the apps given with --app and in GATEHOUSE_EXECUTOR_APPS (default: Gatehouse's own /api/inngest), and serves
- * the event API (POST /e/:key) on --port so those apps can send events (point them at it with INNGEST_DEV=<origin>).
+ * the event API (POST /e/:key) and the checkpoint API (POST /v1/checkpoint/:runId/async) on --port, so those apps
+ * can send events and checkpoint steps (point them at it with INNGEST_DEV=<origin>). With --checkpointing the --app
+ * apps are told to checkpoint (their checkpoint calls must reach this worker or another endpoint on this database).
  * Several workers may share one database: each run is driven by one worker at a time.
  */
 const { values } = parseArgs({
@@ -20,6 +32,7 @@ const { values } = parseArgs({
     "lease-ms": { type: "string" },
     "poll-ms": { type: "string" },
     "worker-id": { type: "string" },
+    checkpointing: { type: "boolean", default: false },
   },
 });
 
@@ -49,6 +62,11 @@ const server = http.createServer(async (req, res) => {
     response = await handleEventRequest(
       new Request(`http://${req.headers.host}${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } }),
     ).catch((err) => Response.json({ error: String(err), status: 500 }, { status: 500 }));
+  } else if (req.method === "POST" && CHECKPOINT_PATH.test(new URL(req.url ?? "/", "http://x").pathname)) {
+    const request = new Request(`http://${req.headers.host}${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } });
+    response = !bearerCarriesKey(String(req.headers.authorization ?? ""), getExecutorKey(), safeEqual)
+      ? Response.json({ error: "Checkpoint calls need the executor key: set INNGEST_SIGNING_KEY=signkey-dev-<executor key>", status: 401 }, { status: 401 })
+      : await handleCheckpointRequest(request).catch((err) => Response.json({ error: String(err), status: 500 }, { status: 500 }));
   } else if (req.method === "GET" && req.url === "/health") {
     response = Response.json(executor ? await executor.status() : { running: false });
   } else {
@@ -61,9 +79,14 @@ const server = http.createServer(async (req, res) => {
 
 await new Promise<void>((resolve) => server.listen(Number(values.port), values.host, resolve));
 const port = (server.address() as AddressInfo).port;
-executor = await startExecutor({ apps: urls.map((url) => ({ url, headers: executorHeadersFor(url) })), workerId: values["worker-id"], leaseMs, pollMs });
+executor = await startExecutor({
+  apps: urls.map((url) => ({ url, headers: executorHeadersFor(url), ...(values.checkpointing ? { checkpointing: true } : {}) })),
+  workerId: values["worker-id"],
+  leaseMs,
+  pollMs,
+});
 const status = await executor.status();
-console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>`);
+console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>, checkpoints at /v1/checkpoint/<run>/async`);
 for (const app of status.apps) {
   console.log(`  ${app.url} → ${app.error ? `sync failed: ${app.error} (retrying)` : `${app.appId}, ${app.functions} functions`}`);
 }

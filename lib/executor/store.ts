@@ -60,6 +60,7 @@ export type RunRow = {
   lease_until: number;
   watermark: number;
   parallel: number;
+  generation: number;
   concurrency_key: string | null;
   idempotency_key: string | null;
   parent_run_id: string | null;

@@ -1,0 +1,2 @@
+ALTER TABLE `executor_runs` ADD `generation` integer DEFAULT 0 NOT NULL;--> statement-breakpoint
+ALTER TABLE `executor_steps` ADD `event_seq` integer DEFAULT 0 NOT NULL;
