@@ -16,7 +16,13 @@ const POOL_SIZE = 8;
 type Handle = { url: string; client: Client; db: Db; ready: Promise<void> };
 
 // Cached on globalThis so that Next's hot reload does not open a client per edit.
-const globalForDb = globalThis as unknown as { __gatehouseDb?: Handle; __gatehouseWriteQueue?: Promise<unknown> };
+const globalForDb = globalThis as unknown as {
+  __gatehouseDb?: Handle;
+  __gatehouseWriteQueue?: Promise<unknown>;
+  __gatehouseGroup?: GroupItem[];
+};
+
+type GroupItem = { fn: (tx: Tx) => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void };
 
 export function migrationsFolder(): string {
   return path.join(/*turbopackIgnore: true*/ process.cwd(), "drizzle");
@@ -110,6 +116,57 @@ export function serialize<T>(fn: () => Promise<T>): Promise<T> {
   const run = previous.then(fn, fn);
   globalForDb.__gatehouseWriteQueue = run.catch(() => undefined);
   return run;
+}
+
+/**
+ * Group commit through the same write queue: writes that arrive while the queue is busy are run together in one
+ * transaction when their turn comes, in arrival order (so two writes to one run keep their order, and each sees the
+ * ones before it). Each runs in its own savepoint: one that throws is rolled back alone and rejected, the others commit.
+ * A lone write runs as a plain transaction. If the commit itself fails, every write of the group is rejected.
+ */
+export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const db = await getDb();
+  return new Promise<T>((resolve, reject) => {
+    const item: GroupItem = { fn, resolve: resolve as (value: unknown) => void, reject };
+    const open = globalForDb.__gatehouseGroup;
+    if (open) {
+      open.push(item);
+      return;
+    }
+    const group: GroupItem[] = [item];
+    globalForDb.__gatehouseGroup = group;
+    void serialize(async () => {
+      // From here on, new writes form the next group (queued behind this one).
+      if (globalForDb.__gatehouseGroup === group) globalForDb.__gatehouseGroup = undefined;
+      const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+      try {
+        await db.transaction(async (tx) => {
+          if (group.length === 1) {
+            results.push({ ok: true, value: await group[0]!.fn(tx) });
+            return;
+          }
+          for (const g of group) {
+            try {
+              results.push({ ok: true, value: await tx.transaction((sp) => g.fn(sp)) });
+            } catch (error) {
+              results.push({ ok: false, error });
+            }
+          }
+        });
+      } catch (error) {
+        group.forEach((g, i) => {
+          const r = results[i];
+          g.reject(r && !r.ok ? r.error : error);
+        });
+        return;
+      }
+      group.forEach((g, i) => {
+        const r = results[i]!;
+        if (r.ok) g.resolve(r.value);
+        else g.reject(r.error);
+      });
+    });
+  });
 }
 
 export { schema };

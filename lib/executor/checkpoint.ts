@@ -47,6 +47,12 @@ function parseDispatch(token: string): { workerId: string; generation: number } 
   return { workerId: token.slice(0, at), generation };
 }
 
+/**
+ * A seam for crash tests: called with the run id after a checkpoint is accepted and before anything of it is stored
+ * (the moment where a step's side effects have happened but its result is not recorded yet). Null in production.
+ */
+export const checkpointHooks: { beforeStore: ((runId: string) => Promise<void>) | null } = { beforeStore: null };
+
 /** Stats for tests and benchmarks: how checkpoints were answered in this process. */
 export const checkpointStats = { stored: 0, stale: 0, rejected: 0 };
 
@@ -95,6 +101,7 @@ export async function handleCheckpointRequest(request: Request): Promise<Respons
   const tooBig = results.find((r) => Buffer.byteLength(r.json) > MAX_STEP_OUTPUT_BYTES);
   if (tooBig) return fail(413, `Step ${tooBig.id} output is over ${MAX_STEP_OUTPUT_BYTES} bytes (Inngest's step output limit)`);
 
+  if (checkpointHooks.beforeStore) await checkpointHooks.beforeStore(runId);
   const outcome = await tx(async (t) => {
     const [run] = await rows<{ fn_id: string; status: string; lease_owner: string | null; lease_until: number; generation: number; state: number }>(
       t,

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { getEnv } from "@/lib/env";
 import { ulid } from "ulid";
 import { dispatchToken } from "./checkpoint";
 import { cancelRunInTx, DEDUPE_MS, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
@@ -126,7 +127,7 @@ export class Executor {
       log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
       onRunFinished: options.onRunFinished ?? (() => undefined),
     };
-    for (const app of options.apps) this.targets.set(app.url, app);
+    for (const app of options.apps) this.addApp(app);
   }
 
   /** Sync every app, then start driving runs. Sync failures are stored and retried; they do not stop the start. */
@@ -153,7 +154,10 @@ export class Executor {
   }
 
   addApp(app: AppTarget): void {
-    this.targets.set(app.url, app);
+    // Gatehouse's own app (GATEHOUSE_PUBLIC_URL/api/inngest) checkpoints through its client's fetch straight into this
+    // database (inngest/client.ts), wherever its executor runs; other apps only when their target says so.
+    const own = app.checkpointing === undefined && app.url.split("?")[0] === `${getEnv().publicUrl}/api/inngest`;
+    this.targets.set(app.url, own ? { ...app, checkpointing: true } : app);
   }
 
   async syncAll(): Promise<void> {

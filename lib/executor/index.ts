@@ -36,17 +36,14 @@ export function configuredAppUrls(): string[] {
 export async function startExecutor(options: Partial<ExecutorOptions> & { apps: AppTarget[] }): Promise<Executor> {
   const existing = globalForExecutor.__gatehouseExecutor;
   if (existing) {
-    const own = `${getEnv().publicUrl}/api/inngest`;
-    for (const app of options.apps) existing.addApp({ ...app, checkpointing: app.checkpointing ?? app.url.split("?")[0] === own });
+    for (const app of options.apps) existing.addApp(app);
     await existing.syncAll();
     return existing;
   }
   const apps = new Map<string, AppTarget>();
   for (const url of configuredAppUrls()) apps.set(url, { url });
   for (const app of options.apps) apps.set(app.url, app);
-  // Gatehouse's own app checkpoints through its client's fetch straight into this database (inngest/client.ts).
-  const own = `${getEnv().publicUrl}/api/inngest`;
-  for (const [url, app] of apps) if (app.checkpointing === undefined && url.split("?")[0] === own) apps.set(url, { ...app, checkpointing: true });
+
   const executor = new Executor({ ...options, apps: [...apps.values()] });
   globalForExecutor.__gatehouseExecutor = executor;
   await executor.start();

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { getDb, write, type Tx } from "@/lib/db";
+import { getDb, write, writeGrouped, type Tx } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { newId, slugify } from "@/lib/ids";
@@ -157,7 +157,7 @@ export async function appendEventsTx(
   events: NewRunEvent[],
   options: { timestamp?: number; stepKey?: string } = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
-  const row = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+  const [row] = await tx.select().from(workflowRuns).where(eq(workflowRuns.id, runId)).limit(1);
   if (!row) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
   let state = rowToState(row);
   if (options.stepKey) {
@@ -233,7 +233,8 @@ export async function appendEvents(
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await write((tx) => appendEventsTx(tx, runId, events, options));
+      // Group commit: appends from concurrent callers (any runs) share one transaction, each in its own savepoint.
+      return await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
     } catch (error) {
       if (attempt < 8 && isRetryableWriteConflict(error)) {
         await new Promise((r) => setTimeout(r, Math.min(200, 5 * 2 ** attempt) * Math.random()));
