@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { recordEntry } from "./events";
-import { rows, tx } from "./store";
+import { rows, tx, type Tx } from "./store";
 
 /**
  * Inngest's async checkpointing endpoint, `POST /v1/checkpoint/{runId}/async` (see /work/shared/INNGEST_CHECKPOINTING.md
@@ -66,11 +65,15 @@ function fail(status: number, message: string): Response {
  * key; in-process calls through the app's own `fetch` need none).
  */
 export async function handleCheckpointRequest(request: Request): Promise<Response> {
-  const url = new URL(request.url);
+  return handleCheckpoint({ url: request.url, method: request.method, read: () => request.text() });
+}
+
+async function handleCheckpoint({ url: href, method, read }: { url: string; method: string; read: () => Promise<string> }): Promise<Response> {
+  const url = new URL(href);
   const match = CHECKPOINT_PATH.exec(url.pathname);
   if (!match) return fail(404, `Only POST /v1/checkpoint/{runId}/async is served here (got ${url.pathname})`);
-  if (request.method !== "POST") return fail(405, "Use POST to checkpoint steps");
-  const text = await request.text();
+  if (method !== "POST") return fail(405, "Use POST to checkpoint steps");
+  const text = await read();
   if (Buffer.byteLength(text) > MAX_BODY_BYTES) return fail(413, `Checkpoint body over ${MAX_BODY_BYTES} bytes`);
   let json: unknown;
   try {
@@ -102,40 +105,48 @@ export async function handleCheckpointRequest(request: Request): Promise<Respons
   if (tooBig) return fail(413, `Step ${tooBig.id} output is over ${MAX_STEP_OUTPUT_BYTES} bytes (Inngest's step output limit)`);
 
   if (checkpointHooks.beforeStore) await checkpointHooks.beforeStore(runId);
+  const now = Date.now();
   const outcome = await tx(async (t) => {
-    const [run] = await rows<{ fn_id: string; status: string; lease_owner: string | null; lease_until: number; generation: number; state: number }>(
-      t,
-      `SELECT fn_id, status, lease_owner, lease_until, generation,
-              (SELECT coalesce(sum(length(result)), 0) FROM executor_steps WHERE run_id = ?1) AS state
-         FROM executor_runs WHERE id = ?1`,
-      [runId],
-    );
+    // Four statements per checkpoint (BEGIN, INSERT, UPDATE, COMMIT) on the hot path; a refusal is classified after.
+    let added = 0;
+    if (results.length > 0) {
+      const inserted = await t.execute({
+        sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
+              SELECT ?1, value ->> '$[0]', value ->> '$[1]', coalesce((SELECT watermark FROM executor_runs WHERE id = ?1), 0), ?2
+                FROM json_each(?3) WHERE true ORDER BY key
+              ON CONFLICT DO NOTHING RETURNING length(result) AS n`,
+        args: [runId, now, JSON.stringify(results.map((r) => [r.id, JSON.stringify({ data: JSON.parse(r.json) as unknown })]))],
+      });
+      for (const row of inserted.rows) added += Number(row.n);
+    }
+    // The fence, the run state size, a fresh retry budget (Inngest's ResetAttemptsByJobID) and the history watermark
+    // (recordEntry's "step" entries) in one statement.
+    const updated = await t.execute({
+      sql: `UPDATE executor_runs SET attempt = 0, state_bytes = state_bytes + ?1,
+              watermark = CASE WHEN ?1 > 0 THEN (SELECT coalesce(max(seq), 0) FROM executor_events) ELSE watermark END
+            WHERE id = ?2 AND fn_id = ?3 AND status = 'running' AND lease_owner = ?4 AND lease_until >= ?5 AND generation = ?6
+            RETURNING state_bytes`,
+      args: [added, runId, body.fn_id, dispatch.workerId, now, dispatch.generation],
+    });
+    const row = updated.rows[0];
+    if (!row) return { refused: await classify(t) };
+    if (Number(row.state_bytes) > MAX_RUN_STATE_BYTES) {
+      return { refused: fail(413, `Run ${runId} state would exceed ${MAX_RUN_STATE_BYTES} bytes (Inngest's run state limit)`) };
+    }
+    checkpointStats.stored += results.length;
+    return { refused: null };
+  }, { rollbackIf: (r) => r.refused !== null });
+
+  async function classify(t: Tx): Promise<Response> {
+    const [run] = await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [runId]);
     if (!run) return fail(404, `Run ${runId} not found`);
     if (run.fn_id !== body.fn_id) return fail(400, `Run ${runId} belongs to function ${run.fn_id}, not ${body.fn_id}`);
-    // Current means: still running, under the same worker's lease (not lapsed: another worker may take a lapsed one at
-    // any moment), and no write has acted on a newer call since (the generation).
-    const current =
-      run.status === "running" &&
-      run.lease_owner === dispatch.workerId &&
-      Number(run.lease_until) >= Date.now() &&
-      Number(run.generation) === dispatch.generation;
-    if (!current) {
-      checkpointStats.stale++;
-      return fail(409, `Stale dispatch: run ${runId} has moved on from ${body.qi_id}`);
-    }
-    const adding = results.reduce((n, r) => n + Buffer.byteLength(r.json), 0);
-    if (Number(run.state) + adding > MAX_RUN_STATE_BYTES) {
-      return fail(413, `Run ${runId} state would exceed ${MAX_RUN_STATE_BYTES} bytes (Inngest's run state limit)`);
-    }
-    for (const r of results) {
-      await recordEntry(t, { runId, hashedId: r.id, result: { data: JSON.parse(r.json) as unknown }, kind: "step" });
-    }
-    // Each checkpointed step gives the dispatch a fresh retry budget (Inngest's ResetAttemptsByJobID).
-    await t.execute({ sql: "UPDATE executor_runs SET attempt = 0 WHERE id = ?", args: [runId] });
-    checkpointStats.stored += results.length;
-    return null;
-  });
-  return outcome ?? new Response(null, { status: 200 });
+    // Not current: no longer running, another worker's lease, a lapsed lease (another worker may take it at any
+    // moment), or a write has acted on a newer call since (the generation).
+    checkpointStats.stale++;
+    return fail(409, `Stale dispatch: run ${runId} has moved on from ${body.qi_id}`);
+  }
+  return outcome.refused ?? new Response(null, { status: 200 });
 }
 
 /**
@@ -145,7 +156,15 @@ export async function handleCheckpointRequest(request: Request): Promise<Respons
 export function checkpointingFetch(base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-    if (CHECKPOINT_PATH.test(new URL(url).pathname)) return handleCheckpointRequest(new Request(input, init));
+    if (CHECKPOINT_PATH.test(new URL(url).pathname)) {
+      // The SDK sends a string body: hand it over as is (building a Request and reading its stream back costs more
+      // than storing the step).
+      if (typeof init?.body === "string") {
+        const body = init.body;
+        return handleCheckpoint({ url, method: init.method ?? "GET", read: async () => body });
+      }
+      return handleCheckpointRequest(new Request(input, init));
+    }
     return base(input, init);
   };
 }

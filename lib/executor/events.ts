@@ -143,8 +143,9 @@ export async function recordEntry(
         });
   if (inserted.rowsAffected === 0) return false;
   await t.execute({
-    sql: "UPDATE executor_runs SET watermark = coalesce(?2, (SELECT coalesce(max(seq), 0) FROM executor_events)) WHERE id = ?1",
-    args: [runId, kind === "resume" ? (seq ?? null) : null],
+    sql: `UPDATE executor_runs SET watermark = coalesce(?2, (SELECT coalesce(max(seq), 0) FROM executor_events)),
+            state_bytes = state_bytes + ?3 WHERE id = ?1`,
+    args: [runId, kind === "resume" ? (seq ?? null) : null, Buffer.byteLength(json)],
   });
   return true;
 }

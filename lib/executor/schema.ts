@@ -66,6 +66,8 @@ export const executorRuns = sqliteTable(
      * call carries it (qi_id / x-inngest-generation-id); a checkpoint from an older generation is stale (409).
      */
     generation: integer("generation").notNull().default(0),
+    /** Bytes of memoized results (Inngest's 32 MiB run state limit is checked against it). */
+    stateBytes: integer("state_bytes").notNull().default(0),
     concurrencyKey: text("concurrency_key"),
     idempotencyKey: text("idempotency_key"),
     parentRunId: text("parent_run_id"),

@@ -52,12 +52,14 @@ describe("POST /v1/checkpoint/{runId}/async", () => {
     const big = await post("cp-big", envelope("cp-big", [stepRun("h1", "x".repeat(4 * 1024 * 1024 + 1))]));
     expect(big.status).toBe(413);
     expect((await big.json()).error).toMatch(/step output limit/);
-    await tx((t) =>
-      t.execute({
+    // A run whose memoized results already hold all but 10 bytes of the limit (as recorded by earlier steps).
+    await tx(async (t) => {
+      await t.execute({
         sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES ('cp-big', 'old', printf('%.*c', ?, 'x'), 0)",
         args: [MAX_RUN_STATE_BYTES - 10],
-      }),
-    );
+      });
+      await t.execute({ sql: "UPDATE executor_runs SET state_bytes = ? WHERE id = 'cp-big'", args: [MAX_RUN_STATE_BYTES - 10] });
+    });
     const full = await post("cp-big", envelope("cp-big", [stepRun("h2", "more than ten bytes")]));
     expect(full.status).toBe(413);
     expect((await full.json()).error).toMatch(/run state limit/);
