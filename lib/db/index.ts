@@ -121,8 +121,9 @@ export function serialize<T>(fn: () => Promise<T>): Promise<T> {
 /**
  * Group commit through the same write queue: writes that arrive while the queue is busy are run together in one
  * transaction when their turn comes, in arrival order (so two writes to one run keep their order, and each sees the
- * ones before it). Each runs in its own savepoint: one that throws is rolled back alone and rejected, the others commit.
- * A lone write runs as a plain transaction. If the commit itself fails, every write of the group is rejected.
+ * ones before it). If any of them throws, the group is rolled back and each write runs again in a transaction of its
+ * own, so only the failing one is rejected and nothing of it is written. `fn` may therefore run twice: it must only
+ * touch the database.
  */
 export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
   const db = await getDb();
@@ -138,33 +139,26 @@ export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     void serialize(async () => {
       // From here on, new writes form the next group (queued behind this one).
       if (globalForDb.__gatehouseGroup === group) globalForDb.__gatehouseGroup = undefined;
-      const results: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
-      try {
-        await db.transaction(async (tx) => {
-          if (group.length === 1) {
-            results.push({ ok: true, value: await group[0]!.fn(tx) });
-            return;
-          }
-          for (const g of group) {
-            try {
-              results.push({ ok: true, value: await tx.transaction((sp) => g.fn(sp)) });
-            } catch (error) {
-              results.push({ ok: false, error });
-            }
-          }
-        });
-      } catch (error) {
-        group.forEach((g, i) => {
-          const r = results[i];
-          g.reject(r && !r.ok ? r.error : error);
-        });
-        return;
+      if (group.length > 1) {
+        try {
+          const values = await db.transaction(async (tx) => {
+            const out: unknown[] = [];
+            for (const g of group) out.push(await g.fn(tx));
+            return out;
+          });
+          group.forEach((g, i) => g.resolve(values[i]));
+          return;
+        } catch {
+          // Fall through: one at a time.
+        }
       }
-      group.forEach((g, i) => {
-        const r = results[i]!;
-        if (r.ok) g.resolve(r.value);
-        else g.reject(r.error);
-      });
+      for (const g of group) {
+        try {
+          g.resolve(await db.transaction((tx) => g.fn(tx)));
+        } catch (error) {
+          g.reject(error);
+        }
+      }
     });
   });
 }

@@ -91,7 +91,7 @@ describe("group commit of appendEvent", () => {
     expect(await replay({ runId: b.id })).toEqual(await getRunState({ id: b.id }));
   });
 
-  it("a write that fails inside the database is rolled back alone (its savepoint), the rest of the group commits", async () => {
+  it("a write that fails inside the database is rolled back alone, the rest of the group commits", async () => {
     const r = await newRun();
     const { held, release } = await holdWriteQueue();
     const ok = appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
