@@ -1,6 +1,6 @@
 import { Inngest } from "inngest";
 import { getEnv } from "@/lib/env";
-import { handleEventRequest } from "@/lib/executor";
+import { handleCheckpointRequest, handleEventRequest } from "@/lib/executor";
 
 /**
  * The app's Inngest client. With no INNGEST_* settings (embedded mode) it is a dev-mode client whose event API is
@@ -10,10 +10,16 @@ import { handleEventRequest } from "@/lib/executor";
  */
 const env = getEnv();
 
-function embeddedFetch(eventPrefix: string): typeof fetch {
+/**
+ * The client's transport in embedded mode: events (`/e/`) and checkpoints (`/v1/checkpoint/`) go straight to the
+ * embedded executor's handlers in this process, without a socket; anything else goes out with fetch. The checkpoint
+ * handler works on the database, so it serves runs driven by a worker in another process just as well.
+ */
+function embeddedFetch(origin: string): typeof fetch {
   return async (input, init) => {
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
-    if (url.startsWith(eventPrefix)) return handleEventRequest(new Request(input, init));
+    if (url.startsWith(`${origin}/e/`)) return handleEventRequest(new Request(input, init));
+    if (url.startsWith(`${origin}/v1/checkpoint/`)) return handleCheckpointRequest(new Request(input, init));
     return fetch(input, init);
   };
 }
@@ -24,6 +30,8 @@ export const inngest =
         id: "gatehouse",
         isDev: true,
         baseUrl: env.publicUrl,
-        fetch: embeddedFetch(`${env.publicUrl}/e/`),
+        fetch: embeddedFetch(env.publicUrl),
+        // Steps run back to back in one call and are checkpointed to the embedded executor (Inngest's default, stated).
+        checkpointing: true,
       })
     : new Inngest({ id: "gatehouse" });

@@ -2,15 +2,26 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
-import { EXECUTOR_KEY_HEADER, executorHeadersFor, hasExecutorKey } from "@/lib/security/executor-key";
-import { configuredAppUrls, startExecutor, stopExecutor, type Executor } from "@/lib/executor";
+import { safeEqual } from "@/lib/auth/secret";
+import { EXECUTOR_KEY_HEADER, executorHeadersFor, getExecutorKey, hasExecutorKey } from "@/lib/security/executor-key";
+import {
+  bearerCarriesKey,
+  CHECKPOINT_PATH,
+  configuredAppUrls,
+  handleCheckpointRequest,
+  startExecutor,
+  stopExecutor,
+  type Executor,
+} from "@/lib/executor";
 import { eventKeyFromPath, handleKeyedEventRequest } from "@/lib/security/event-endpoint";
 
 /**
  * `npm run worker` — the executor on its own, like `inngest dev -u <url>`:
  *   npm run worker -- --app http://127.0.0.1:4000/api/inngest [--app …] [--port 8288]
  * Drives the apps given with --app and in GATEHOUSE_EXECUTOR_APPS (default: Gatehouse's own /api/inngest), and serves
- * the event API (POST /e/:key) on --port so those apps can send events (point them at it with INNGEST_DEV=<origin>).
+ * the event API (POST /e/:key) and the checkpoint API (POST /v1/checkpoint/:runId/async) on --port, so those apps
+ * can send events and checkpoint steps (point them at it with INNGEST_DEV=<origin>). With --checkpointing the --app
+ * apps are told to checkpoint (their checkpoint calls must reach this worker or another endpoint on this database).
  * Several workers may share one database: each run is driven by one worker at a time.
  */
 const { values } = parseArgs({
@@ -21,6 +32,7 @@ const { values } = parseArgs({
     "lease-ms": { type: "string" },
     "poll-ms": { type: "string" },
     "worker-id": { type: "string" },
+    checkpointing: { type: "boolean", default: false },
   },
 });
 
@@ -54,6 +66,11 @@ const server = http.createServer(async (req, res) => {
       request: new Request(`http://worker${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } }),
       key,
     }).catch(() => Response.json({ error: "The event could not be stored", status: 500 }, { status: 500 }));
+  } else if (req.method === "POST" && CHECKPOINT_PATH.test(pathname)) {
+    const request = new Request(`http://worker${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } });
+    response = !bearerCarriesKey(String(req.headers.authorization ?? ""), getExecutorKey(), safeEqual)
+      ? Response.json({ error: "Checkpoint calls need the executor key: set INNGEST_SIGNING_KEY=signkey-dev-<executor key>", status: 401 }, { status: 401 })
+      : await handleCheckpointRequest(request).catch(() => Response.json({ error: "The checkpoint could not be stored", status: 500 }, { status: 500 }));
   } else if (req.method === "GET" && pathname === "/health") {
     // Liveness for anyone; the worker id, apps and leases only with the executor key.
     const detailed = executor && hasExecutorKey(String(req.headers[EXECUTOR_KEY_HEADER] ?? ""));
@@ -68,9 +85,14 @@ const server = http.createServer(async (req, res) => {
 
 await new Promise<void>((resolve) => server.listen(Number(values.port), values.host, resolve));
 const port = (server.address() as AddressInfo).port;
-executor = await startExecutor({ apps: urls.map((url) => ({ url, headers: executorHeadersFor(url) })), workerId: values["worker-id"], leaseMs, pollMs });
+executor = await startExecutor({
+  apps: urls.map((url) => ({ url, headers: executorHeadersFor(url), ...(values.checkpointing ? { checkpointing: true } : {}) })),
+  workerId: values["worker-id"],
+  leaseMs,
+  pollMs,
+});
 const status = await executor.status();
-console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>`);
+console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>, checkpoints at /v1/checkpoint/<run>/async`);
 for (const app of status.apps) {
   console.log(`  ${app.url} → ${app.error ? `sync failed: ${app.error} (retrying)` : `${app.appId}, ${app.functions} functions`}`);
 }

@@ -16,7 +16,13 @@ const POOL_SIZE = 8;
 type Handle = { url: string; client: Client; db: Db; ready: Promise<void> };
 
 // Cached on globalThis so that Next's hot reload does not open a client per edit.
-const globalForDb = globalThis as unknown as { __gatehouseDb?: Handle; __gatehouseWriteQueue?: Promise<unknown> };
+const globalForDb = globalThis as unknown as {
+  __gatehouseDb?: Handle;
+  __gatehouseWriteQueue?: Promise<unknown>;
+  __gatehouseGroup?: GroupItem[];
+};
+
+type GroupItem = { fn: (tx: Tx) => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void };
 
 export function migrationsFolder(): string {
   return path.join(/*turbopackIgnore: true*/ process.cwd(), "drizzle");
@@ -142,6 +148,51 @@ export function serialize<T>(fn: () => Promise<T>): Promise<T> {
   const run = previous.then(fn, fn);
   globalForDb.__gatehouseWriteQueue = run.catch(() => undefined);
   return run;
+}
+
+/**
+ * Group commit through the same write queue: writes that arrive while the queue is busy are run together in one
+ * transaction when their turn comes, in arrival order (so two writes to one run keep their order, and each sees the
+ * ones before it). If any of them throws, the group is rolled back and each write runs again in a transaction of its
+ * own, so only the failing one is rejected and nothing of it is written. `fn` may therefore run twice: it must only
+ * touch the database.
+ */
+export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const db = await getDb();
+  return new Promise<T>((resolve, reject) => {
+    const item: GroupItem = { fn, resolve: resolve as (value: unknown) => void, reject };
+    const open = globalForDb.__gatehouseGroup;
+    if (open) {
+      open.push(item);
+      return;
+    }
+    const group: GroupItem[] = [item];
+    globalForDb.__gatehouseGroup = group;
+    void serialize(async () => {
+      // From here on, new writes form the next group (queued behind this one).
+      if (globalForDb.__gatehouseGroup === group) globalForDb.__gatehouseGroup = undefined;
+      if (group.length > 1) {
+        try {
+          const values = await db.transaction(async (tx) => {
+            const out: unknown[] = [];
+            for (const g of group) out.push(await g.fn(tx));
+            return out;
+          });
+          group.forEach((g, i) => g.resolve(values[i]));
+          return;
+        } catch {
+          // Fall through: one at a time.
+        }
+      }
+      for (const g of group) {
+        try {
+          g.resolve(await db.transaction((tx) => g.fn(tx)));
+        } catch (error) {
+          g.reject(error);
+        }
+      }
+    });
+  });
 }
 
 export { schema };

@@ -92,9 +92,9 @@ export async function ingestInTx(
 }
 
 async function resolveWaits(t: Tx, event: StoredEvent, seq: number): Promise<string[]> {
-  const waits = await rows<{ run_id: string; hashed_id: string; expression: string | null; trigger: string; watermark: number }>(
+  const waits = await rows<{ run_id: string; hashed_id: string; expression: string | null; trigger: string }>(
     t,
-    `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger, r.watermark FROM executor_pending p
+    `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger FROM executor_pending p
        JOIN executor_runs r ON r.id = p.run_id
       WHERE p.kind = 'wait' AND p.event_name = ? AND r.status NOT IN ${TERMINAL_SQL}`,
     [event.name],
@@ -102,7 +102,7 @@ async function resolveWaits(t: Tx, event: StoredEvent, seq: number): Promise<str
   const woken: string[] = [];
   for (const w of waits) {
     if (w.expression && !celMatches(w.expression, { event: JSON.parse(w.trigger), async: event })) continue;
-    await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, watermark: seq });
+    await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, seq });
     waitStats.byIncomingEvent++;
     woken.push(w.run_id);
   }
@@ -110,12 +110,54 @@ async function resolveWaits(t: Tx, event: StoredEvent, seq: number): Promise<str
 }
 
 /**
+ * The look-back window of a wait (documented in README, "Waits and early events"): a wait matches events ingested
+ * after the moment the run reached it, read from the run's own step history. Every history entry stores `event_seq`:
+ * - a step's result (step.run, sendEvent, a step error): the point where the run *began* that step, i.e. where the
+ *   entry before it ended (the run's watermark). Events the step itself caused (it showed a gate, sent a request)
+ *   may arrive before its result is recorded, and must still meet a wait that follows it.
+ * - a resumption (a sleep woke, a wait matched or timed out, an invoke returned): the point where the run resumed,
+ *   i.e. the matched event's seq, or the newest seq at that moment.
+ * The run's `watermark` is where its latest entry ended (the triggering event's seq before any). A new wait looks
+ * back to the `event_seq` of the run's latest entry (or the watermark if there is none), whatever the transport and
+ * however the steps before it were reported (206 or checkpoint).
+ */
+export type EntryKind = "step" | "resume";
+
+/** Record one history entry (a duplicate hashed id is ignored, as Inngest does). Returns whether it was new. */
+export async function recordEntry(
+  t: Tx,
+  { runId, hashedId, result, kind, seq }: { runId: string; hashedId: string; result: unknown; kind: EntryKind; seq?: number },
+): Promise<boolean> {
+  const json = JSON.stringify(result ?? null);
+  const inserted =
+    kind === "step"
+      ? await t.execute({
+          sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
+                VALUES (?1, ?2, ?3, (SELECT watermark FROM executor_runs WHERE id = ?1), ?4) ON CONFLICT DO NOTHING`,
+          args: [runId, hashedId, json, Date.now()],
+        })
+      : await t.execute({
+          sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
+                VALUES (?1, ?2, ?3, coalesce(?4, (SELECT coalesce(max(seq), 0) FROM executor_events)), ?5) ON CONFLICT DO NOTHING`,
+          args: [runId, hashedId, json, seq ?? null, Date.now()],
+        });
+  if (inserted.rowsAffected === 0) return false;
+  await t.execute({
+    sql: `UPDATE executor_runs SET watermark = coalesce(?2, (SELECT coalesce(max(seq), 0) FROM executor_events)),
+            state_bytes = state_bytes + ?3 WHERE id = ?1`,
+    args: [runId, kind === "resume" ? (seq ?? null) : null, Buffer.byteLength(json)],
+  });
+  return true;
+}
+
+/**
  * Record a result for a pending op of a parked (or running) run and make it runnable. A race-mode op cancels its
- * siblings: the function continues after the first of them.
+ * siblings: the function continues after the first of them. `kind` says whether the result ends a step the run ran
+ * ("step") or resumes it from a sleep, wait or invoke ("resume", with the matched event's `seq` for waits).
  */
 export async function resolvePending(
   t: Tx,
-  { runId, hashedId, result, watermark }: { runId: string; hashedId: string; result: unknown; watermark?: number },
+  { runId, hashedId, result, kind = "resume", seq }: { runId: string; hashedId: string; result: unknown; kind?: EntryKind; seq?: number },
 ): Promise<boolean> {
   const del = await t.execute({
     sql: "DELETE FROM executor_pending WHERE run_id = ? AND hashed_id = ? RETURNING race",
@@ -123,10 +165,7 @@ export async function resolvePending(
   });
   if (del.rows.length === 0) return false;
   // The result goes into the stack before any race losers below: the SDK resolves memoized steps in stack order.
-  await t.execute({
-    sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-    args: [runId, hashedId, JSON.stringify(result ?? null), Date.now()],
-  });
+  await recordEntry(t, { runId, hashedId, result, kind, seq });
   if (Number(del.rows[0]!.race) === 1) {
     // The race is won: timers and waits that lost it resolve as if they had timed out (null), a losing invoke with
     // an error, so the SDK sees state for every op and can return. Losing step.run calls still run to completion.
@@ -137,32 +176,41 @@ export async function resolvePending(
     for (const loser of losers.rows) {
       const lost = loser.kind === "invoke" ? { error: { name: "Error", message: "Lost a parallel race" } } : null;
       await t.execute({
-        sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
+              VALUES (?1, ?2, ?3, (SELECT watermark FROM executor_runs WHERE id = ?1), ?4) ON CONFLICT DO NOTHING`,
         args: [runId, String(loser.hashed_id), JSON.stringify(lost), Date.now()],
       });
     }
   }
   await t.execute({
-    sql: `UPDATE executor_runs SET next_at = 0, watermark = max(watermark, ?),
-            status = CASE WHEN status IN ('waiting','sleeping') THEN 'queued' ELSE status END
+    sql: `UPDATE executor_runs SET next_at = 0, status = CASE WHEN status IN ('waiting','sleeping') THEN 'queued' ELSE status END
           WHERE id = ?`,
-    args: [watermark ?? 0, runId],
+    args: [runId],
   });
   return true;
 }
 
-/** Called when a wait is stored: the first event since the run's watermark that matches resolves it at once. */
+/**
+ * Called when a wait is stored: the first matching event since the run reached the wait (see recordEntry) resolves
+ * it at once.
+ */
 export async function resolveWaitFromHistory(
   t: Tx,
-  { runId, hashedId, eventName, expression, trigger, watermark }: {
+  { runId, hashedId, eventName, expression, trigger }: {
     runId: string;
     hashedId: string;
     eventName: string;
     expression: string | null;
     trigger: unknown;
-    watermark: number;
   },
 ): Promise<boolean> {
+  const [from] = await rows<{ s: number }>(
+    t,
+    `SELECT coalesce((SELECT event_seq FROM executor_steps WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1),
+                     (SELECT watermark FROM executor_runs WHERE id = ?1), 0) AS s`,
+    [runId],
+  );
+  const since = Number(from?.s ?? 0);
   // `match` compiles to `event.<path> == async.<path>`: narrow the candidates in SQL before evaluating CEL.
   const simple = expression ? /^\s*event\.([A-Za-z_][\w.]*)\s*==\s*async\.([A-Za-z_][\w.]*)\s*$/.exec(expression) : null;
   const triggerValue = simple ? pathValue(trigger, simple[1]!) : undefined;
@@ -172,13 +220,13 @@ export async function resolveWaitFromHistory(
     narrow
       ? "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? AND json_extract(payload, ?) = ? ORDER BY seq"
       : "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? ORDER BY seq",
-    narrow ? [eventName, watermark, `$.${simple![2]}`, triggerValue as string | number] : [eventName, watermark],
+    narrow ? [eventName, since, `$.${simple![2]}`, triggerValue as string | number] : [eventName, since],
   );
   for (const c of candidates) {
     const event = JSON.parse(c.payload) as StoredEvent;
     if (expression && !celMatches(expression, { event: trigger, async: event })) continue;
     waitStats.fromHistory++;
-    return resolvePending(t, { runId, hashedId, result: event, watermark: Number(c.seq) });
+    return resolvePending(t, { runId, hashedId, result: event, seq: Number(c.seq) });
   }
   return false;
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { getEnv } from "@/lib/env";
 import { ulid } from "ulid";
-import { cancelRunInTx, DEDUPE_MS, ingestInTx, resolvePending, resolveWaitFromHistory } from "./events";
+import { dispatchToken } from "./checkpoint";
+import { cancelRunInTx, DEDUPE_MS, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {
   callFunction,
   protocolError,
@@ -89,7 +91,10 @@ type Ctx = {
   events: unknown[];
 };
 
-type GuardedTx = Tx & { woken: string[]; previousWatermark: number };
+type GuardedTx = Tx & { woken: string[] };
+
+/** A run that made no progress (its app reported only what is already recorded) is retried this often, then failed. */
+export const NO_PROGRESS_LIMIT = 4;
 
 type State = { status: string; steps: Map<string, unknown>; stack: string[]; pending: PendingRow[]; attempt: number; parallel: boolean };
 
@@ -102,6 +107,8 @@ export class Executor {
   private readonly rewake = new Set<string>();
   private readonly blocked = new Map<string, Set<string>>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Apps whose last sync failed: when to try again (exponential backoff) and the error already logged. */
+  private readonly syncFailures = new Map<string, { failures: number; nextAt: number; logged: string }>();
   private pollTimer?: NodeJS.Timeout;
   private leaseTimer?: NodeJS.Timeout;
   private running = false;
@@ -120,7 +127,7 @@ export class Executor {
       log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
       onRunFinished: options.onRunFinished ?? (() => undefined),
     };
-    for (const app of options.apps) this.targets.set(app.url, app);
+    for (const app of options.apps) this.addApp(app);
   }
 
   /** Sync every app, then start driving runs. Sync failures are stored and retried; they do not stop the start. */
@@ -147,7 +154,10 @@ export class Executor {
   }
 
   addApp(app: AppTarget): void {
-    this.targets.set(app.url, app);
+    // Gatehouse's own app (GATEHOUSE_PUBLIC_URL/api/inngest) checkpoints through its client's fetch straight into this
+    // database (inngest/client.ts), wherever its executor runs; other apps only when their target says so.
+    const own = app.checkpointing === undefined && app.url.split("?")[0] === `${getEnv().publicUrl}/api/inngest`;
+    this.targets.set(app.url, own ? { ...app, checkpointing: true } : app);
   }
 
   async syncAll(): Promise<void> {
@@ -168,6 +178,7 @@ export class Executor {
         });
       });
       invalidateRegistry();
+      if (this.syncFailures.delete(target.url)) this.opts.log("info", `sync of ${target.url} succeeded again`);
       for (const f of functions) {
         const unsupported = UNSUPPORTED_OPTIONS.filter((key) => (f as Record<string, unknown>)[key] != null);
         if (f.triggers.some((tr) => tr.cron)) unsupported.push("cron triggers");
@@ -178,7 +189,12 @@ export class Executor {
       return true;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
-      this.opts.log("warn", `sync of ${target.url} failed: ${message}`);
+      // Retried with backoff (1 s doubling to 5 min); the same error is logged once, not on every retry.
+      const previous = this.syncFailures.get(target.url);
+      const failures = (previous?.failures ?? 0) + 1;
+      const retryIn = Math.min(300_000, 1000 * 2 ** (failures - 1));
+      this.syncFailures.set(target.url, { failures, nextAt: Date.now() + retryIn, logged: message });
+      if (previous?.logged !== message) this.opts.log("warn", `sync of ${target.url} failed (retrying with backoff): ${message}`);
       await tx((t) =>
         t.execute({
           sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error`,
@@ -248,7 +264,12 @@ export class Executor {
       const unsynced = await query<{ url: string }>("SELECT url FROM executor_apps WHERE last_error IS NOT NULL");
       for (const { url } of unsynced) {
         const target = this.targets.get(url);
-        if (target) void this.syncOne(target);
+        const failed = this.syncFailures.get(url);
+        if (target && (!failed || failed.nextAt <= now)) {
+          // Hold the next try until this one is done, so a slow endpoint is not synced twice at once.
+          if (failed) failed.nextAt = FAR_FUTURE;
+          void this.syncOne(target);
+        }
       }
     } catch (err) {
       this.opts.log("error", "poll failed", err);
@@ -311,7 +332,7 @@ export class Executor {
     const acquired = await tx((t) =>
       rows<RunRow>(
         t,
-        `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running'
+        `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running', generation = generation + 1
           WHERE id = ?3 AND status IN ('queued','sleeping','waiting','running') AND lease_until < ?4 AND next_at <= ?4
             AND (?5 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.fn_id = executor_runs.fn_id
                  AND r2.concurrency_key IS executor_runs.concurrency_key AND r2.lease_until >= ?4
@@ -412,7 +433,7 @@ export class Executor {
               p.kind === "invoke"
                 ? { error: { name: "InngestInvokeTimeoutError", message: "Timed out waiting for the invoked function to complete" } }
                 : null;
-            await resolvePending(t, { runId: ctx.run.id, hashedId: p.hashed_id, result });
+            await resolvePending(t, { runId: ctx.run.id, hashedId: p.hashed_id, result, kind: "resume" });
           }
         });
         continue;
@@ -435,36 +456,38 @@ export class Executor {
     }
   }
 
-  /** A write that only happens while we still hold the lease and the run is live. */
+  /**
+   * A write that only happens while we still hold the lease and the run is live. It acts on a call's reply, so it
+   * also moves the dispatch generation on: checkpoints still arriving from that call are stale from here.
+   */
   private async guarded<T>(
     ctx: Ctx,
     fn: (t: GuardedTx) => Promise<T>,
-    opts: { watermark?: number; resetAttempt?: boolean; parallel?: boolean; needPreviousWatermark?: boolean } = {},
+    opts: { resetAttempt?: boolean; parallel?: boolean } = {},
   ): Promise<T> {
     const { value, woken } = await tx(async (t) => {
-      // Waits stored by this write look back to the watermark of the previous call, not this one: an event may have
-      // arrived while this call was on its way to the wait.
-      let previousWatermark = 0;
-      if (opts.needPreviousWatermark) {
-        const prev = await t.execute({ sql: "SELECT watermark FROM executor_runs WHERE id = ?", args: [ctx.run.id] });
-        previousWatermark = Number(prev.rows[0]?.watermark ?? 0);
-      }
       const ok = await t.execute({
-        sql: `UPDATE executor_runs SET watermark = max(watermark, ?), attempt = CASE WHEN ? THEN 0 ELSE attempt END,
-                parallel = max(parallel, ?)
-              WHERE id = ? AND lease_owner = ? AND status = 'running'`,
-        args: [opts.watermark ?? 0, opts.resetAttempt ? 1 : 0, opts.parallel ? 1 : 0, ctx.run.id, this.workerId],
+        sql: `UPDATE executor_runs SET generation = generation + 1, attempt = CASE WHEN ?1 THEN 0 ELSE attempt END,
+                parallel = coalesce(?2, parallel)
+              WHERE id = ?3 AND lease_owner = ?4 AND status = 'running'`,
+        args: [opts.resetAttempt ? 1 : 0, opts.parallel === undefined ? null : opts.parallel ? 1 : 0, ctx.run.id, this.workerId],
       });
       if (ok.rowsAffected === 0) throw new LeaseLost(ctx.run.id);
       const woken: string[] = [];
-      const value = await fn(Object.assign(t, { woken, previousWatermark }));
+      const value = await fn(Object.assign(t, { woken }));
       return { value, woken };
     });
+    ctx.run.generation += 1;
     if (woken.length > 0) this.wake(woken);
     return value;
   }
 
-  private body(ctx: Ctx, state: State, attempt: number): CallBody {
+  /**
+   * The call body. `disableImmediate` is set for targeted calls to parallel steps; a discovery (there is nothing
+   * pending by then: the last parallel step is done, or the run resumed) clears it, as Inngest's v2 runs do. Apps whose
+   * checkpoint calls reach this executor get `fn_id` and the dispatch token `qi_id`, which makes the SDK checkpoint.
+   */
+  private body(ctx: Ctx, state: State, attempt: number, disableImmediate: boolean): CallBody {
     const steps: Record<string, unknown> = {};
     for (const [k, v] of state.steps) steps[k] = v;
     return {
@@ -476,16 +499,12 @@ export class Executor {
         attempt,
         max_attempts: ctx.fn.retries + 1,
         stack: { stack: state.stack, current: state.stack.length },
-        disable_immediate_execution: state.parallel,
+        disable_immediate_execution: disableImmediate,
         use_api: false,
+        ...(ctx.target.checkpointing ? { fn_id: ctx.fn.id, qi_id: dispatchToken(this.workerId, ctx.run.generation) } : {}),
       },
       version: 2,
     };
-  }
-
-  private async maxSeq(): Promise<number> {
-    const r = await query<{ s: number | null }>("SELECT max(seq) AS s FROM executor_events");
-    return Number(r[0]?.s ?? 0);
   }
 
   private async call(ctx: Ctx, stepId: string, body: CallBody): Promise<CallOutcome> {
@@ -496,24 +515,30 @@ export class Executor {
       body,
       timeoutMs: this.opts.requestTimeoutMs,
       runId: ctx.run.id,
+      dispatch: { requestId: ulid(), generation: ctx.run.generation },
     });
   }
 
+  /** The reply to a dispatch this executor fenced (409 to its checkpoint) is ignored; the run is not failed for it. */
+  private isStaleDispatch(outcome: CallOutcome): boolean {
+    return outcome.kind === "error" && outcome.error.name === "StaleDispatchError";
+  }
+
   private async discover(ctx: Ctx, state: State): Promise<"continue" | "stop"> {
-    const seq = await this.maxSeq();
-    const outcome = await this.call(ctx, "step", this.body(ctx, state, state.attempt));
+    const outcome = await this.call(ctx, "step", this.body(ctx, state, state.attempt, false));
+    if (this.isStaleDispatch(outcome)) return "continue";
     if (outcome.kind === "complete") {
       await this.finish(ctx.run, "completed", outcome.data, null);
       return "stop";
     }
     if (outcome.kind === "error") return this.functionError(ctx, state, outcome.error, outcome.retriable, outcome.retryAfterMs);
-    return this.handleOps(ctx, state, outcome.ops, seq, undefined, outcome.retryAfterMs);
+    return this.handleOps(ctx, state, outcome.ops, undefined, outcome.retryAfterMs);
   }
 
   private async runStep(ctx: Ctx, state: State, p: PendingRow): Promise<"continue" | "stop"> {
-    const seq = await this.maxSeq();
-    const outcome = await this.call(ctx, p.hashed_id, { ...this.body(ctx, state, p.attempt), ctx: { ...this.body(ctx, state, p.attempt).ctx, disable_immediate_execution: true } });
-    if (outcome.kind === "ops") return this.handleOps(ctx, state, outcome.ops, seq, p, outcome.retryAfterMs);
+    const outcome = await this.call(ctx, p.hashed_id, this.body(ctx, state, p.attempt, true));
+    if (this.isStaleDispatch(outcome)) return "continue";
+    if (outcome.kind === "ops") return this.handleOps(ctx, state, outcome.ops, p, outcome.retryAfterMs);
     if (outcome.kind === "complete") {
       await this.finish(ctx.run, "completed", outcome.data, null);
       return "stop";
@@ -534,7 +559,7 @@ export class Executor {
     existing: PendingRow | undefined,
   ): Promise<void> {
     if (attempt >= ctx.fn.retries) {
-      if (existing) await resolvePending(t, { runId: ctx.run.id, hashedId, result: { error } });
+      if (existing) await resolvePending(t, { runId: ctx.run.id, hashedId, result: { error }, kind: "step" });
       else await this.record(t, ctx, hashedId, { error });
       return;
     }
@@ -546,18 +571,14 @@ export class Executor {
     });
   }
 
-  private async record(t: Tx, ctx: Ctx, hashedId: string, result: unknown): Promise<void> {
-    await t.execute({
-      sql: "INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-      args: [ctx.run.id, hashedId, JSON.stringify(result ?? null), Date.now()],
-    });
+  private async record(t: Tx, ctx: Ctx, hashedId: string, result: unknown): Promise<boolean> {
+    return recordEntry(t, { runId: ctx.run.id, hashedId, result, kind: "step" });
   }
 
   private async handleOps(
     ctx: Ctx,
     state: State,
     ops: OutgoingOp[],
-    seq: number,
     target: PendingRow | undefined,
     retryAfterMs: number | undefined,
   ): Promise<"continue" | "stop"> {
@@ -568,6 +589,7 @@ export class Executor {
     }
     const invalid = ops.map((o) => validateOp(o)).find((m) => m !== null);
     if (invalid) return this.functionError(ctx, state, protocolError(`${invalid} from ${ctx.target.url}`), true);
+    // A checkpointing app finishes with 206 [...buffered StepRuns, RunComplete]: the run is complete.
     const complete = ops.find((o) => o.op === "RunComplete");
     if (complete) {
       await this.finish(ctx.run, "completed", complete.data ?? null, null);
@@ -575,31 +597,41 @@ export class Executor {
     }
     const registry = await getRegistry();
     const now = Date.now();
-    await this.guarded(
+    const progressed = await this.guarded(
       ctx,
       async (t) => {
+        let changed = false;
         for (const op of ops) {
-          if (state.steps.has(op.id)) continue;
+          if (state.steps.has(op.id)) {
+            // Already recorded (a repeated report): nothing to store, but a pending row for it is obsolete and would
+            // otherwise make the run call the app again and again.
+            const del = await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ? AND hashed_id = ?", args: [ctx.run.id, op.id] });
+            if (del.rowsAffected > 0) changed = true;
+            continue;
+          }
           const isTarget = target?.hashed_id === op.id;
           const race = op.opts?.parallelMode === "race" ? 1 : 0;
-          const insertPending = (kind: PendingRow["kind"], dueAt: number | null, eventName: string | null = null, expression: string | null = null) =>
-            t.execute({
+          const insertPending = async (kind: PendingRow["kind"], dueAt: number | null, eventName: string | null = null, expression: string | null = null) => {
+            const r = await t.execute({
               sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, event_name, expression, race, created_at)
                     VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT(run_id, hashed_id) DO NOTHING`,
               args: [ctx.run.id, op.id, kind, JSON.stringify(op), dueAt, eventName, expression, race, now],
             });
+            if (r.rowsAffected > 0) changed = true;
+          };
           switch (op.op) {
             case "StepRun":
-              if (isTarget) await resolvePending(t, { runId: ctx.run.id, hashedId: op.id, result: { data: op.data ?? null } });
-              else await this.record(t, ctx, op.id, { data: op.data ?? null });
+              if (isTarget) changed = (await resolvePending(t, { runId: ctx.run.id, hashedId: op.id, result: { data: op.data ?? null }, kind: "step" })) || changed;
+              else changed = (await this.record(t, ctx, op.id, { data: op.data ?? null })) || changed;
               break;
             case "StepFailed":
-              if (isTarget) await resolvePending(t, { runId: ctx.run.id, hashedId: op.id, result: { error: op.error ?? null } });
-              else await this.record(t, ctx, op.id, { error: op.error ?? null });
+              if (isTarget) changed = (await resolvePending(t, { runId: ctx.run.id, hashedId: op.id, result: { error: op.error ?? null }, kind: "step" })) || changed;
+              else changed = (await this.record(t, ctx, op.id, { error: op.error ?? null })) || changed;
               break;
             case "StepError": {
               const existing = state.pending.find((p) => p.hashed_id === op.id);
               await this.stepFailedAttempt(t, ctx, op.id, existing?.attempt ?? 0, op.error ?? null, retryAfterMs, existing);
+              changed = true;
               break;
             }
             case "StepPlanned":
@@ -614,14 +646,8 @@ export class Executor {
               const dueAt = timeout === undefined || timeout === null ? FAR_FUTURE : deadline(timeout, now);
               const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
               await insertPending("wait", dueAt, eventName, expression);
-              await resolveWaitFromHistory(t, {
-                runId: ctx.run.id,
-                hashedId: op.id,
-                eventName,
-                expression,
-                trigger: ctx.event,
-                watermark: t.previousWatermark,
-              });
+              // Look back to the moment the run reached this wait (its step history, see recordEntry in events.ts).
+              await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
               break;
             }
             case "InvokeFunction": {
@@ -629,6 +655,7 @@ export class Executor {
               const callee = registry.byId.get(fnId);
               const timeout = op.opts?.timeout;
               const dueAt = typeof timeout === "string" && timeout ? deadline(timeout, now) : FAR_FUTURE;
+              changed = true;
               if (!callee) {
                 await this.record(t, ctx, op.id, { error: { name: "Error", message: `Invoked function "${fnId}" is not registered` } });
                 break;
@@ -637,17 +664,39 @@ export class Executor {
               const payload = (op.opts?.payload ?? {}) as { data?: Record<string, unknown>; v?: string };
               const event: StoredEvent = { id: ulid(), name: INVOKE_EVENT, data: payload.data ?? {}, ts: now };
               const childId = ulid();
-              await createRun(t, { fn: callee, event, runId: childId, now, watermark: seq, parent: { runId: ctx.run.id, step: op.id } });
+              const [top] = await rows<{ s: number | null }>(t, "SELECT max(seq) AS s FROM executor_events");
+              await createRun(t, { fn: callee, event, runId: childId, now, watermark: Number(top?.s ?? 0), parent: { runId: ctx.run.id, step: op.id } });
               t.woken.push(childId);
               break;
             }
           }
         }
+        if (!changed) {
+          // Steps checkpointed during the call are progress too, though its reply repeated what was known.
+          const [count] = await rows<{ n: number }>(t, "SELECT count(*) AS n FROM executor_steps WHERE run_id = ?", [ctx.run.id]);
+          if (Number(count?.n) <= state.steps.size) return false;
+        }
+        // A call that made progress starts the next discovery fresh (attempt 0).
+        await t.execute({ sql: "UPDATE executor_runs SET attempt = 0 WHERE id = ?", args: [ctx.run.id] });
+        return true;
       },
-      // A call that recorded results starts the next discovery fresh (attempt 0); several ops mean parallel steps.
-      { watermark: seq, resetAttempt: true, parallel: ops.length > 1, needPreviousWatermark: ops.some((o) => o.op === "WaitForEvent") },
+      // Several ops mean parallel steps.
+      { parallel: ops.length > 1 },
     );
-    return "continue";
+    if (progressed) return "continue";
+    // The app reported only ops that already have results: calling it again at once would spin. Back off, and after
+    // NO_PROGRESS_LIMIT such calls fail the run with an error that says so.
+    const ids = [...new Set(ops.map((o) => `${o.op} ${o.id}`))].join(", ");
+    return this.functionError(
+      ctx,
+      state,
+      protocolError(
+        `Run made no progress: ${ctx.target.url} reported only ops that already have results (${ids}) in ${NO_PROGRESS_LIMIT + 1} calls; is the function deterministic (same step ids in the same order on every call)?`,
+      ),
+      true,
+      undefined,
+      NO_PROGRESS_LIMIT,
+    );
   }
 
   private async functionError(
@@ -656,18 +705,26 @@ export class Executor {
     error: SerializedError,
     retriable: boolean,
     retryAfterMs?: number,
+    retries: number = ctx.fn.retries,
   ): Promise<"continue" | "stop"> {
-    if (retriable && state.attempt < ctx.fn.retries) {
-      const at = Date.now() + (retryAfterMs ?? this.opts.backoff(state.attempt));
-      await this.guarded(ctx, (t) =>
-        t.execute({
+    if (retriable) {
+      // The attempt is read in the write: checkpoints during the call may have reset it (a fresh budget per step).
+      const at = await this.guarded(ctx, async (t) => {
+        const [row] = await rows<{ attempt: number }>(t, "SELECT attempt FROM executor_runs WHERE id = ?", [ctx.run.id]);
+        const attempt = Number(row?.attempt ?? state.attempt);
+        if (attempt >= retries) return null;
+        const at = Date.now() + (retryAfterMs ?? this.opts.backoff(attempt));
+        await t.execute({
           sql: "UPDATE executor_runs SET attempt = attempt + 1, error = ?, status = 'queued', next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ?",
           args: [JSON.stringify(error), at, ctx.run.id],
-        }),
-      );
-      this.wakeAt(ctx.run.id, at);
-      this.unblock(ctx.fn.id);
-      return "stop";
+        });
+        return at;
+      });
+      if (at !== null) {
+        this.wakeAt(ctx.run.id, at);
+        this.unblock(ctx.fn.id);
+        return "stop";
+      }
     }
     await this.finish(ctx.run, "failed", null, error);
     return "stop";

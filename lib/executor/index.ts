@@ -5,6 +5,7 @@ import type { AppTarget } from "./protocol";
 
 export { Executor, defaultBackoff, type ExecutorOptions, type ExecutorStatus } from "./executor";
 export { ingestEvents, EventValidationError } from "./events";
+export { checkpointingFetch, handleCheckpointRequest, bearerCarriesKey, CHECKPOINT_PATH } from "./checkpoint";
 export type { AppTarget, FetchHandler } from "./protocol";
 
 /*
@@ -42,6 +43,7 @@ export async function startExecutor(options: Partial<ExecutorOptions> & { apps: 
   const apps = new Map<string, AppTarget>();
   for (const url of configuredAppUrls()) apps.set(url, { url });
   for (const app of options.apps) apps.set(app.url, app);
+
   const executor = new Executor({ ...options, apps: [...apps.values()] });
   globalForExecutor.__gatehouseExecutor = executor;
   await executor.start();

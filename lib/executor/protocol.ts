@@ -9,9 +9,14 @@ import { z } from "zod";
 /** A fetch-compatible handler: lets the executor call a serve endpoint in-process, without a socket. */
 export type FetchHandler = (request: Request) => Promise<Response>;
 
-/** An Inngest app the executor drives: its serve URL, and optionally the same endpoint's in-process handler. */
-/** An app the executor drives: its serve URL, an in-process handler for it, and headers sent on every HTTP call. */
-export type AppTarget = { url: string; handler?: FetchHandler; headers?: Record<string, string> };
+/**
+ * An app the executor drives: its serve URL, an in-process handler for it, and headers sent on every HTTP call.
+ * `checkpointing`: the app's checkpoint calls (`POST {its Inngest base URL}/v1/checkpoint/...`) reach an endpoint on
+ * this executor's database (its client's `fetch` routes them in-process, or its base URL points at a checkpoint
+ * route). Only then does the executor send `ctx.fn_id`, which makes the SDK checkpoint; otherwise every step costs
+ * one call (classic), which is also what an app with `checkpointing: false` gets.
+ */
+export type AppTarget = { url: string; handler?: FetchHandler; headers?: Record<string, string>; checkpointing?: boolean };
 
 export type StepResult = { data: unknown } | { error: unknown } | unknown;
 
@@ -26,6 +31,9 @@ export type CallBody = {
     stack: { stack: string[]; current: number };
     disable_immediate_execution: boolean;
     use_api: false;
+    /** Sent only to apps that checkpoint to this executor: the function, and the dispatch token echoed back. */
+    fn_id?: string;
+    qi_id?: string;
   };
   version: number;
 };
@@ -62,6 +70,7 @@ export async function callFunction({
   body,
   timeoutMs,
   runId,
+  dispatch,
 }: {
   target: AppTarget;
   fnId: string;
@@ -69,6 +78,8 @@ export async function callFunction({
   body: CallBody;
   timeoutMs: number;
   runId: string;
+  /** Echoed by the SDK in its checkpoint calls (Inngest sends these headers on every call). */
+  dispatch?: { requestId: string; generation: number };
 }): Promise<CallOutcome> {
   const url = new URL(target.url);
   url.searchParams.set("fnId", fnId);
@@ -81,6 +92,7 @@ export async function callFunction({
       "x-run-id": runId,
       "x-inngest-step-id": stepId,
       "x-inngest-req-version": String(body.version),
+      ...(dispatch ? { "x-request-id": dispatch.requestId, "x-inngest-generation-id": String(dispatch.generation) } : {}),
     },
     body: JSON.stringify(body),
   };
@@ -241,6 +253,13 @@ export async function syncApp({ target, timeoutMs }: { target: AppTarget; timeou
     timeoutMs,
   );
   const text = await response.text();
+  if (response.status === 401 || response.status === 403) {
+    throw new Error(
+      `${target.url} refused the sync (${response.status}): it wants a signed request or a key. For Gatehouse's own /api/inngest the executor sends ` +
+        `its executor key (x-gatehouse-executor-key) only when the URL is GATEHOUSE_PUBLIC_URL/api/inngest; any other Inngest app must run in ` +
+        `dev mode (INNGEST_DEV=1 or isDev: true), since the embedded executor does not sign requests with INNGEST_SIGNING_KEY.`,
+    );
+  }
   if (!response.headers.get(SDK_HEADER)) throw new Error(`${target.url} is not an Inngest serve endpoint (status ${response.status}, no X-Inngest-Sdk header)`);
   if (response.status !== 200) throw new Error(`Sync of ${target.url} failed with ${response.status}: ${text.slice(0, 300)}`);
   if (response.headers.get("x-inngest-sync-kind") !== "in_band") {

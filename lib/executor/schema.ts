@@ -61,6 +61,13 @@ export const executorRuns = sqliteTable(
     watermark: integer("watermark").notNull().default(0),
     /** Set once the run went parallel: every later call sends disable_immediate_execution. */
     parallel: integer("parallel").notNull().default(0),
+    /**
+     * Dispatch generation: bumped when a worker takes the lease and after every write that acts on a call's reply. A
+     * call carries it (qi_id / x-inngest-generation-id); a checkpoint from an older generation is stale (409).
+     */
+    generation: integer("generation").notNull().default(0),
+    /** Bytes of memoized results (Inngest's 32 MiB run state limit is checked against it). */
+    stateBytes: integer("state_bytes").notNull().default(0),
     concurrencyKey: text("concurrency_key"),
     idempotencyKey: text("idempotency_key"),
     parentRunId: text("parent_run_id"),
@@ -83,6 +90,8 @@ export const executorSteps = sqliteTable(
     runId: text("run_id").notNull(),
     hashedId: text("hashed_id").notNull(),
     result: text("result").notNull(),
+    /** The newest event seq when this result was recorded: a wait reached after this step looks back from here. */
+    eventSeq: integer("event_seq").notNull().default(0),
     createdAt: integer("created_at").notNull(),
   },
   (t) => [uniqueIndex("executor_steps_run_step_idx").on(t.runId, t.hashedId)],

@@ -14,12 +14,17 @@ async function executorClient(): Promise<Client> {
   return getClient();
 }
 
-export async function tx<T>(fn: (t: Tx) => Promise<T>): Promise<T> {
+/** A write transaction. `rollbackIf` lets a caller refuse with a value (no throw) and still leave nothing written. */
+export async function tx<T>(fn: (t: Tx) => Promise<T>, { rollbackIf }: { rollbackIf?: (result: T) => boolean } = {}): Promise<T> {
   const client = await executorClient();
   return serialize(async () => {
     const t = await client.transaction("write");
     try {
       const result = await fn(t);
+      if (rollbackIf?.(result)) {
+        await t.rollback();
+        return result;
+      }
       await t.commit();
       return result;
     } catch (err) {
@@ -60,6 +65,8 @@ export type RunRow = {
   lease_until: number;
   watermark: number;
   parallel: number;
+  generation: number;
+  state_bytes: number;
   concurrency_key: string | null;
   idempotency_key: string | null;
   parent_run_id: string | null;

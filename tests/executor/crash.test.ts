@@ -5,7 +5,7 @@ import { serve } from "inngest/edge";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FetchHandler } from "@/lib/executor";
 import { query } from "@/lib/executor/store";
-import { listRuns, startServer, waitFor, waitForRuns } from "./harness";
+import { checkpointing, listRuns, startServer, waitFor, waitForRuns } from "./harness";
 
 /**
  * Crash safety with real worker processes (`scripts/worker.ts`) on this test's database, driving an app served by the
@@ -52,7 +52,7 @@ const workers: ChildProcess[] = [];
 
 async function startWorker(id: string): Promise<ChildProcess> {
   // `node --import tsx` (not the tsx CLI, which forks): the pid we kill is the worker itself.
-  const child = spawn(process.execPath, ["--import", "tsx", path.join("scripts", "worker.ts"), "--app", server.serveUrl, "--port", "0", "--lease-ms", "1000", "--poll-ms", "100", "--worker-id", id], {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join("scripts", "worker.ts"), "--app", server.serveUrl, "--port", "0", "--lease-ms", "1000", "--poll-ms", "100", "--worker-id", id, ...(checkpointing() ? ["--checkpointing"] : [])], {
     env: { ...process.env, GATEHOUSE_TEST_KEEP_ENV: "1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -103,7 +103,10 @@ describe("crash safety", () => {
     await waitFor(async () => step3Started === 1, { what: "step 3 to start", timeoutMs: 30_000 });
     first.kill("SIGKILL");
     await new Promise((r) => first.once("exit", r));
-    holdStep3 = false; // the orphaned step 3 finishes in the app, but nobody records its result
+    // The orphaned step 3 finishes in the app once the dead worker's lease has lapsed, so nobody records its result (a
+    // checkpointing app's report of it is refused as stale).
+    await new Promise((r) => setTimeout(r, 1200));
+    holdStep3 = false;
 
     await startWorker("w2");
     const [done] = await waitForRuns("five-steps", { timeoutMs: 30_000 });

@@ -3,7 +3,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Executor } from "@/lib/executor";
 import type { Probe } from "../fixtures/inngest-app/functions";
-import { listRuns, startServer, waitForRuns } from "./harness";
+import { checkpointing, listRuns, startServer, waitForRuns } from "./harness";
 
 /**
  * Any Inngest app: tests/fixtures/inngest-app runs as a separate plain Node process (inngest/node serve); the executor
@@ -39,7 +39,7 @@ beforeAll(async () => {
     fixture.stderr!.on("data", (d: Buffer) => (out += d.toString()));
   });
   appOrigin = `http://127.0.0.1:${port}`;
-  app.executor = new Executor({ apps: [{ url: `${appOrigin}/api/inngest` }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {} });
+  app.executor = new Executor({ apps: [{ url: `${appOrigin}/api/inngest`, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {} });
   await app.executor.start();
   // Events reach the executor the way the app's own inngest.send() does: POST /e/:key.
   app.send = async (e) => {

@@ -2,10 +2,23 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Inngest, InngestFunction } from "inngest";
 import { serve } from "inngest/edge";
-import { Executor, handleEventRequest, type ExecutorOptions, type FetchHandler } from "@/lib/executor";
+import { CHECKPOINT_PATH, Executor, handleCheckpointRequest, handleEventRequest, type ExecutorOptions, type FetchHandler } from "@/lib/executor";
 import { query } from "@/lib/executor/store";
 
-/** A real HTTP server with an Inngest serve endpoint at /api/inngest and the executor's event API at /e/:key. */
+/**
+ * The executor suites run in two modes: `classic` (one call per step, no fn_id sent) and `checkpointed` (the app runs
+ * steps back to back and reports them to /v1/checkpoint). Test files pick theirs with `setMode` before building.
+ */
+export type ExecutorMode = "classic" | "checkpointed";
+export const harness = { mode: "classic" as ExecutorMode };
+
+/** The AppTarget flag for the current mode. */
+export const checkpointing = () => harness.mode === "checkpointed";
+
+/**
+ * A real HTTP server with an Inngest serve endpoint at /api/inngest, the executor's event API at /e/:key and its
+ * checkpoint API at /v1/checkpoint/:runId/async (the apps' Inngest base URL is this server's origin).
+ */
 export async function startServer(): Promise<{ origin: string; serveUrl: string; setHandler: (h: FetchHandler) => void; close: () => Promise<void> }> {
   let handler: FetchHandler = async () => new Response("no app yet", { status: 503 });
   const server = http.createServer(async (req, res) => {
@@ -17,7 +30,11 @@ export async function startServer(): Promise<{ origin: string; serveUrl: string;
       const headers = new Headers();
       for (const [k, v] of Object.entries(req.headers)) if (typeof v === "string") headers.set(k, v);
       const request = new Request(url, { method: req.method, headers, body: req.method === "GET" || req.method === "HEAD" ? undefined : body });
-      const response = req.url?.startsWith("/e/") ? await handleEventRequest(request) : await handler(request);
+      const response = req.url?.startsWith("/e/")
+        ? await handleEventRequest(request)
+        : CHECKPOINT_PATH.test(new URL(url).pathname)
+          ? await handleCheckpointRequest(request)
+          : await handler(request);
       res.statusCode = response.status;
       response.headers.forEach((v, k) => res.setHeader(k, v));
       res.end(Buffer.from(await response.arrayBuffer()));
@@ -26,6 +43,9 @@ export async function startServer(): Promise<{ origin: string; serveUrl: string;
       res.end(String(err));
     }
   });
+  // Under load the client's keep-alive timer can fire late and reuse a socket the server just closed (ECONNRESET on a
+  // loopback call, which a run with retries: 0 cannot survive). Keep idle sockets longer than any test.
+  server.keepAliveTimeout = 120_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
@@ -50,7 +70,7 @@ export async function startApp(
   const server = await startServer();
   const app = build(server.origin);
   server.setHandler(serve({ client: app.inngest, functions: app.functions }) as FetchHandler);
-  const executor = new Executor({ apps: [{ url: server.serveUrl }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {}, ...options });
+  const executor = new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {}, ...options });
   await executor.start();
   return {
     ...app,

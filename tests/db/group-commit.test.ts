@@ -1,0 +1,112 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { writeGrouped } from "@/lib/db";
+import { createProject } from "@/lib/db/queries/projects";
+import { appendEvent, appendEvents, createRun, getRunState, listEvents, replay } from "@/lib/db/queries/runs";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+import { workflowEvents } from "@/lib/db/schema";
+
+/** Group commit: concurrent appends share transactions without giving up order, gaplessness or isolation of failures. */
+
+let projectId: string;
+let userId: string;
+
+beforeAll(async () => {
+  userId = (await ensureLocalOwner()).id;
+  projectId = (await createProject({ name: "g", ownerId: userId, repository: { type: "local", path: "/tmp/g" } })).id;
+});
+
+/** Occupy the write queue until `release()`: writes issued meanwhile form one group behind it. */
+async function holdWriteQueue(): Promise<{ held: Promise<void>; release: () => void }> {
+  let release!: () => void;
+  let started!: () => void;
+  const running = new Promise<void>((r) => (started = r));
+  const held = writeGrouped(
+    () =>
+      new Promise<void>((r) => {
+        release = r;
+        started();
+      }),
+  );
+  await running;
+  return { held, release };
+}
+
+const newRun = () => createRun({ projectId, userId, request: "group commit", config: {} });
+const artifact = (path: string) => ({ type: "ARTIFACT_CREATED" as const, payload: { type: "note", path } });
+
+describe("group commit of appendEvent", () => {
+  it("concurrent appends across runs and within a run are gapless, in call order per run, and replay equals the projection", async () => {
+    const runs = await Promise.all(Array.from({ length: 6 }, () => newRun()));
+    await Promise.all(runs.map((r) => appendEvent(r.id, { type: "RUN_STARTED", payload: {} })));
+    // Issued without awaiting: they queue up and commit in groups.
+    const calls: Promise<unknown>[] = [];
+    for (let i = 0; i < 40; i++) for (const r of runs) calls.push(appendEvent(r.id, artifact(`${r.id}-${i}.md`)));
+    await Promise.all(calls);
+    for (const r of runs) {
+      const events = await listEvents({ runId: r.id });
+      expect(events.map((e) => e.sequence)).toEqual(Array.from({ length: 42 }, (_, i) => i + 1));
+      // Within a run, the order of the calls is the order of the sequence numbers.
+      const paths = events.filter((e) => e.type === "ARTIFACT_CREATED").map((e) => (e.payload as { path: string }).path);
+      expect(paths).toEqual(Array.from({ length: 40 }, (_, i) => `${r.id}-${i}.md`));
+      const state = await getRunState({ id: r.id });
+      expect(state?.lastSequence).toBe(42);
+      expect(await replay({ runId: r.id })).toEqual(state);
+    }
+  });
+
+  it("a failing append in a group is rejected alone: the others of its group commit, nothing of it is written", async () => {
+    const a = await newRun();
+    const b = await newRun();
+    await appendEvent(a.id, { type: "RUN_STARTED", payload: {} });
+    await appendEvent(b.id, { type: "RUN_STARTED", payload: {} });
+    // Hold the write queue so that everything below lands in one group.
+    const { held, release } = await holdWriteQueue();
+    const before = appendEvent(a.id, artifact("before.md"));
+    // Two events, the second illegal (a second RUN_CREATED): the first must not survive either.
+    const failing = appendEvents(b.id, [artifact("half.md"), { type: "RUN_CREATED", payload: {} } as never]);
+    const afterB = appendEvent(b.id, artifact("after-b.md"));
+    const afterA = appendEvent(a.id, artifact("after-a.md"));
+    const failed = failing.then(
+      () => null,
+      (e: unknown) => e,
+    );
+    release();
+    await held;
+    await Promise.all([before, afterB, afterA]);
+    expect(await failed).toMatchObject({ code: "conflict:run" });
+    const eventsA = await listEvents({ runId: a.id });
+    expect(eventsA.map((e) => [e.sequence, (e.payload as { path?: string }).path ?? e.type])).toEqual([
+      [1, "RUN_CREATED"],
+      [2, "RUN_STARTED"],
+      [3, "before.md"],
+      [4, "after-a.md"],
+    ]);
+    const eventsB = await listEvents({ runId: b.id });
+    expect(eventsB.map((e) => [e.sequence, (e.payload as { path?: string }).path ?? e.type])).toEqual([
+      [1, "RUN_CREATED"],
+      [2, "RUN_STARTED"],
+      [3, "after-b.md"],
+    ]);
+    expect((await getRunState({ id: b.id }))?.lastSequence).toBe(3);
+    expect(await replay({ runId: b.id })).toEqual(await getRunState({ id: b.id }));
+  });
+
+  it("a write that fails inside the database is rolled back alone, the rest of the group commits", async () => {
+    const r = await newRun();
+    const { held, release } = await holdWriteQueue();
+    const ok = appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
+    const broken = writeGrouped(async (tx) => {
+      await tx.insert(workflowEvents).values({ id: "dup", workflowRunId: r.id, type: "X", payload: {}, timestamp: new Date(), sequence: 100 });
+      await tx.insert(workflowEvents).values({ id: "dup", workflowRunId: r.id, type: "X", payload: {}, timestamp: new Date(), sequence: 101 });
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    const ok2 = appendEvent(r.id, artifact("x.md"));
+    release();
+    await Promise.all([held, ok, ok2]);
+    expect(await broken).toBeInstanceOf(Error);
+    const events = await listEvents({ runId: r.id });
+    expect(events.map((e) => e.sequence)).toEqual([1, 2, 3]);
+  });
+});
