@@ -201,9 +201,33 @@ function RunHeader({ detail }: { detail: RunDetail }) {
                 </Button>
               </>
             ) : (
-              <Button variant="outline" size="sm" data-testid="cancel-run" onClick={() => setConfirming(true)}>
-                Cancel run
-              </Button>
+              <>
+                {run.status === "running" && (
+                  <Button
+                    variant="outline"
+                    size="sm"
+                    data-testid="pause-run"
+                    title="Pauses at the next step: the work so far is committed and the sandbox freed"
+                    disabled={cancel.isPending}
+                    onClick={() => cancel.mutate({ url: `/api/runs/${run.id}/pause`, success: "Pause requested; the run pauses at its next step" })}
+                  >
+                    Pause
+                  </Button>
+                )}
+                {run.status === "paused" && run.pauseReason?.reason === "by_person" && (
+                  <Button
+                    size="sm"
+                    data-testid="resume-run"
+                    disabled={cancel.isPending}
+                    onClick={() => cancel.mutate({ url: `/api/runs/${run.id}/resume`, success: "Resumed" })}
+                  >
+                    Resume
+                  </Button>
+                )}
+                <Button variant="outline" size="sm" data-testid="cancel-run" onClick={() => setConfirming(true)}>
+                  Cancel run
+                </Button>
+              </>
             )}
           </div>
         )}

@@ -275,6 +275,12 @@ export const runWorkflow = inngest.createFunction(
             result = (await runStep(key, () =>
               ops.implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt }),
             )) as ops.TurnStepResult;
+            if (result.kind === "pause_requested") {
+              // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
+              // runs once the run is resumed.
+              await pauseUntilResumed(key, "by_person", result.message, "implementation");
+              continue;
+            }
             if (result.kind === "secret_detected") {
               // Nothing was committed; a person retries, and the turn is redone with the model told why.
               state = result.state;

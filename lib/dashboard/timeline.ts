@@ -106,6 +106,10 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { reason, message } = p(event, "RUN_PAUSED");
       return item(`Paused: ${(reason ?? "other").replaceAll("_", " ")}`, "warning", message);
     }
+    case "PAUSE_REQUESTED": {
+      const { by } = p(event, "PAUSE_REQUESTED");
+      return item("Pause requested", "waiting", by ? `by ${name(by)}; the run pauses at its next step` : undefined);
+    }
     case "RUN_RESUMED": {
       const { by, action } = p(event, "RUN_RESUMED");
       return item(action === "extend" ? "Resumed with more time" : "Resumed", "info", by ? `by ${name(by)}` : undefined);

@@ -2,11 +2,11 @@ import { and, desc, eq } from "drizzle-orm";
 import { z } from "zod";
 import { getDb, write, type Tx } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
-import { appendEventsTx } from "@/lib/db/queries/runs";
+import { appendEventsTx, pendingPauseRequest } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
-import { redactBase64File, redactDeep } from "@/lib/security/redact";
+import { redact, redactBase64File, redactDeep } from "@/lib/security/redact";
 
 /** Decisions are stored (gates, events) and later read by models: a secret typed into one is redacted on the way in. */
 const redacted = <T>(value: T): T => redactDeep(value);
@@ -249,6 +249,25 @@ export async function cancelRun({ user, runId, reason }: { user: SessionUser; ru
       .where(and(eq(clarificationRequests.workflowRunId, runId), eq(clarificationRequests.status, "pending")));
     return state;
   });
+}
+
+export const pauseSchema = z.strictObject({ note: z.string().trim().max(2000, "note: at most 2000 characters").optional() });
+
+/**
+ * Ask a computing run to pause (PAUSE_REQUESTED): it parks at its next turn boundary — work in progress committed to
+ * the branch, sandbox freed, no slot held — and waits for POST /resume. 409 unless the run is computing, or when a
+ * pause is already requested.
+ */
+export async function requestPause({ user, runId, note }: { user: SessionUser; runId: string; note?: string }) {
+  const run = await getVisibleRun({ user, runId, action: "decide" });
+  if (run.status !== "running") {
+    throw new AppError("conflict:run", `The run is ${run.status.replaceAll("_", " ")}; only a running run can be paused.`);
+  }
+  if (await pendingPauseRequest({ runId })) throw new AppError("conflict:run", "A pause is already requested; the run pauses at its next step.");
+  const { state } = await write((tx) =>
+    appendEventsTx(tx, runId, [{ type: "PAUSE_REQUESTED", payload: { by: user.id, note: note ? redact(note) : null } }]),
+  );
+  return state;
 }
 
 /** Resume a paused run: `retry` after a model outage or failure, `extend` after a stage timeout. */

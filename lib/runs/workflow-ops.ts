@@ -2,7 +2,7 @@ import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
 import { NonRetriableError } from "inngest";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, projects, workflowRuns } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } from "@/lib/db/queries/runs";
+import { appendEventsTx, findStepEvents, getRunState, listEvents, pendingPauseRequest, rowToState } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
@@ -566,7 +566,7 @@ export async function pause({
 }: {
   runId: string;
   stepKey: string;
-  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "other";
+  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "other";
   message: string;
   stage: Stage | null;
 }): Promise<{ tree: string | null }> {
@@ -616,7 +616,8 @@ export function applyAnswer(state: ImplementerState, answer: string): Implemente
 export type TurnStepResult =
   | WithNow<ImplementerTurnResult>
   | WithNow<{ kind: "model_error"; reason: string; message: string }>
-  | WithNow<{ kind: "secret_detected"; state: ImplementerState; files: string[]; message: string }>;
+  | WithNow<{ kind: "secret_detected"; state: ImplementerState; files: string[]; message: string }>
+  | WithNow<{ kind: "pause_requested"; by: string; message: string }>;
 
 /**
  * Files whose added lines hold a secret (a configured one, a fragment or an encoding of one, or a key shape), from the
@@ -646,6 +647,12 @@ export async function implementTurn({
   plan: PlanDocument;
   attempt: number;
 }): Promise<TurnStepResult> {
+  // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
+  const pauseRequest = await pendingPauseRequest({ runId });
+  if (pauseRequest) {
+    const message = `Paused by a person${pauseRequest.note ? `: ${redact(pauseRequest.note)}` : ""}. Resume it to continue where it stopped.`;
+    return { kind: "pause_requested", by: pauseRequest.by, message, now: workflowClock.now() };
+  }
   const run = await loadRun({ runId });
   const sandbox = await attachSandbox(await sandboxOptions(run));
   // A cancellation stops the turn where it is: the model call and any command it runs are aborted within a poll.

@@ -46,11 +46,13 @@ export type RunEventPayloads = {
   VALIDATION_PASSED: { attempt: number; score?: number; report?: string };
   VALIDATION_FAILED: { attempt: number; score?: number; summary?: string; report?: string };
   RUN_PAUSED: {
-    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "other";
+    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "other";
     message: string;
     stage?: Stage | null;
   };
   RUN_RESUMED: { by: string; action?: "retry" | "extend" };
+  /** A person asked a computing run to pause; it parks at its next turn boundary (RUN_PAUSED, reason by_person). */
+  PAUSE_REQUESTED: { by: string; note?: string | null };
   BRANCH_CREATED: { branch: string; baseSha?: string };
   BRANCH_PUSHED: { branch: string; sha: string; remote?: string };
   PR_OPENED: { number: number; url: string; draft: boolean };
@@ -88,6 +90,7 @@ export const RUN_EVENT_TYPES = [
   "VALIDATION_FAILED",
   "RUN_PAUSED",
   "RUN_RESUMED",
+  "PAUSE_REQUESTED",
   "BRANCH_CREATED",
   "BRANCH_PUSHED",
   "PR_OPENED",

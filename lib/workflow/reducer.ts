@@ -194,6 +194,10 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         },
       });
 
+    case "PAUSE_REQUESTED":
+      requireStatus("running");
+      return next({});
+
     case "RUN_RESUMED":
       requireStatus("paused");
       return next({ status: "running", pauseReason: null, resumedAt: at });

@@ -373,3 +373,14 @@ export async function listRuns({
     nextCursor: rows.length > limit && last ? encodeCursor({ createdAt: last.createdAt, id: last.id }) : null,
   };
 }
+
+/** A person's pause request that no pause has answered yet (PAUSE_REQUESTED after the last RUN_PAUSED/RUN_RESUMED). */
+export async function pendingPauseRequest({ runId }: { runId: string }): Promise<{ by: string; note: string | null } | null> {
+  const events = await listEvents({ runId, limit: 100_000 });
+  for (let i = events.length - 1; i >= 0; i--) {
+    const e = events[i]!;
+    if (e.type === "RUN_PAUSED" || e.type === "RUN_RESUMED") return null;
+    if (e.type === "PAUSE_REQUESTED") return { by: e.payload.by, note: e.payload.note ?? null };
+  }
+  return null;
+}

@@ -1,0 +1,17 @@
+import { json, readOptionalJson, route } from "@/lib/http";
+import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
+import { toRunDto } from "@/lib/runs/dto";
+import { announce } from "@/inngest/announce";
+import { runResumed } from "@/inngest/events";
+import { rateLimit } from "@/lib/security/rate-limit";
+
+export const dynamic = "force-dynamic";
+
+/** Resume a paused run where it stopped (the same as /retry; named for runs a person paused). */
+export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  await rateLimit({ user, bucket: "decisions" });
+  await readOptionalJson(request, resumeSchema);
+  const run = await resumeRun({ user, runId: params.id, action: "retry" });
+  await announce(runResumed.create({ runId: params.id, action: "retry" }));
+  return json({ run: toRunDto(run) });
+});
