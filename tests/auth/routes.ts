@@ -19,6 +19,7 @@ export const PUBLIC_ROUTES: Record<string, string> = {
   "app/api/inngest/route.ts": "Inngest serve endpoint: Inngest Cloud / self-hosted requests are signed (INNGEST_SIGNING_KEY)",
   "app/e/[key]/route.ts": "Inngest event ingestion for the embedded executor, keyed by the event key in the path",
   "app/api/github/webhook/route.ts": "GitHub App webhooks, verified by HMAC with GITHUB_APP_WEBHOOK_SECRET",
+  "app/v1/checkpoint/[runId]/async/route.ts": "Inngest's checkpoint API for the embedded executor: the app authenticates with the executor key as its bearer",
 };
 
 /** Bodies a mutation needs to get past input parsing (parsing comes before the role check). */
@@ -47,6 +48,7 @@ export function paramValue(previous: string, name: string, w: World): { value: s
   if (previous === "clarifications" && name === "id") return { value: w.clarificationId, project: true };
   if (previous === "members" && name === "userId") return { value: w.target.id, project: true };
   if (previous === "tokens" && name === "id") return { value: w.approver.tokenId, project: false };
+  if (previous === "checkpoint" && name === "runId") return { value: w.runId, project: false };
   throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${"tests/auth/routes.ts"}`);
 }
 
