@@ -247,8 +247,10 @@ async function worktreeOnBranch(repoPath: string, dir: string, branch: string): 
  * (`git worktree remove` would read the worktree's own `.git` and index).
  */
 async function removeWorktree(repoPath: string, dir: string) {
-  // Renamed away first (atomically), so nothing racing with the removal ever sees a half-deleted worktree.
-  const doomed = `${dir}.removing-${process.pid}-${Date.now()}`;
+  // Renamed away first (atomically, out of workspaces/), so nothing racing with the removal sees a half-deleted worktree.
+  const trash = path.join(getEnv().dataDir, "trash");
+  await fs.mkdir(trash, { recursive: true });
+  const doomed = path.join(trash, `${path.basename(dir)}-${process.pid}-${Date.now()}`);
   const moved = await fs.rename(dir, doomed).then(
     () => true,
     () => false,
