@@ -1,7 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { createProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { createProjectSchema } from "@/lib/runs/schemas";
-import { validateRepositoryBinding } from "@/lib/runs/projects";
+import { checkRepositoryBinding } from "@/lib/runs/projects";
 
 export const dynamic = "force-dynamic";
 
@@ -11,7 +11,7 @@ export const GET = route(async ({ user }) => {
 
 export const POST = route(async ({ request, user }) => {
   const body = await readJson(request, createProjectSchema);
-  await validateRepositoryBinding(body.repository);
-  const project = await createProject({ ...body, ownerId: user.id });
+  const repository = await checkRepositoryBinding({ user, repository: body.repository });
+  const project = await createProject({ ...body, repository, ownerId: user.id });
   return json({ project }, { status: 201 });
 });
