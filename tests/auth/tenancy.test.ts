@@ -16,7 +16,7 @@ import { POST as webhook } from "@/app/api/github/webhook/route";
 import { getDb, write } from "@/lib/db";
 import { accounts, githubDeliveries, projects, workflowRuns } from "@/lib/db/schema";
 import { createProject, setMember } from "@/lib/db/queries/projects";
-import { isRepositoryKeyConflict } from "@/lib/db/repository-key";
+import { backfillRepositoryKeys, isRepositoryKeyConflict } from "@/lib/db/repository-key";
 import { getEnv, resetEnvCache } from "@/lib/env";
 import { signPayload } from "@/lib/github/webhooks";
 import { makeRepo } from "../api/helpers";
@@ -163,6 +163,38 @@ describe("one project per repository", () => {
   });
 });
 
+describe("projects from before one-project-per-repository", () => {
+  it("get their repository key once at start-up; of two sharing a repository the older keeps it", async () => {
+    const db = await getDb();
+    const owner = await ownerId();
+    const repo = makeRepo();
+    await db.insert(projects).values([
+      { id: "prj_legacy_a", name: "legacy a", ownerId: owner, repository: { type: "local", path: repo }, createdAt: new Date(1000) },
+      { id: "prj_legacy_b", name: "legacy b", ownerId: owner, repository: { type: "local", path: repo }, createdAt: new Date(2000) },
+      { id: "prj_legacy_gh", name: "legacy gh", ownerId: owner, repository: { type: "github", owner: "Legacy", repo: "Thing" }, createdAt: new Date(3000) },
+    ]);
+    await backfillRepositoryKeys(db);
+    const keys = Object.fromEntries(
+      (await db.select({ id: projects.id, key: projects.repositoryKey }).from(projects)).filter((r) => r.id.startsWith("prj_legacy")).map((r) => [r.id, r.key]),
+    );
+    expect(keys).toEqual({ prj_legacy_a: `local:${repo}`, prj_legacy_b: null, prj_legacy_gh: "github:legacy/thing" });
+    expect((await bind(OWNER, { type: "local", path: repo })).status).toBe(409);
+  });
+});
+
+describe("GitHub bindings without a GitHub App on the server", () => {
+  it("only an instance administrator may bind, unverified and by name; others → 403; a second binding → 409", async () => {
+    expect(getEnv().GITHUB_APP_ID).toBeUndefined();
+    const byMallory = await bind(mallory.headers, { type: "github", owner: "acme", repo: "legacy" });
+    expect(byMallory.status).toBe(403);
+    expect(byMallory.json.error.message).toMatch(/GitHub App is not configured/);
+    const byAda = await bind(ada.headers, { type: "github", owner: "acme", repo: "legacy" }, "legacy by name");
+    expect(byAda.status).toBe(201);
+    expect(byAda.json.project.repository).toEqual({ type: "github", owner: "acme", repo: "legacy" });
+    expect((await bind(OWNER, { type: "github", owner: "Acme", repo: "Legacy" })).status).toBe(409);
+  });
+});
+
 describe("where a local path may point", () => {
   it("outside GATEHOUSE_REPOSITORIES_ROOT → 400 with exactly the message a missing path, a file or a plain directory gets", async () => {
     const root = tmp("root");
@@ -302,6 +334,10 @@ describe("GitHub bindings", () => {
     const again = await bind(writer.headers, { type: "github", owner: "acme", repo: "api" }, "squatter");
     expect(again.status).toBe(409);
     expect(again.json.error.message).toBe("repository: this repository is already bound to another project.");
+    // Bound earlier by name only (no App then): the verified binding, keyed by id, still finds it taken.
+    gh.addRepository({ owner: "acme", name: "legacy", installationId: api.installationId });
+    gh.setCollaborator("acme/legacy", "wendy", "admin");
+    expect((await bind(writer.headers, { type: "github", owner: "acme", repo: "legacy" })).status).toBe(409);
   });
 
   it("webhooks reach exactly the project bound to the repository's id (two projects, renamed and recreated repositories)", async () => {
