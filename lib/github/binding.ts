@@ -71,6 +71,10 @@ export async function verifyGitHubBinding({
     };
   } catch (error) {
     if (isGitHubAuthError(error)) throw new AppError("unavailable:github", error.message);
+    // GitHub down or unreachable (retries exhausted): say so instead of a bare 500, and bind nothing.
+    if (!(error instanceof AppError) && ((statusOf(error) as number) >= 500 || statusOf(error) === undefined)) {
+      throw new AppError("unavailable:github", `GitHub did not answer while checking ${full}; try again in a moment.`, { cause: error });
+    }
     throw error;
   }
 }
@@ -111,6 +115,6 @@ async function requireWriteAccess({
       if (statusOf(error) === 404 || statusOf(error) === 403) return null;
       throw error;
     });
-  const role = permission?.role_name ?? permission?.permission;
-  if (!role || !(WRITE_ROLES.has(role) || WRITE_ROLES.has(permission?.permission ?? ""))) throw noWrite();
+  // role_name is exact (maintain, triage …); the legacy `permission` folds maintain into write.
+  if (!WRITE_ROLES.has(permission?.role_name ?? "") && !WRITE_ROLES.has(permission?.permission ?? "")) throw noWrite();
 }

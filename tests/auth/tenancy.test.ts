@@ -325,6 +325,15 @@ describe("GitHub bindings", () => {
     }
   });
 
+  it("GitHub failing while the binding is checked → 503 and nothing bound", async () => {
+    const before = await projectCount();
+    gh.fail(/^GET \/repos\/acme\/api\/installation$/, 4, 502);
+    const res = await bind(writer.headers, { type: "github", owner: "acme", repo: "api" });
+    expect(res.status).toBe(503);
+    expect(res.json.error.code).toBe("unavailable:github");
+    expect(await projectCount()).toBe(before);
+  });
+
   it("write access → 201 with GitHub's repository id and installation stored; maintain is enough; a second binding → 409", async () => {
     const res = await bind(writer.headers, { type: "github", owner: "acme", repo: "api" }, "api project");
     expect(res.status).toBe(201);
