@@ -25,7 +25,7 @@ async function loginAtProvider(page: Page) {
   await page.getByRole("button", { name: "Continue" }).click();
 }
 
-test("a person signs in through a real OIDC provider, sees nothing until added to a project, then sees it as a viewer", async ({
+test("a person signs in through a real OIDC provider, sees nothing until they accept an invitation to a project, then sees it as a viewer", async ({
   page,
   request,
 }) => {
@@ -42,13 +42,14 @@ test("a person signs in through a real OIDC provider, sees nothing until added t
   expect(before.status()).toBe(200);
   expect((await before.json()).runs).toEqual([]);
 
-  // The owner adds them to a project as a viewer (by the email the provider vouched for) and starts a run.
+  // The owner invites them to a project as a viewer (by the email the provider vouched for) and starts a run.
   const project = await createProject(request, "oidc project");
   const added = await request.post(`/api/projects/${project.id}/members`, {
     headers: authHeaders,
     data: { email: OIDC_USER.email, role: "viewer" },
   });
-  expect(added.status()).toBe(201);
+  expect(added.status()).toBe(202);
+  expect((await added.json()).invitation).toEqual({ email: OIDC_USER.email.toLowerCase(), role: "viewer", status: "pending" });
   const created = await request.post("/api/runs", {
     headers: authHeaders,
     data: { projectId: project.id, request: "OIDC e2e: visible to the viewer" },
@@ -56,7 +57,18 @@ test("a person signs in through a real OIDC provider, sees nothing until added t
   expect(created.status()).toBe(201);
   const runId = (await created.json()).run.id as string;
 
+  // Invited is not a member: nothing shows until they accept, in the browser.
   await page.reload();
+  await expect(page.getByRole("heading", { name: "Runs" })).toBeVisible();
+  await expect(page.getByTestId("run-row").filter({ hasText: "OIDC e2e: visible to the viewer" })).toHaveCount(0);
+  await page.goto("/projects");
+  const invitation = page.getByTestId("invitation").filter({ hasText: "oidc project" });
+  await expect(invitation).toContainText("as viewer");
+  await invitation.getByRole("button", { name: "Accept" }).click();
+  await expect(page.getByTestId("project-card").filter({ hasText: "oidc project" })).toBeVisible();
+  await expect(page.getByTestId("my-invitations")).toHaveCount(0);
+
+  await page.goto("/");
   await expect(page.getByTestId("run-row").filter({ hasText: "OIDC e2e: visible to the viewer" })).toBeVisible();
 
   // With the browser's session cookie: a viewer may not decide (403), and a cross-site POST is refused outright.

@@ -129,11 +129,21 @@ test("projects: create with validation, configure defaults (refused when invalid
   await form.getByLabel("Name").fill("dash projects page");
   await form.getByLabel("Path on the server").fill("/nonexistent/repo");
   await form.getByTestId("create-project-submit").click();
-  await expect(form.getByRole("alert")).toContainText("is not a directory");
+  await expect(form.getByRole("alert")).toContainText("must be an existing git repository");
   await form.getByLabel("Path on the server").fill(E2E_REPO);
   await form.getByTestId("create-project-submit").click();
   const card = page.getByTestId("project-card").filter({ hasText: "dash projects page" });
   await expect(card).toBeVisible();
+
+  // Owners invite by email; the invitation waits for the person to accept, and can be withdrawn.
+  await card.getByText("Members and invitations").click();
+  const invitations = card.getByTestId("project-invitations");
+  await invitations.getByLabel("Invite by email").fill("grace@example.com");
+  await invitations.getByLabel("Role").selectOption("approver");
+  await invitations.getByTestId("invite-submit").click();
+  await expect(invitations.getByTestId("pending-invitation")).toContainText("grace@example.com · approver · pending");
+  await invitations.getByTestId("pending-invitation").getByRole("button", { name: "Revoke" }).click();
+  await expect(invitations.getByTestId("pending-invitation")).toHaveCount(0);
 
   await card.getByRole("button", { name: "Configure" }).click();
   const config = card.getByLabel(/Default run config/);

@@ -1,6 +1,6 @@
 import { expect, type APIRequestContext, type Page } from "@playwright/test";
 import { E2E_ADMIN_PASSWORD, E2E_ADMIN_TOKEN } from "./constants";
-import { E2E_REPO } from "./global-setup";
+import { makeE2ERepo } from "./global-setup";
 
 export const authHeaders = { authorization: `Bearer ${E2E_ADMIN_TOKEN}` };
 
@@ -12,10 +12,11 @@ export async function signIn(page: Page, callbackPath = "/") {
   await expect(page.getByTestId("current-user")).toBeVisible();
 }
 
+/** A project on a repository of its own (a repository belongs to one project), created by the owner. */
 export async function createProject(request: APIRequestContext, name = "e2e project") {
   const response = await request.post("/api/projects", {
     headers: authHeaders,
-    data: { name, repository: { type: "local", path: E2E_REPO } },
+    data: { name, repository: { type: "local", path: makeE2ERepo() } },
   });
   expect(response.status()).toBe(201);
   return (await response.json()).project as { id: string };

@@ -27,9 +27,16 @@ describe("parseEnv", () => {
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL/],
     [{ GATEHOUSE_EMBEDDED_WORKER: "maybe" }, /GATEHOUSE_EMBEDDED_WORKER: must be true or false/],
     [{ OPENAI_COMPATIBLE_BASE_URL: "localhost:11434" }, /OPENAI_COMPATIBLE_BASE_URL must be an http\(s\) URL/],
+    [{ GATEHOUSE_ADMIN_EMAILS: "ada@example.com, not-an-email" }, /GATEHOUSE_ADMIN_EMAILS must be a comma-separated list of email addresses/],
+    [{ GATEHOUSE_REPOSITORIES_ROOT: "srv/repos" }, /GATEHOUSE_REPOSITORIES_ROOT must be an absolute path/],
   ])("refuses %j with a message naming the variable", (source, message) => {
     expect(() => parseEnv(source)).toThrow(EnvError);
     expect(() => parseEnv(source)).toThrow(message);
+  });
+
+  it("reads instance administrators as lowercased emails, none by default", () => {
+    expect(parseEnv({}).GATEHOUSE_ADMIN_EMAILS).toEqual([]);
+    expect(parseEnv({ GATEHOUSE_ADMIN_EMAILS: " Ada@Example.com,, grace@example.com " }).GATEHOUSE_ADMIN_EMAILS).toEqual(["ada@example.com", "grace@example.com"]);
   });
 
   it("treats empty strings as unset", () => {

@@ -83,6 +83,16 @@ const schema = z.object({
   /** Label of the OIDC button on the sign-in page. */
   AUTH_OIDC_NAME: z.string().trim().min(1).default("Single sign-on"),
 
+  /**
+   * Instance administrators besides the local owner (comma-separated emails, matched case-insensitively): only they
+   * may bind a local path as a project's repository.
+   */
+  GATEHOUSE_ADMIN_EMAILS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? "").split(",").map((e) => e.trim().toLowerCase()).filter(Boolean))
+    .pipe(z.array(z.string().email("GATEHOUSE_ADMIN_EMAILS must be a comma-separated list of email addresses"))),
+
   // Durable execution. None of the INNGEST_* keys set → the embedded executor.
   INNGEST_EVENT_KEY: optionalString,
   INNGEST_SIGNING_KEY: optionalString,
@@ -116,6 +126,12 @@ const schema = z.object({
   GOOGLE_GENERATIVE_AI_API_KEY: optionalString,
   OPENAI_COMPATIBLE_BASE_URL: url("OPENAI_COMPATIBLE_BASE_URL"),
   OPENAI_COMPATIBLE_API_KEY: optionalString,
+
+  /** When set, a local repository binding must resolve (realpath) inside this directory. */
+  GATEHOUSE_REPOSITORIES_ROOT: optionalString.refine(
+    (v) => v === undefined || path.isAbsolute(v),
+    "GATEHOUSE_REPOSITORIES_ROOT must be an absolute path",
+  ),
 
   // Sandbox
   E2B_API_KEY: optionalString,
@@ -163,6 +179,8 @@ export type Env = RawEnv & {
   /** "embedded" when no Inngest Cloud / self-hosted settings are present. */
   executionMode: "embedded" | "inngest";
   publicUrl: string;
+  /** Absolute path of the app's own checkout (the server's working directory): never bindable as a repository. */
+  appDir: string;
 };
 
 export class EnvError extends Error {
@@ -190,7 +208,7 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   const executionMode =
     raw.INNGEST_EVENT_KEY || raw.INNGEST_SIGNING_KEY || raw.INNGEST_BASE_URL ? "inngest" : "embedded";
   const publicUrl = raw.GATEHOUSE_PUBLIC_URL ?? `http://${raw.HOST === "0.0.0.0" ? "127.0.0.1" : raw.HOST}:${raw.PORT}`;
-  return { ...raw, dataDir, databaseUrl, executionMode, publicUrl };
+  return { ...raw, dataDir, databaseUrl, executionMode, publicUrl, appDir: process.cwd() };
 }
 
 let cached: Env | undefined;

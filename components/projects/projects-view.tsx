@@ -16,6 +16,7 @@ import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/runs/markdown";
 import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
+import { MyInvitations, ProjectInvitations } from "./invitations";
 import { emptyGitHubPick, GitHubRepositoryPicker, useInstallationRepositories, validateGitHubPick, type GitHubPick } from "./github-repository-picker";
 
 function repoLabel(p: Project) {
@@ -27,6 +28,7 @@ export function ProjectsView() {
   return (
     <div className="grid gap-6 lg:grid-cols-[1fr_22rem]">
       <div className="min-w-0 space-y-4">
+        <MyInvitations />
         {projects.isPending ? (
           <Skeleton className="h-32 w-full" />
         ) : projects.error ? (
@@ -108,6 +110,14 @@ function ProjectCard({ project }: { project: Project }) {
             <h3 className="text-sm font-semibold">Default run config</h3>
             <pre className="bg-muted overflow-x-auto rounded p-2 text-xs">{JSON.stringify(project.defaultConfig ?? {}, null, 2)}</pre>
           </div>
+        )}
+        {canManage && (
+          <details>
+            <summary className="cursor-pointer text-sm font-semibold">Members and invitations</summary>
+            <div className="pt-2">
+              <ProjectInvitations projectId={project.id} />
+            </div>
+          </details>
         )}
         <details>
           <summary className="cursor-pointer text-sm font-semibold">Project memory (.autonomous/memory.md)</summary>

@@ -11,7 +11,7 @@ export const AUTH_BASE_PATH = "/api/auth";
 
 /**
  * Auth.js configuration. GitHub OAuth and/or an OIDC provider when configured (users become `users` rows on first
- * sign-in through the Drizzle adapter, with no project access until an owner adds them). The local owner signs in with
+ * sign-in through the Drizzle adapter, with no project access until they accept an owner's invitation). The local owner signs in with
  * GATEHOUSE_ADMIN_PASSWORD or the one-time link printed at start. Sessions are JWTs in an httpOnly cookie (Credentials
  * requires the JWT strategy).
  */

@@ -5,17 +5,9 @@ import { projectMembers, users, type ProjectRole } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "./guard";
 
-const role = z.enum(["owner", "approver", "viewer"], { error: 'must be "owner", "approver" or "viewer"' });
+export const roleSchema = z.enum(["owner", "approver", "viewer"], { error: 'must be "owner", "approver" or "viewer"' });
 
-export const addMemberSchema = z
-  .strictObject({
-    email: z.string().trim().toLowerCase().email("must be an email address").max(320).optional(),
-    userId: z.string().trim().min(1).max(100).optional(),
-    role,
-  })
-  .refine((v) => !!v.email !== !!v.userId, { message: "send either email or userId (one of them)", path: ["email"] });
-
-export const updateMemberSchema = z.strictObject({ role });
+export const updateMemberSchema = z.strictObject({ role: roleSchema });
 
 export type Member = { userId: string; name: string | null; email: string | null; image: string | null; role: ProjectRole; addedAt: string };
 
@@ -34,42 +26,6 @@ async function membersOf(projectId: string): Promise<Member[]> {
 export async function listMembers({ user, projectId }: { user: SessionUser; projectId: string }) {
   await requireProjectRole({ user, projectId, action: "manage" });
   return membersOf(projectId);
-}
-
-/**
- * Add someone who has signed in at least once (GitHub/OIDC users become users on first sign-in) to a project.
- * Owners only; an existing member is a conflict (change their role with updateMember).
- */
-export async function addMember({
-  user,
-  projectId,
-  email,
-  userId,
-  role,
-}: {
-  user: SessionUser;
-  projectId: string;
-  email?: string;
-  userId?: string;
-  role: ProjectRole;
-}): Promise<Member> {
-  await requireProjectRole({ user, projectId, action: "manage" });
-  const db = await getDb();
-  const target = await db.query.users.findFirst({ where: email ? eq(users.email, email) : eq(users.id, userId!) });
-  if (!target) {
-    throw new AppError(
-      "bad_request:project",
-      `${email ? `No user with the email ${email}` : `No user ${userId}`} has signed in yet; they must sign in once before they can be added.`,
-    );
-  }
-  await write(async (tx) => {
-    const existing = await tx.query.projectMembers.findFirst({
-      where: and(eq(projectMembers.projectId, projectId), eq(projectMembers.userId, target.id)),
-    });
-    if (existing) throw new AppError("conflict:project", `That user is already a member (${existing.role}); change their role instead.`);
-    await tx.insert(projectMembers).values({ projectId, userId: target.id, role });
-  });
-  return (await membersOf(projectId)).find((m) => m.userId === target.id)!;
 }
 
 /** Change a member's role (owners only). A project always keeps at least one owner. */

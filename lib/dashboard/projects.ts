@@ -2,11 +2,11 @@ import { eq } from "drizzle-orm";
 import { z } from "zod";
 import { write } from "@/lib/db";
 import { projects } from "@/lib/db/schema";
-import { getProject } from "@/lib/db/queries/projects";
+import { asBindingConflict, assertRepositoryFree, getProject } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { AppError, describeIssues } from "@/lib/errors";
 import { repositorySchema } from "@/lib/runs/schemas";
-import { validateRepositoryBinding } from "@/lib/runs/projects";
+import { checkRepositoryBinding } from "@/lib/runs/projects";
 import { resolveRunConfig, runConfigSchema } from "@/lib/workflow/config";
 import { defaultRouting } from "@/lib/ai";
 
@@ -37,19 +37,20 @@ export async function updateProject({
   const project = await getProject({ id: projectId });
   if (!project) throw new AppError("not_found:project");
   await requireProjectRole({ user, projectId, action: "manage" });
-  if (changes.repository) await validateRepositoryBinding(changes.repository);
+  const repository = changes.repository ? await checkRepositoryBinding({ user, repository: changes.repository }) : undefined;
   if (changes.defaultConfig) checkDefaultConfig(changes.defaultConfig);
   return write(async (tx) => {
+    const repositoryKey = repository ? await assertRepositoryFree(tx, repository, projectId) : undefined;
     const [row] = await tx
       .update(projects)
       .set({
         ...(changes.name !== undefined ? { name: changes.name } : {}),
-        ...(changes.repository ? { repository: changes.repository } : {}),
+        ...(repository ? { repository, repositoryKey } : {}),
         ...(changes.defaultConfig ? { defaultConfig: changes.defaultConfig } : {}),
         updatedAt: new Date(),
       })
       .where(eq(projects.id, projectId))
       .returning();
     return row!;
-  });
+  }).catch(asBindingConflict);
 }

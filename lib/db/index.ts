@@ -5,6 +5,7 @@ import { drizzle, type LibSQLDatabase } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { getEnv } from "@/lib/env";
 import * as schema from "./schema";
+import { backfillRepositoryKeys } from "./repository-key";
 
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
@@ -53,6 +54,7 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
       await primeConnections(client);
     }
     await migrate(db, { migrationsFolder: migrationsFolder() });
+    await backfillRepositoryKeys(db);
     if (file) restrictFiles(file);
   })();
   // Avoid an unhandled rejection if nobody awaited `ready` yet; callers of getDb() see the error.

@@ -80,9 +80,13 @@ export const apiTokens = sqliteTable(
 // ---------------------------------------------------------------------------------------------------------------------
 // Projects
 
+/**
+ * A project's repository. A local path is stored as its realpath; `repositoryId` is GitHub's numeric id, set by the
+ * server once the GitHub App has confirmed the repository (never taken from the caller).
+ */
 export type RepositoryBinding =
   | { type: "local"; path: string }
-  | { type: "github"; owner: string; repo: string; installationId?: number };
+  | { type: "github"; owner: string; repo: string; installationId?: number; repositoryId?: number };
 
 export const projects = sqliteTable(
   "projects",
@@ -95,12 +99,17 @@ export const projects = sqliteTable(
     repository: text("repository", { mode: "json" }).$type<RepositoryBinding>().notNull(),
     /** Partial RunConfig applied under each run's own config. */
     defaultConfig: text("default_config", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
+    /**
+     * One project per repository: "local:<realpath>", "github:<repository id>", or "github:<owner>/<repo>" (lowercased)
+     * while GitHub's id is unknown. Unique, so two concurrent bindings of one repository cannot both win.
+     */
+    repositoryKey: text("repository_key"),
     /** Cached copy of .autonomous/memory.md (Git is the source of truth). */
     memory: text("memory"),
     createdAt: createdAt(),
     updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
   },
-  (t) => [index("projects_owner_idx").on(t.ownerId)],
+  (t) => [index("projects_owner_idx").on(t.ownerId), uniqueIndex("projects_repository_key_uq").on(t.repositoryKey)],
 );
 
 export type ProjectRole = "owner" | "approver" | "viewer";
@@ -118,6 +127,35 @@ export const projectMembers = sqliteTable(
     createdAt: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.projectId, t.userId] }), index("project_members_user_idx").on(t.userId)],
+);
+
+export type InvitationStatus = "pending" | "accepted" | "declined" | "revoked";
+
+/**
+ * Membership offers: an owner invites an email with a role; the person with that email (now or after their first
+ * sign-in) accepts or declines. At most one pending invitation per project and email.
+ */
+export const projectInvitations = sqliteTable(
+  "project_invitations",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    /** Lowercased. */
+    email: text("email").notNull(),
+    role: text("role").$type<ProjectRole>().notNull(),
+    status: text("status").$type<InvitationStatus>().notNull().default("pending"),
+    invitedBy: text("invited_by")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+    decidedAt: integer("decided_at", { mode: "timestamp_ms" }),
+  },
+  (t) => [
+    uniqueIndex("project_invitations_pending_uq").on(t.projectId, t.email).where(sql`${t.status} = 'pending'`),
+    index("project_invitations_email_idx").on(t.email),
+  ],
 );
 
 // ---------------------------------------------------------------------------------------------------------------------

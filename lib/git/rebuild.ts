@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
+import { repositoryKeyOf } from "@/lib/db/repository-key";
 import { importRun } from "@/lib/db/queries/runs";
 import { artifacts, clarificationRequests, projectMembers, projects, users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
@@ -122,7 +123,13 @@ async function ensureOwner({
         const abs = path.resolve(repoPath);
         await tx
           .insert(projects)
-          .values({ id: projectId, name: path.basename(abs), ownerId: userId, repository: { type: "local", path: abs } })
+          .values({
+            id: projectId,
+            name: path.basename(abs),
+            ownerId: userId,
+            repository: { type: "local", path: abs },
+            repositoryKey: repositoryKeyOf({ type: "local", path: abs }),
+          })
           .onConflictDoNothing();
         await tx.insert(projectMembers).values({ projectId, userId, role: "owner" }).onConflictDoNothing();
       }

@@ -2,6 +2,7 @@ import { and, asc, eq, inArray, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { accounts, githubDeliveries, githubRepositories, projects, users, workflowRuns } from "@/lib/db/schema";
 import { appendEvents, getRunState } from "@/lib/db/queries/runs";
+import { githubIdKey, githubNameKey } from "@/lib/db/repository-key";
 import { isAppError } from "@/lib/errors";
 import { stableId } from "@/lib/ids";
 import { readMemory } from "@/lib/git";
@@ -95,27 +96,25 @@ const ignored = (why: string): DeliveryOutcome => ({ outcome: `ignored: ${why}`,
 // ---------------------------------------------------------------------------------------------------------------------
 // Lookups
 
-function repositoryOf(payload: Json): { owner: string; repo: string } | null {
+function repositoryOf(payload: Json): { owner: string; repo: string; id: number | null } | null {
   const repository = obj(payload.repository);
   const owner = str(obj(repository.owner).login);
   const repo = str(repository.name);
-  return owner && repo ? { owner, repo } : null;
+  return owner && repo ? { owner, repo, id: num(repository.id) } : null;
 }
 
-/** Projects bound to this GitHub repository, oldest first. */
-async function projectsFor(ref: { owner: string; repo: string }) {
+/**
+ * The one project bound to this GitHub repository (a repository has at most one): by GitHub's repository id, else by
+ * name for a binding made while no id was known. An array, empty or of one.
+ */
+async function projectsFor(ref: { owner: string; repo: string; id: number | null }) {
   const db = await getDb();
-  return db
-    .select()
-    .from(projects)
-    .where(
-      and(
-        sql`json_extract(${projects.repository}, '$.type') = 'github'`,
-        sql`lower(json_extract(${projects.repository}, '$.owner')) = ${ref.owner.toLowerCase()}`,
-        sql`lower(json_extract(${projects.repository}, '$.repo')) = ${ref.repo.toLowerCase()}`,
-      ),
-    )
-    .orderBy(asc(projects.createdAt));
+  for (const key of [ref.id ? githubIdKey(ref.id) : null, githubNameKey(ref)]) {
+    if (!key) continue;
+    const project = await db.query.projects.findFirst({ where: eq(projects.repositoryKey, key) });
+    if (project) return [project];
+  }
+  return [];
 }
 
 /** The run whose branch a pull request comes from (run branches are unique per run). */

@@ -161,7 +161,7 @@ describe("GET /api/runs", () => {
 describe("POST /api/projects", () => {
   it.each([
     [{ name: "x", repository: { type: "local", path: "relative/path" } }, /repository.path: must be an absolute path/],
-    [{ name: "x", repository: { type: "local", path: "/definitely/not/here" } }, /is not a directory/],
+    [{ name: "x", repository: { type: "local", path: "/definitely/not/here" } }, /must be an existing git repository/],
     [{ name: "x", repository: { type: "svn", path: "/x" } }, /repository/],
     [{ repository: { type: "local", path: "/tmp" } }, /name/],
   ])("refuses %j with a 400", async (body, message) => {

@@ -5,6 +5,7 @@ import { appendEventsTx, createRun } from "@/lib/db/queries/runs";
 import { createProject, setMember } from "@/lib/db/queries/projects";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { createApiToken, revokeApiToken } from "@/lib/auth/tokens";
+import { inviteMember, listProjectInvitations } from "@/lib/auth/invitations";
 import { getAuthSecret } from "@/lib/auth/secret";
 import { newId } from "@/lib/ids";
 import type { ProjectRole } from "@/lib/db/schema";
@@ -67,7 +68,7 @@ export async function sessionCookie(userId: string): Promise<string> {
 
 /**
  * A project owned by the local owner with one member per role, a stranger, a run waiting at a plan gate, a pending
- * clarification, and a revoked token.
+ * clarification, a pending invitation, and a revoked token.
  */
 export async function makeWorld() {
   const owner = await ensureLocalOwner();
@@ -82,6 +83,10 @@ export async function makeWorld() {
   await member(viewer, "viewer");
   await member(approver, "approver");
   await member(target, "viewer");
+
+  const ownerUser = { id: owner.id, name: owner.name, via: "api-token" as const };
+  await inviteMember({ user: ownerUser, projectId: project.id, email: "invitee@example.com", role: "viewer" });
+  const [invitation] = await listProjectInvitations({ user: ownerUser, projectId: project.id });
 
   const revoked = await createApiToken({ userId: approver.id, name: "revoked" });
   await revokeApiToken({ id: revoked.id, userId: approver.id });
@@ -116,6 +121,8 @@ export async function makeWorld() {
     runId: run.id,
     gateId,
     clarificationId,
+    /** A pending invitation of invitee@example.com (no account) to the project as a viewer. */
+    invitationId: invitation!.id,
     setMember: member,
   };
 }

@@ -4,6 +4,8 @@ import * as tokensRoute from "@/app/api/tokens/route";
 import * as tokenRoute from "@/app/api/tokens/[id]/route";
 import * as membersRoute from "@/app/api/projects/[id]/members/route";
 import * as memberRoute from "@/app/api/projects/[id]/members/[userId]/route";
+import * as myInvitationsRoute from "@/app/api/invitations/route";
+import * as acceptRoute from "@/app/api/invitations/[id]/accept/route";
 import { getDb } from "@/lib/db";
 import { apiTokens } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
@@ -108,7 +110,7 @@ describe("API tokens", () => {
 });
 
 describe("project members", () => {
-  it("an owner adds a signed-in user by email, changes the role, and removes them; the user sees the project only meanwhile", async () => {
+  it("an owner invites a signed-in user by email, who accepts; the owner changes the role and removes them; the user sees the project only meanwhile", async () => {
     const newcomer = await makeUser("Newcomer", "newcomer@example.com");
     const runsSeen = async () =>
       ((await call(runsRoute.GET, { headers: newcomer.headers })).json.runs as Array<{ id: string }>).map((r) => r.id);
@@ -121,11 +123,17 @@ describe("project members", () => {
       params,
       body: { email: "NEWCOMER@example.com", role: "viewer" },
     });
-    expect(added.status).toBe(201);
-    expect(added.json.member).toMatchObject({ userId: newcomer.id, role: "viewer" });
+    expect(added.status).toBe(202);
+    expect(added.json.invitation).toEqual({ email: "newcomer@example.com", role: "viewer", status: "pending" });
+    // Nothing until they accept.
+    expect(await runsSeen()).toEqual([]);
+    const mine = await call(myInvitationsRoute.GET, { headers: newcomer.headers });
+    expect(mine.json.invitations).toEqual([expect.objectContaining({ projectId: world.project.id, role: "viewer" })]);
+    const accepted = await call(acceptRoute.POST, { method: "POST", headers: newcomer.headers, params: { id: mine.json.invitations[0].id } });
+    expect(accepted.status).toBe(200);
     expect(await runsSeen()).toContain(world.runId);
 
-    const again = await call(membersRoute.POST, { method: "POST", headers: world.owner.headers, params, body: { userId: newcomer.id, role: "viewer" } });
+    const again = await call(membersRoute.POST, { method: "POST", headers: world.owner.headers, params, body: { email: "newcomer@example.com", role: "viewer" } });
     expect(again.status).toBe(409);
 
     const promoted = await call(memberRoute.PATCH, {
@@ -144,16 +152,8 @@ describe("project members", () => {
     expect(await runsSeen()).toEqual([]);
   });
 
-  it("refuses to add someone who never signed in, and to remove or demote the last owner", async () => {
+  it("refuses to remove or demote the last owner", async () => {
     const params = { id: world.project.id };
-    const unknown = await call(membersRoute.POST, {
-      method: "POST",
-      headers: world.owner.headers,
-      params,
-      body: { email: "nobody@example.com", role: "viewer" },
-    });
-    expect(unknown.status).toBe(400);
-    expect(unknown.json.error.message).toMatch(/must sign in once/);
 
     const demote = await call(memberRoute.PATCH, {
       method: "PATCH",

@@ -21,13 +21,23 @@ const USER_SCOPED = new Set([
   "GET /api/run-costs",
   // The GitHub App's installation repositories, offered when connecting a project (which any signed-in user may create).
   "GET /api/github/repositories",
+  // The caller's own invitations; someone else's id answers 404 (no project data), see tests/auth/tenancy.test.ts.
+  "GET /api/invitations",
+  "POST /api/invitations/[id]/accept",
+  "POST /api/invitations/[id]/decline",
 ]);
+
+/**
+ * User-scoped routes whose sample needs an instance administrator: binding a local path (tests/auth/tenancy.test.ts
+ * proves who may bind what). Anyone else gets 403.
+ */
+const ADMIN_ONLY_SAMPLES = new Set(["POST /api/projects"]);
 
 type Action = "read" | "decide" | "manage";
 
 /** What a handler needs on the project: members management is the owner's; other reads are a viewer's; other writes an approver's. */
 function actionFor(method: string, pattern: string): Action {
-  if (pattern.includes("/members")) return "manage";
+  if (pattern.includes("/members") || pattern.startsWith("/api/projects/[id]/invitations")) return "manage";
   if (pattern === "/api/projects/[id]" && MUTATIONS.has(method)) return "manage";
   return MUTATIONS.has(method) ? "decide" : "read";
 }
@@ -156,7 +166,8 @@ describe("authorization matrix", () => {
     for (const c of guardedCases().filter((c) => USER_SCOPED.has(c.key))) {
       const { body } = await validBody(c, world, world.stranger);
       const res = await send(c, world, world.stranger.headers, body);
-      expect([401, 403], c.key).not.toContain(res.status);
+      if (ADMIN_ONLY_SAMPLES.has(c.key)) expect(res.status, c.key).toBe(403);
+      else expect([401, 403], c.key).not.toContain(res.status);
     }
   });
 

@@ -27,7 +27,7 @@ export function sampleBodies(key: string, w: World): unknown[] {
   const specific: Record<string, unknown> = {
     "POST /api/runs": { projectId: w.project.id, request: "matrix: a new run" },
     "POST /api/projects": { name: "matrix: another project", repository: { type: "local", path: w.repoPath } },
-    "POST /api/projects/[id]/members": { userId: w.target.id, role: "approver" },
+    "POST /api/projects/[id]/members": { email: "matrix-invitee@example.com", role: "approver" },
     "PATCH /api/projects/[id]/members/[userId]": { role: "approver" },
     "POST /api/mermaid/validate": { source: "flowchart TD\n  A --> B" },
   };
@@ -49,6 +49,8 @@ export function paramValue(previous: string, name: string, w: World): { value: s
   if (previous === "members" && name === "userId") return { value: w.target.id, project: true };
   if (previous === "tokens" && name === "id") return { value: w.approver.tokenId, project: false };
   if (previous === "checkpoint" && name === "runId") return { value: w.runId, project: false };
+  if (previous === "invitations" && name === "invitationId") return { value: w.invitationId, project: true };
+  if (previous === "invitations" && name === "id") return { value: w.invitationId, project: false };
   throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${"tests/auth/routes.ts"}`);
 }
 

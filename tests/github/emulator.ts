@@ -13,7 +13,19 @@ import path from "node:path";
  */
 
 type Installation = { id: number; account: string };
-type Repo = { id: number; owner: string; name: string; installationId: number; defaultBranch: string; gitDir: string };
+type Repo = {
+  id: number;
+  owner: string;
+  name: string;
+  installationId: number;
+  defaultBranch: string;
+  gitDir: string;
+  /** False once the app is uninstalled from the repository (it still exists on GitHub). */
+  installed: boolean;
+  /** Collaborators' roles by login: admin | maintain | write | triage | read. */
+  collaborators: Map<string, string>;
+};
+type GitHubUser = { id: number; login: string };
 type Token = { token: string; installationId: number; repositories: string[]; permissions: Record<string, string>; expiresAt: number; revoked: boolean };
 export type EmulatedPull = {
   number: number;
@@ -49,6 +61,7 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
   const repos = new Map<string, Repo>();
   const tokens = new Map<string, Token>();
   const pulls: EmulatedPull[] = [];
+  const people = new Map<number, GitHubUser>();
   /** Every request, as "METHOD /path" (git requests included). */
   const requests: string[] = [];
   /** Failures to inject: the next `count` requests whose "METHOD /path" matches answer with `status`. */
@@ -198,7 +211,7 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
     if ((m = /^\/repos\/([^/]+)\/([^/]+)\/installation$/.exec(u.pathname)) && req.method === "GET") {
       if (!verifyAppJwt(auth)) return badCredentials(res);
       const repo = repos.get(`${m[1]}/${m[2]}`);
-      if (!repo) return notFound(res);
+      if (!repo || !repo.installed) return notFound(res);
       const inst = installations.get(repo.installationId)!;
       return send(res, 200, { id: inst.id, account: { login: inst.account }, app_id: Number(appId), target_type: "Organization", permissions: { contents: "write", pull_requests: "write", metadata: "read" } });
     }
@@ -206,9 +219,9 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
       if (!verifyAppJwt(auth)) return badCredentials(res);
       const inst = installations.get(Number(m[1]));
       if (!inst) return notFound(res);
-      const names = (json.repositories as string[] | undefined) ?? [...repos.values()].filter((r) => r.installationId === inst.id).map((r) => r.name);
+      const names = (json.repositories as string[] | undefined) ?? [...repos.values()].filter((r) => r.installationId === inst.id && r.installed).map((r) => r.name);
       const selected = names.map((n) => repos.get(`${inst.account}/${n}`));
-      if (selected.some((r) => !r)) return send(res, 422, { message: "There is at least one repository that does not exist or is not accessible to the parent installation." });
+      if (selected.some((r) => !r || !r.installed || r.installationId !== inst.id)) return send(res, 422, { message: "There is at least one repository that does not exist or is not accessible to the parent installation." });
       const token = `ghs_${crypto.randomBytes(27).toString("base64url").replace(/[^A-Za-z0-9]/g, "x").slice(0, 36)}`;
       const permissions = (json.permissions as Record<string, string> | undefined) ?? { contents: "write", pull_requests: "write" };
       const expiresAt = state.now() + state.tokenTtlMs;
@@ -238,6 +251,14 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
       return send(res, 200, { data: { markPullRequestReadyForReview: { pullRequest: { isDraft: false } } } });
     }
 
+    // ---- users by id (any valid token)
+    if ((m = /^\/user\/(\d+)$/.exec(u.pathname)) && req.method === "GET") {
+      if (!installationToken(auth)) return badCredentials(res);
+      const person = people.get(Number(m[1]));
+      if (!person) return notFound(res);
+      return send(res, 200, { login: person.login, id: person.id, node_id: `U_${person.id}`, type: "User", site_admin: false });
+    }
+
     // ---- repository endpoints (installation token)
     if ((m = /^\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(u.pathname))) {
       const full = `${m[1]}/${m[2]}`;
@@ -248,6 +269,14 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
       if (!repo || !token.repositories.includes(full)) return notFound(res);
       const writePulls = () => token.permissions.pull_requests === "write";
       if (rest === "" && req.method === "GET") return send(res, 200, repoJson(repo));
+      if ((m = /^\/collaborators\/([^/]+)\/permission$/.exec(rest)) && req.method === "GET") {
+        const person = [...people.values()].find((p) => p.login.toLowerCase() === m![1]!.toLowerCase());
+        if (!person) return notFound(res);
+        // GitHub's legacy `permission` folds maintain into write and triage into read; role_name is exact.
+        const role = repo.collaborators.get(person.login) ?? "none";
+        const permission = role === "maintain" ? "write" : role === "triage" ? "read" : role;
+        return send(res, 200, { permission, role_name: role, user: { login: person.login, id: person.id, type: "User" } });
+      }
       if (rest === "/pulls" && req.method === "GET") {
         const head = u.searchParams.get("head");
         const wanted = u.searchParams.get("state") ?? "open";
@@ -385,9 +414,21 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
       run(work, "add", ".");
       run(work, "commit", "-q", "-m", "init");
       run(work, "push", "-q", gitDir, "main");
-      const repo: Repo = { id: nextId++, owner, name, installationId: id, defaultBranch: "main", gitDir };
+      const repo: Repo = { id: nextId++, owner, name, installationId: id, defaultBranch: "main", gitDir, installed: true, collaborators: new Map() };
       repos.set(`${owner}/${name}`, repo);
       return { installationId: id, repoId: repo.id, gitDir };
+    },
+    /** A GitHub account (id and login), e.g. the identity a Gatehouse user signed in with. */
+    addUser({ id, login }: GitHubUser) {
+      people.set(id, { id, login });
+    },
+    /** Give a login a role on a repository: admin | maintain | write | triage | read. */
+    setCollaborator(full: string, login: string, role: string) {
+      repos.get(full)!.collaborators.set(login, role);
+    },
+    /** Remove the app from a repository (the repository stays). */
+    uninstall(full: string) {
+      repos.get(full)!.installed = false;
     },
     /** git in a repository's bare remote. */
     git: (owner: string, name: string, ...args: string[]) => run(repos.get(`${owner}/${name}`)!.gitDir, ...args),

@@ -1,7 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { createProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { createProjectSchema } from "@/lib/runs/schemas";
-import { validateRepositoryBinding } from "@/lib/runs/projects";
+import { checkRepositoryBinding } from "@/lib/runs/projects";
 import { checkDefaultConfig } from "@/lib/dashboard/projects";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -16,7 +16,7 @@ export const POST = route(async ({ request, user }) => {
   // Validated like PATCH does, before anything is stored; creation is rate limited per user.
   if (body.defaultConfig) checkDefaultConfig(body.defaultConfig);
   await rateLimit({ user, bucket: "projects" });
-  await validateRepositoryBinding(body.repository);
-  const project = await createProject({ ...body, ownerId: user.id });
+  const repository = await checkRepositoryBinding({ user, repository: body.repository });
+  const project = await createProject({ ...body, repository, ownerId: user.id });
   return json({ project }, { status: 201 });
 });
