@@ -272,8 +272,9 @@ export const runWorkflow = inngest.createFunction(
           for (let t = 0; ; t++) {
             const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
             const current = state;
+            const stageDeadline = deadline(stageStart, "implementation");
             result = (await runStep(key, () =>
-              ops.implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt }),
+              ops.implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline }),
             )) as ops.TurnStepResult;
             if (result.kind === "pause_requested") {
               // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn

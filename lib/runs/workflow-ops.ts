@@ -640,12 +640,15 @@ export async function implementTurn({
   state,
   plan: doc,
   attempt,
+  deadline,
 }: {
   runId: string;
   stepKey: string;
   state: ImplementerState;
   plan: PlanDocument;
   attempt: number;
+  /** The implementation stage's deadline (epoch ms): the turn's model call and commands are aborted when it passes. */
+  deadline?: number;
 }): Promise<TurnStepResult> {
   // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
   const pauseRequest = await pendingPauseRequest({ runId });
@@ -657,6 +660,11 @@ export async function implementTurn({
   const sandbox = await attachSandbox(await sandboxOptions(run));
   // A cancellation stops the turn where it is: the model call and any command it runs are aborted within a poll.
   const cancelled = watchForEnd(runId);
+  // The stage deadline cuts a hung model call or command where it is, instead of after it returns.
+  const overtime = new AbortController();
+  // Polled against workflowClock (not a one-shot timer), so the deadline is the same clock the workflow's checks use.
+  const deadlineTimer =
+    deadline === undefined ? null : setInterval(() => workflowClock.now() > deadline && overtime.abort(new Error("stage deadline")), END_POLL_MS);
   let result;
   try {
     result = await implementerTurn({
@@ -664,9 +672,15 @@ export async function implementTurn({
       sandbox,
       modelId: run.config.modelRouting.implementer,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
-      signal: cancelled.signal,
+      signal: AbortSignal.any([cancelled.signal, overtime.signal]),
     });
   } catch (error) {
+    if (overtime.signal.aborted && !cancelled.signal.aborted) {
+      // Over the deadline: the turn is dropped (its state unchanged, so it runs again after an extension); the
+      // workflow sees `now` past the deadline and pauses the run for a person (extend or cancel).
+      cancelled.stop();
+      return { kind: "continue", state, now: Math.max(workflowClock.now(), deadline ?? 0) + 1 };
+    }
     if (!cancelled.signal.aborted) {
       cancelled.stop();
       if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
@@ -674,6 +688,7 @@ export async function implementTurn({
     }
   } finally {
     cancelled.stop();
+    if (deadlineTimer) clearInterval(deadlineTimer);
   }
   // Cancelled while the turn ran: nothing of it is committed, and the sandbox goes (the tools may even have recreated
   // files in a worktree the cancellation already removed).

@@ -138,6 +138,31 @@ describe("stage timeouts (timeoutMinutes)", () => {
     expect(events.filter((e) => e.type === "TASK_STARTED")).toHaveLength(1);
   });
 
+  it("a model call that never answers is cut at the stage deadline: the run pauses (timeout) instead of hanging", async () => {
+    const { project } = await newProject(t.h.user);
+    let held = 0;
+    // The implementer's model never answers: only the stage deadline can end this turn.
+    t.model.respond(() => {
+      held++;
+      return new Promise(() => {});
+    });
+    const run = await launch(t.h.user, project.id, "Hung model", {
+      trustMode: { planning: "auto" },
+      timeoutMinutes: { implementation: 1 },
+      modelRouting: SCRIPTED,
+    });
+    for (const end = Date.now() + 30_000; held === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 20));
+    expect(held).toBe(1);
+    workflowClock.now = () => Date.now() + 2 * 60_000;
+    const paused = await waitForStatus(run.id, ["paused", "failed", "completed"], 30_000);
+    expect(paused.status).toBe("paused");
+    expect(paused.pauseReason).toMatchObject({ reason: "timeout", stage: "implementation" });
+    expect(held).toBe(1);
+    await cancelRun({ user: t.h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await waitForStatus(run.id, ["cancelled"]);
+  });
+
   it("a timed-out run is cancelled: it ends cancelled with the branch kept", async () => {
     const { run, repo } = await runOverImplementation();
     await cancelRun({ user: t.h.user, runId: run.id });
