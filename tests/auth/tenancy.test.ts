@@ -18,6 +18,7 @@ import { accounts, githubDeliveries, projects, workflowRuns } from "@/lib/db/sch
 import { createProject, setMember } from "@/lib/db/queries/projects";
 import { backfillRepositoryKeys, isRepositoryKeyConflict } from "@/lib/db/repository-key";
 import { getEnv, resetEnvCache } from "@/lib/env";
+import { resetRateLimits } from "@/lib/security/rate-limit";
 import { signPayload } from "@/lib/github/webhooks";
 import { makeRepo } from "../api/helpers";
 import type { GitHubEmulator } from "../github/emulator";
@@ -55,6 +56,8 @@ beforeAll(async () => {
 });
 
 afterEach(() => {
+  // These tests bind dozens of projects as one owner; the per-user creation budget is proven in smaller-findings.
+  resetRateLimits();
   process.chdir(savedCwd);
   setEnv({ ...savedEnv, GATEHOUSE_ADMIN_EMAILS: " Other@example.com, ADA@example.com " });
 });

@@ -16,6 +16,7 @@ import { errorResponse } from "@/lib/http";
 import { getExecutorKey } from "@/lib/security/executor-key";
 import { resetRateLimits } from "@/lib/security/rate-limit";
 import { call, makeWorld, type World } from "../auth/fixtures";
+import { makeRepo } from "../api/helpers";
 
 /* Finding 6: the smaller holes, one test each. */
 
@@ -50,7 +51,8 @@ describe("finding 6: smaller ones", () => {
     const ok = await call(projectsRoute.POST, {
       method: "POST",
       headers: world.owner.headers,
-      body: { name: "good defaults", repository: { type: "local", path: world.repoPath }, defaultConfig: { trustMode: { planning: "auto" } } },
+      // A repository of its own: world.repoPath is already bound, and a second binding is a 409 (issue #12).
+      body: { name: "good defaults", repository: { type: "local", path: makeRepo() }, defaultConfig: { trustMode: { planning: "auto" } } },
     });
     expect(ok.status).toBe(201);
   });
@@ -60,8 +62,9 @@ describe("finding 6: smaller ones", () => {
     resetEnvCache();
     resetRateLimits();
     const token = () => call(tokensRoute.POST, { method: "POST", headers: world.stranger.headers, body: { name: "burst" } });
+    // Only an instance administrator may bind a local path, and each repository once: the owner binds fresh ones.
     const project = () =>
-      call(projectsRoute.POST, { method: "POST", headers: world.stranger.headers, body: { name: "burst", repository: { type: "local", path: world.repoPath } } });
+      call(projectsRoute.POST, { method: "POST", headers: world.owner.headers, body: { name: "burst", repository: { type: "local", path: makeRepo() } } });
     for (const create of [token, project]) {
       const statuses = [];
       for (let i = 0; i < 5; i++) statuses.push(await create());
