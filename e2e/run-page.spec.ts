@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { expect, test, type APIRequestContext, type Page } from "@playwright/test";
 import { authHeaders, createProject, signIn } from "./helpers";
+import { E2E_REPOS_ROOT } from "./global-setup";
 
 const SHOTS = "e2e/.artifacts/screenshots";
 
@@ -135,8 +136,9 @@ test("toasts: one inbox toast for runs that start waiting, none for the run on s
 
 test("the conflict card names whole files and the stored reason", async ({ page, request }) => {
   // A repository of its own whose checkout of main has an uncommitted change: the squash merge must stop there.
-  const repo = path.join(import.meta.dirname, ".artifacts", `conflict-repo-${Date.now()}`);
-  fs.mkdirSync(repo, { recursive: true });
+  // Outside the checkout: the server never binds anything inside its own checkout.
+  fs.mkdirSync(E2E_REPOS_ROOT, { recursive: true });
+  const repo = fs.mkdtempSync(path.join(E2E_REPOS_ROOT, "conflict-"));
   const git = (...args: string[]) => execFileSync("git", ["-c", "user.name=E2E", "-c", "user.email=e2e@example.com", ...args], { cwd: repo });
   git("init", "-q", "-b", "main");
   fs.writeFileSync(path.join(repo, "readme.md"), "# lower-case readme\n");
