@@ -1,5 +1,7 @@
+import { E2E_PORTS } from "./ports";
+
 /** Shared by playwright.config.ts (the server's env) and the specs (how they sign in). Test-only credentials. */
-export const E2E_PORT = 3217;
+export const E2E_PORT = E2E_PORTS.GATEHOUSE_E2E_PORT;
 export const E2E_ADMIN_PASSWORD = "e2e-owner-password";
 export const E2E_ADMIN_TOKEN = "e2e-admin-token-0123456789abcdef";
 /** Signs the GitHub webhook deliveries e2e/github-connect.spec.ts posts. */
