@@ -22,4 +22,4 @@ export function proxy(request: NextRequest) {
 }
 
 // API routes, the event endpoint and static files get their headers from next.config.ts and route(); pages all come here.
-export const config = { matcher: ["/((?!api/|_next/static|_next/image|e/|favicon.ico).*)"] };
+export const config = { matcher: ["/((?!api/|_next/static|_next/image|e/|favicon.ico|icon.svg|icon.png).*)"] };

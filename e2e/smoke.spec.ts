@@ -34,3 +34,18 @@ test("signing in returns you to the page you asked for", async ({ page }) => {
   await expect(page).toHaveURL(/\/projects\?from=link$/);
   await expect(page.getByTestId("current-user")).toBeVisible();
 });
+
+test("pages name the app's icons and public/ serves them (no favicon 404)", async ({ page, request }) => {
+  const failed: string[] = [];
+  page.on("response", (r) => {
+    if (r.status() === 404) failed.push(r.url());
+  });
+  await page.goto("/signin");
+  await expect(page.locator('link[rel="icon"][href="/icon.svg"]')).toHaveCount(1);
+  for (const [url, type] of [["/favicon.ico", /image\/(x-icon|vnd\.microsoft\.icon)/], ["/icon.svg", /image\/svg\+xml/], ["/icon.png", /image\/png/]] as const) {
+    const res = await request.get(url);
+    expect(res.status(), url).toBe(200);
+    expect(res.headers()["content-type"], url).toMatch(type);
+  }
+  expect(failed).toEqual([]);
+});
