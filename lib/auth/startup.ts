@@ -16,6 +16,13 @@ const SECRET_SHAPES: Array<[string, string]> = [
 
 export type CommittedSecretFinding = { file: string; what: string };
 
+/**
+ * Test fixtures are not deployed and hold fake keys on purpose (the redaction and secret-planting tests need real
+ * shapes), so the scan passes over them by name: the test folders and files named *.test.* / *.spec.*. Everything else
+ * a deployer commits is scanned.
+ */
+export const FIXTURE_PATHSPECS = [":(exclude,glob)tests/**", ":(exclude,glob)e2e/**", ":(exclude,glob)**/*.test.*", ":(exclude,glob)**/*.spec.*"];
+
 function git(cwd: string, args: string[]): string {
   try {
     return execFileSync("git", args, { cwd, encoding: "utf8", timeout: 5_000, stdio: ["ignore", "pipe", "ignore"], maxBuffer: 4 << 20 });
@@ -27,11 +34,11 @@ function git(cwd: string, args: string[]): string {
 
 /**
  * Secrets that look committed to the repository in `cwd`: tracked .env files or data directory, configured secret
- * values, and known credential shapes in tracked files. Uses git's own index (fast; no file walk).
+ * values, and known credential shapes in tracked files, test fixtures aside. Uses git's own index (fast; no file walk).
  */
 export function findCommittedSecrets({ cwd, secrets = [] }: { cwd: string; secrets?: string[] }): CommittedSecretFinding[] {
   const findings: CommittedSecretFinding[] = [];
-  const tracked = git(cwd, ["ls-files", "-z"]).split("\0").filter(Boolean);
+  const tracked = git(cwd, ["ls-files", "-z", "--", ".", ...FIXTURE_PATHSPECS]).split("\0").filter(Boolean);
   for (const file of tracked) {
     const base = file.split("/").pop() ?? file;
     if (/^\.env(\..+)?$/.test(base) && !/\.(example|sample|template)$/.test(base)) findings.push({ file, what: "an env file" });
@@ -40,11 +47,11 @@ export function findCommittedSecrets({ cwd, secrets = [] }: { cwd: string; secre
   }
   const values = secrets.filter((s) => s.length >= 8);
   if (values.length) {
-    const args = ["grep", "-l", "-I", "-F", ...values.flatMap((v) => ["-e", v])];
+    const args = ["grep", "-l", "-I", "-F", ...values.flatMap((v) => ["-e", v]), "--", ".", ...FIXTURE_PATHSPECS];
     for (const file of git(cwd, args).split("\n").filter(Boolean)) findings.push({ file, what: "a secret configured in env" });
   }
   for (const [what, pattern] of SECRET_SHAPES) {
-    for (const file of git(cwd, ["grep", "-l", "-I", "-E", "-e", pattern]).split("\n").filter(Boolean)) {
+    for (const file of git(cwd, ["grep", "-l", "-I", "-E", "-e", pattern, "--", ".", ...FIXTURE_PATHSPECS]).split("\n").filter(Boolean)) {
       findings.push({ file, what: `something shaped like a ${what}` });
     }
   }

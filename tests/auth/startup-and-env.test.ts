@@ -71,6 +71,24 @@ describe("committed-secret scan", () => {
     expect(findings.find((f) => f.file === "notes.md")?.what).toBe("a secret configured in env");
   });
 
+  it("passes over test fixtures (tests/, e2e/, *.test.*, *.spec.*) but not the same key elsewhere", () => {
+    const dir = repoWith({
+      "tests/db/run-events.test.ts": FAKE.privateKey,
+      "e2e/oidc-constants.ts": "export const OIDC_CLIENT_SECRET = 'my-configured-webhook-secret';\n",
+      "lib/redact.test.ts": `const k = "${FAKE.anthropic}";\n`,
+      "app/page.spec.tsx": `const k = "${FAKE.anthropic}";\n`,
+      "lib/keys.ts": `export const k = "${FAKE.anthropic}";\n`,
+      "tests/.env": "X=1\n",
+    });
+    const files = new Set(findCommittedSecrets({ cwd: dir, secrets: ["my-configured-webhook-secret"] }).map((f) => f.file));
+    expect([...files]).toEqual(["lib/keys.ts"]);
+  });
+
+  it("the app's own checkout scans clean: no false alarm at start from its fixtures", () => {
+    const root = path.resolve(import.meta.dirname, "../..");
+    expect(findCommittedSecrets({ cwd: root, secrets: ["e2e-oidc-client-secret-not-a-real-one", "e2e-admin-token-0123456789abcdef"] })).toEqual([]);
+  });
+
   it("finds nothing in a clean repository, and nothing outside git", () => {
     expect(findCommittedSecrets({ cwd: repoWith({ "README.md": "hi\n", ".env.example": "A=\n" }) })).toEqual([]);
     expect(findCommittedSecrets({ cwd: fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-nogit-")) })).toEqual([]);
