@@ -1,28 +1,65 @@
 /**
  * Next's instrumentation hook: runs once when the server process starts (`npm run dev`, `npm start`).
+ * It says what it is doing as it goes (database, sandbox, executor, first compile in dev), and prints the URL and the
+ * sign-in link last, once the app answers, so a newcomer knows when to open it.
  */
 export async function register(): Promise<void> {
   // NEXT_RUNTIME is a build-time constant Next inlines per bundle (the one process.env read outside lib/env.ts):
   // it keeps the Node-only executor out of the edge bundle.
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  const started = Date.now();
+  const step = (line: string) => console.log(`[gatehouse] ${line}`);
   const { getEnv } = await import("./lib/env");
   const env = getEnv();
+  step(`starting (${env.executionMode} executor, data in ${env.dataDir})`);
 
-  // Where we listen, how to sign in (the one-time owner link in local mode), and security warnings. Once per process.
-  const { printStartupBanner } = await import("./lib/auth/startup");
-  await printStartupBanner().catch((error: unknown) => {
-    console.warn(`[startup] could not print the sign-in banner: ${error instanceof Error ? error.message : String(error)}`);
-  });
+  const { getDb } = await import("./lib/db");
+  const dbStarted = Date.now();
+  await getDb();
+  step(`database ready: ${env.databaseUrl.startsWith("file:") ? "file" : "server"}, migrations applied (${Date.now() - dbStarted} ms)`);
 
   const { sandboxCapabilities } = await import("./lib/sandbox");
   const sandbox = sandboxCapabilities();
   if (sandbox.warning) console.warn(`[sandbox] ${sandbox.warning}`);
 
-  if (env.executionMode !== "embedded" || !env.GATEHOUSE_EMBEDDED_WORKER) return;
-  const { startEmbeddedExecutor } = await import("./inngest/embedded");
-  const executor = await startEmbeddedExecutor();
-  const status = await executor.status();
-  for (const app of status.apps) {
-    if (app.error) console.warn(`[executor] ${app.url}: ${app.error} (retrying)`);
+  if (env.executionMode === "embedded" && env.GATEHOUSE_EMBEDDED_WORKER) {
+    const { startEmbeddedExecutor } = await import("./inngest/embedded");
+    const executor = await startEmbeddedExecutor();
+    const status = await executor.status();
+    for (const app of status.apps) {
+      if (app.error) console.warn(`[executor] ${app.url}: ${app.error} (retrying)`);
+    }
+    step("embedded executor started");
   }
+
+  // Where we listen, how to sign in (the one-time owner link in local mode), and security warnings: last, once the app
+  // answers. In dev the first request compiles the routes, which takes a while; say so rather than look stuck.
+  const { printStartupBanner } = await import("./lib/auth/startup");
+  const banner = () =>
+    printStartupBanner().catch((error: unknown) => {
+      console.warn(`[startup] could not print the sign-in banner: ${error instanceof Error ? error.message : String(error)}`);
+    });
+  if (env.NODE_ENV !== "development") {
+    step(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await banner();
+    return;
+  }
+  step("compiling the first pages (the first start of the dev server takes a while)…");
+  void (async () => {
+    const local = `http://${env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST}:${env.PORT}`;
+    const deadline = Date.now() + 180_000;
+    for (const path of ["/api/health", "/signin"]) {
+      // The server may not be listening yet when this hook returns: retry until it answers (any status).
+      while (Date.now() < deadline) {
+        const answered = await fetch(`${local}${path}`, { signal: AbortSignal.timeout(120_000) }).then(
+          () => true,
+          () => false,
+        );
+        if (answered) break;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+    step(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    await banner();
+  })();
 }
