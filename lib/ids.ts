@@ -4,7 +4,7 @@ import { monotonicFactory, ulid as ulidAt } from "ulid";
 const ulid = monotonicFactory();
 
 /** Time-sortable, URL-safe ids: `run_01JD…`. Lower-case so they read well in branch names. */
-export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "mc" | "tok" | "usr" | "inv"): string {
+export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "mc" | "tok" | "usr" | "inv" | "grp"): string {
   return `${prefix}_${ulid().toLowerCase()}`;
 }
 

@@ -57,13 +57,12 @@ export async function run(ctx: Ctx, request: string, opts: { project?: string; c
   const config = opts.config ? readConfigFile(opts.config) : undefined;
   const project = await resolveProject(ctx, opts.project);
   const count = opts.approaches ?? 1;
-  // Like the dashboard's "explore approaches": the same request started N times, side by side.
-  const runs: Run[] = [];
-  for (let i = 0; i < count; i++) {
-    const body = await ctx.api().post<{ run: Run }>("/api/runs", { projectId: project.id, request, ...(config ? { config } : {}) });
-    runs.push(body.run);
-  }
-  const result = count === 1 ? { run: runs[0] } : { runs };
+  // Like the dashboard's "explore approaches": the server starts the request N times side by side, all or none, under
+  // one group id (GET /api/run-groups/:id).
+  const base = { projectId: project.id, request, ...(config ? { config } : {}) };
+  const body = await ctx.api().post<{ run: Run; runs?: Run[]; groupId?: string }>("/api/runs", count === 1 ? base : { ...base, approaches: count });
+  const runs: Run[] = body.runs ?? [body.run];
+  const result = count === 1 ? { run: runs[0] } : { runs, groupId: body.groupId };
   // Followed by watch's one-object-per-line output, the result is one line too.
   if (opts.watch && ctx.json) ctx.line(result);
   else ctx.result(result);

@@ -38,6 +38,8 @@ export const createRunSchema = z.strictObject({
     .min(1, "must not be empty")
     .max(50_000, "must be at most 50000 characters"),
   config: z.record(z.string(), z.unknown()).optional(),
+  /** Start the request this many times side by side under one group id (GET /api/run-groups/:id). */
+  approaches: z.number({ error: "must be a whole number from 1 to 5" }).int("must be a whole number from 1 to 5").min(1, "must be at least 1").max(5, "must be at most 5").optional(),
 });
 
 const statusSchema = z.enum(RUN_STATUSES as [RunStatus, ...RunStatus[]]);

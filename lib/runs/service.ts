@@ -1,8 +1,9 @@
 import { and, eq, or, sql } from "drizzle-orm";
-import { getDb } from "@/lib/db";
+import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
 import { AppError, describeIssues } from "@/lib/errors";
-import { createRun, decodeCursor, getRunState, listRuns } from "@/lib/db/queries/runs";
+import { createRun, decodeCursor, getRunState, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
+import { newId } from "@/lib/ids";
 import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { existsSync } from "node:fs";
@@ -15,21 +16,15 @@ import { costBreakdownForRun } from "@/lib/dashboard/costs";
 import { toRunDto } from "./dto";
 import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
 
-/** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */
-export async function startRun({
-  user,
-  projectId,
-  request,
-  config,
-  id,
-}: {
+type NewRun = {
   user: SessionUser;
   projectId: string;
   request: string;
   config?: Record<string, unknown>;
-  /** A caller-chosen run id (webhooks: one stable id per delivery, so a retry cannot start a second run). */
-  id?: string;
-}) {
+};
+
+/** Authorization, config resolution and validation for a new run: the resolved config, or a typed 4xx. */
+async function resolveNewRun({ user, projectId, config }: Omit<NewRun, "request">) {
   const project = await getProject({ id: projectId });
   if (!project) throw new AppError("not_found:project");
   await requireProjectRole({ user, projectId, action: "decide" });
@@ -53,8 +48,51 @@ export async function startRun({
   }
   const problems = routingProblems(resolved.data.modelRouting);
   if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
-  const run = await createRun({ projectId, userId: user.id, request, config: resolved.data, ...(id ? { id } : {}) });
-  return run;
+  return resolved.data;
+}
+
+/** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */
+export async function startRun({
+  id,
+  ...input
+}: NewRun & {
+  /** A caller-chosen run id (webhooks: one stable id per delivery, so a retry cannot start a second run). */
+  id?: string;
+}) {
+  const config = await resolveNewRun(input);
+  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}) });
+}
+
+/**
+ * "Explore N approaches": N runs of one request, each told which approach it is (so a planner, the demo model too, can
+ * take a different route for each), created in one transaction under one group id: all of them or none.
+ */
+export async function startApproaches({ approaches, ...input }: NewRun & { approaches: number }) {
+  const config = await resolveNewRun(input);
+  const groupId = newId("grp");
+  const runs = await write(async (tx) => {
+    const created = [];
+    for (let i = 1; i <= approaches; i++) {
+      const request = `${input.request}\n\nApproach ${i} of ${approaches}`;
+      created.push(await createRun({ projectId: input.projectId, userId: input.user.id, request, config, groupId, tx }));
+    }
+    return created;
+  });
+  return { runs, groupId };
+}
+
+/** The runs started together under one group id, as far as the user may see them; 404 when none is visible. */
+export async function getRunGroup({ user, groupId }: { user: SessionUser; groupId: string }) {
+  const visible = [];
+  for (const runId of await runIdsInGroup({ groupId })) {
+    const run = await getVisibleRun({ user, runId }).catch((error: unknown) => {
+      if (error instanceof AppError && error.type === "not_found") return null;
+      throw error;
+    });
+    if (run) visible.push(run);
+  }
+  if (visible.length === 0) throw new AppError("not_found:run", "No such run group.");
+  return { groupId, runs: visible.map(toRunDto) };
 }
 
 /**

@@ -21,6 +21,8 @@ export type RunEventPayloads = {
     request: string;
     config: Record<string, unknown>;
     branch?: string | null;
+    /** Runs started together to explore approaches share a group (GET /api/run-groups/:id). */
+    groupId?: string | null;
   };
   RUN_STARTED: Record<string, never> | { by?: string };
   /** A computing run went back to the queue (it resumed from a wait while its user's concurrency limit was full). */

@@ -5,6 +5,7 @@ import * as runsRoute from "@/app/api/runs/route";
 import * as runRoute from "@/app/api/runs/[id]/route";
 import * as eventsRoute from "@/app/api/runs/[id]/events/route";
 import * as healthRoute from "@/app/api/health/route";
+import * as runGroupRoute from "@/app/api/run-groups/[id]/route";
 import { getDb } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { createApiToken, revokeApiToken } from "@/lib/auth/tokens";
@@ -106,6 +107,43 @@ describe("POST /api/runs", () => {
   it("gives 404 for a project that does not exist", async () => {
     const res = await call(runsRoute.POST, { method: "POST", headers: ADMIN, body: { projectId: "prj_nope", request: "r" } });
     expect(res.status).toBe(404);
+  });
+});
+
+describe("POST /api/runs with approaches (explore N approaches)", () => {
+  it("starts N runs of one request under one group id, each told its approach; GET /api/run-groups/:id lists them", async () => {
+    const res = await call(runsRoute.POST, { method: "POST", headers: ADMIN, body: { projectId, request: "Add a cache", approaches: 3 } });
+    expect(res.status).toBe(201);
+    const { groupId, runs, run } = res.json;
+    expect(groupId).toMatch(/^grp_/);
+    expect(runs.map((r: { originalRequest: string }) => r.originalRequest)).toEqual([1, 2, 3].map((i) => `Add a cache\n\nApproach ${i} of 3`));
+    expect(run.id).toBe(runs[0].id);
+    expect(new Set(runs.map((r: { id: string }) => r.id)).size).toBe(3);
+    const group = await call(runGroupRoute.GET, { headers: ADMIN, params: { id: groupId } });
+    expect(group.status).toBe(200);
+    expect(group.json.groupId).toBe(groupId);
+    expect(group.json.runs.map((r: { id: string }) => r.id)).toEqual(runs.map((r: { id: string }) => r.id));
+    expect((await call(runGroupRoute.GET, { headers: ADMIN, params: { id: "grp_nothing" } })).status).toBe(404);
+  });
+
+  it("refuses a bad count or a bad config with a 400 naming the field, and creates none of the runs", async () => {
+    const before = await rowCounts();
+    for (const [approaches, config] of [[0, undefined], [6, undefined], [2.5, undefined], ["3", undefined], [3, { maxClarifications: -1 }]] as const) {
+      const res = await call(runsRoute.POST, { method: "POST", headers: ADMIN, body: { projectId, request: "x", approaches, ...(config ? { config } : {}) } });
+      expect(res.status, JSON.stringify({ approaches, config })).toBe(400);
+      expect(res.json.error.message).toMatch(config ? /^config\./ : /^approaches/);
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
+  it("shows a group only to those who may see its runs (404 for a stranger)", async () => {
+    const res = await call(runsRoute.POST, { method: "POST", headers: ADMIN, body: { projectId, request: "Private", approaches: 2 } });
+    await write(async (tx) => {
+      await tx.insert(users).values({ id: "usr_group_stranger", name: "Stranger" }).onConflictDoNothing();
+    });
+    const { token } = await createApiToken({ userId: "usr_group_stranger", name: "t" });
+    const group = await call(runGroupRoute.GET, { headers: { authorization: `Bearer ${token}` }, params: { id: res.json.groupId } });
+    expect(group.status).toBe(404);
   });
 });
 

@@ -91,7 +91,8 @@ export async function makeWorld() {
   const revoked = await createApiToken({ userId: approver.id, name: "revoked" });
   await revokeApiToken({ id: revoked.id, userId: approver.id });
 
-  const run = await createRun({ projectId: project.id, userId: owner.id, request: "matrix run", config: {} });
+  const groupId = newId("grp");
+  const run = await createRun({ projectId: project.id, userId: owner.id, request: "matrix run", config: {}, groupId });
   const gateId = newId("gate");
   const clarificationId = newId("clr");
   await write(async (tx) => {
@@ -119,6 +120,8 @@ export async function makeWorld() {
     target,
     revokedToken: revoked.token,
     runId: run.id,
+    /** The group the fixture run was started in (GET /api/run-groups/:id). */
+    groupId,
     gateId,
     clarificationId,
     /** A pending invitation of invitee@example.com (no account) to the project as a viewer. */

@@ -44,6 +44,7 @@ export function sampleQuery(key: string, w: World): string {
 /** Where each dynamic segment points in the fixture world. */
 export function paramValue(previous: string, name: string, w: World): { value: string; project: boolean } {
   if (previous === "runs" && name === "id") return { value: w.runId, project: true };
+  if (previous === "run-groups" && name === "id") return { value: w.groupId, project: true };
   if (previous === "projects" && name === "id") return { value: w.project.id, project: true };
   if (previous === "clarifications" && name === "id") return { value: w.clarificationId, project: true };
   if (previous === "members" && name === "userId") return { value: w.target.id, project: true };

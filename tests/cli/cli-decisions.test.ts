@@ -154,7 +154,9 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
     const runs = lines[0].runs as Array<{ id: string; originalRequest: string }>;
     expect(runs).toHaveLength(2);
     expect(new Set(runs.map((r) => r.id)).size).toBe(2);
-    expect(runs.every((r) => r.originalRequest === "Write a note")).toBe(true);
+    // One group from one API call; each run is told which approach it is.
+    expect(lines[0].groupId).toMatch(/^grp_/);
+    expect(runs.map((r) => r.originalRequest)).toEqual(["Write a note\n\nApproach 1 of 2", "Write a note\n\nApproach 2 of 2"]);
     expect(lines.at(-1).end.status).toBe("completed");
     expect((await cli(["watch", runs[1]!.id], { env })).code).toBe(0);
   });

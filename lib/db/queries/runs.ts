@@ -118,6 +118,7 @@ export async function createRun({
   config,
   id = newId("run"),
   tx,
+  groupId,
 }: {
   projectId: string;
   userId: string;
@@ -125,6 +126,7 @@ export async function createRun({
   config: Record<string, unknown>;
   id?: string;
   tx?: Tx;
+  groupId?: string;
 }): Promise<RunState> {
   // A secret in the request never reaches the run row, the RUN_CREATED event viewers read, the branch name, a model
   // prompt or a committed file: everything downstream is derived from the redacted text.
@@ -133,7 +135,7 @@ export async function createRun({
   const run = async (t: Tx) => {
     const event: RunEvent = {
       type: "RUN_CREATED",
-      payload: { projectId, userId, request, config, branch: branchNameFor({ runId: id, request }) },
+      payload: { projectId, userId, request, config, branch: branchNameFor({ runId: id, request }), ...(groupId ? { groupId } : {}) },
       timestamp: Date.now(),
     };
     const state = apply(null, event, { runId: id, sequence: 1 });
@@ -383,4 +385,15 @@ export async function pendingPauseRequest({ runId }: { runId: string }): Promise
     if (e.type === "PAUSE_REQUESTED") return { by: e.payload.by, note: e.payload.note ?? null };
   }
   return null;
+}
+
+/** Ids of the runs created in one group (RUN_CREATED.groupId), oldest first. */
+export async function runIdsInGroup({ groupId }: { groupId: string }): Promise<string[]> {
+  const db = await getDb();
+  const rows = await db
+    .select({ runId: workflowEvents.workflowRunId })
+    .from(workflowEvents)
+    .where(and(eq(workflowEvents.sequence, 1), sql`json_extract(${workflowEvents.payload}, '$.groupId') = ${groupId}`))
+    .orderBy(asc(workflowEvents.timestamp));
+  return rows.map((r) => r.runId);
 }
