@@ -102,6 +102,13 @@ test("run page: short title, request as collapsible Markdown, the plan once besi
   expect(errors.filter((e) => /hydrat|did not match/i.test(e))).toEqual([]);
   await page.emulateMedia({ colorScheme: "light" });
 
+  // Merging accepted-but-failed work is a person's explicit decision (issue 16): the next step becomes "merged".
+  await page.reload();
+  await page.getByTestId("merge-run").click();
+  await expect(page.getByTestId("next-step")).toHaveAttribute("data-kind", "merged", { timeout: 30_000 });
+  await expect(page.getByTestId("timeline")).toContainText("Merge decided");
+  await expect(page.getByTestId("merge-run")).toHaveCount(0);
+
   // 7 + 10: the list shows the title, not the raw request, and the outcome.
   await page.goto(`/?project=${project.id}`);
   const row = page.getByTestId("run-row").filter({ has: page.getByTestId("run-title").getByText("Tidy the README", { exact: true }) });

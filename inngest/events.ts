@@ -18,6 +18,8 @@ export const clarificationAnswered = eventType("run/clarification.answered", {
 export const runResumed = eventType("run/resumed", {
   schema: z.object({ runId: z.string(), action: z.enum(["retry", "extend"]) }),
 });
+/** A person decided to merge a completed run (MERGE_DECIDED is stored); the run-merge function makes the merge. */
+export const mergeDecided = eventType("run/merge.decided", { schema: z.object({ runId: z.string() }) });
 /**
  * A run stopped computing (it ended, it waits for a person, or it went back to the queue): a slot of its user's
  * concurrency limit is free, so that user's queued runs check again.

@@ -1,8 +1,8 @@
 import { healthCheck } from "./functions/health-check";
 import { githubWebhook } from "./functions/github-webhook";
-import { runCancelledCleanup, runWorkflow } from "./functions/run-workflow";
+import { runCancelledCleanup, runMerge, runWorkflow } from "./functions/run-workflow";
 
 /** Every Inngest function Gatehouse serves at /api/inngest. Add new functions here. */
-export const functions = [healthCheck, runWorkflow, runCancelledCleanup, githubWebhook];
+export const functions = [healthCheck, runWorkflow, runCancelledCleanup, runMerge, githubWebhook];
 
 export { inngest } from "./client";

@@ -267,6 +267,24 @@ function RunHeader({ detail }: { detail: RunDetail }) {
   );
 }
 
+function MergeButton({ runId, base }: { runId: string; base: string }) {
+  const merge = useDecision(runId);
+  return (
+    <div className="space-y-1">
+      <Button
+        size="sm"
+        data-testid="merge-run"
+        disabled={merge.isPending}
+        onClick={() => merge.mutate({ url: `/api/runs/${runId}/merge`, success: `Merge into ${base} decided` })}
+      >
+        <GitMerge className="size-3.5" aria-hidden />
+        Merge into {base}
+      </Button>
+      {merge.error && <p className="text-destructive text-xs">{merge.error.message}</p>}
+    </div>
+  );
+}
+
 /** A completed run: the next action (review the PR, open one, merge by hand) or why there is none. */
 function DeliveryCard({ detail }: { detail: RunDetail }) {
   const { run } = detail;
@@ -275,6 +293,10 @@ function DeliveryCard({ detail }: { detail: RunDetail }) {
   if (projects.isPending) return null;
   const step = nextStep({ run, repository: project?.repository ?? null });
   if (!step) return null;
+  const base = ((run.config as { git?: { baseBranch?: string } }).git?.baseBranch ?? "main") as string;
+  // A person may merge what was delivered without a merge (accepted after failed validation, or autoMerge off):
+  // POST /merge records the decision and the merge follows (or says why it could not be made).
+  const canMerge = step.kind === "merge_locally" || step.kind === "review_pr";
   const Icon = step.kind === "merged" ? GitMerge : step.kind === "review_pr" || step.kind === "open_pr" ? GitPullRequest : Info;
   return (
     <Alert data-testid="next-step" data-kind={step.kind}>
@@ -287,6 +309,7 @@ function DeliveryCard({ detail }: { detail: RunDetail }) {
             {step.command}
           </code>
         )}
+        {canMerge && <MergeButton runId={run.id} base={base} />}
         {"url" in step && step.url && (
           <Button asChild size="sm" variant={step.kind === "merged" ? "outline" : "default"}>
             <a href={step.url} target="_blank" rel="noreferrer">

@@ -1,6 +1,6 @@
 import { NonRetriableError } from "inngest";
 import { inngest } from "../client";
-import { clarificationAnswered, gateDecided, runCancelled, runResumed, runStarted, slotFreed } from "../events";
+import { clarificationAnswered, gateDecided, mergeDecided, runCancelled, runResumed, runStarted, slotFreed } from "../events";
 import * as ops from "@/lib/runs/workflow-ops";
 import * as githubOps from "@/lib/runs/github-ops";
 import type { PlanDocument, Stage } from "@/lib/workflow";
@@ -394,6 +394,12 @@ export const runWorkflow = inngest.createFunction(
       throw error;
     }
   },
+);
+
+/** A person decided to merge a completed run (POST /api/runs/:id/merge): make the merge, or record why it failed. */
+export const runMerge = inngest.createFunction(
+  { id: "run-merge", name: "Run: merge by a person's decision", triggers: [mergeDecided], retries: 3, concurrency: { limit: 1, key: "event.data.runId" } },
+  async ({ event, step }) => step.run("merge", () => ops.mergeByDecision({ runId: event.data.runId })),
 );
 
 /**

@@ -124,8 +124,16 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "PR_UPDATED":
       return item(`Pull request #${p(event, "PR_UPDATED").number ?? "?"} updated`, "info");
-    case "PR_MERGED":
-      return item("Merged", "success", p(event, "PR_MERGED").sha ?? undefined);
+    case "PR_MERGED": {
+      const { sha, by } = p(event, "PR_MERGED");
+      return item("Merged", "success", [by ? `by ${name(by)}` : null, sha].filter(Boolean).join(" — ") || undefined);
+    }
+    case "MERGE_DECIDED": {
+      const { by, notes } = p(event, "MERGE_DECIDED");
+      return item("Merge decided", "info", [by ? `by ${name(by)}` : null, text(notes)].filter(Boolean).join(" — ") || undefined);
+    }
+    case "MERGE_FAILED":
+      return item("Merge failed", "danger", p(event, "MERGE_FAILED").reason);
     case "PR_CLOSED":
       return item(`Pull request #${p(event, "PR_CLOSED").number ?? "?"} closed`, "warning");
     case "RUN_COMPLETED":

@@ -293,7 +293,13 @@ export function buildRunContext({
         break;
       }
       case "PR_MERGED":
-        decisions.push({ at: e.timestamp, kind: "merge", by: null, decision: `merged${e.payload.method ? ` (${e.payload.method})` : ""}`, gateId: null, notes: e.payload.sha ?? null });
+        decisions.push({ at: e.timestamp, kind: "merge", by: e.payload.by ?? null, decision: `merged${e.payload.method ? ` (${e.payload.method})` : ""}`, gateId: null, notes: e.payload.sha ?? null });
+        break;
+      case "MERGE_DECIDED":
+        decisions.push({ at: e.timestamp, kind: "merge", by: e.payload.by, decision: "merge decided", gateId: null, notes: e.payload.notes ?? null });
+        break;
+      case "MERGE_FAILED":
+        decisions.push({ at: e.timestamp, kind: "merge", by: null, decision: "merge failed", gateId: null, notes: e.payload.reason });
         break;
       case "RUN_COMPLETED":
         status = "completed";

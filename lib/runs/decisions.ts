@@ -1,7 +1,7 @@
-import { and, desc, eq } from "drizzle-orm";
+import { and, desc, eq, inArray } from "drizzle-orm";
 import { z } from "zod";
 import { getDb, write, type Tx } from "@/lib/db";
-import { clarificationRequests, gates } from "@/lib/db/schema";
+import { clarificationRequests, gates, workflowEvents } from "@/lib/db/schema";
 import { appendEventsTx, pendingPauseRequest } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
@@ -247,6 +247,34 @@ export async function cancelRun({ user, runId, reason }: { user: SessionUser; ru
       .update(clarificationRequests)
       .set({ status: "cancelled" })
       .where(and(eq(clarificationRequests.workflowRunId, runId), eq(clarificationRequests.status, "pending")));
+    return state;
+  });
+}
+
+export const mergeSchema = z.strictObject({ notes: z.string().trim().max(2000, "notes: at most 2000 characters").optional() });
+
+/**
+ * A person's decision to merge a completed run that was delivered without a merge: accepted after failed validation
+ * (never merged automatically), or finished with autoMerge off. Recorded as MERGE_DECIDED; the run-merge function then
+ * squash-merges (local) or merges the pull request (GitHub) and records PR_MERGED or MERGE_FAILED. 409 for a run that
+ * is not completed, already merged, or has a merge decision under way. Checked and written in one transaction, so two
+ * people clicking at once make one decision.
+ */
+export async function decideMerge({ user, runId, notes }: { user: SessionUser; runId: string; notes?: string }) {
+  const run = await getVisibleRun({ user, runId, action: "decide" });
+  if (run.status !== "completed") {
+    throw new AppError("conflict:run", `The run is ${run.status.replaceAll("_", " ")}; only a completed run can be merged.`);
+  }
+  return write(async (tx) => {
+    const [last] = await tx
+      .select({ type: workflowEvents.type })
+      .from(workflowEvents)
+      .where(and(eq(workflowEvents.workflowRunId, runId), inArray(workflowEvents.type, ["MERGE_DECIDED", "MERGE_FAILED", "PR_MERGED"])))
+      .orderBy(desc(workflowEvents.sequence))
+      .limit(1);
+    if (last?.type === "PR_MERGED") throw new AppError("conflict:run", "The run is already merged.");
+    if (last?.type === "MERGE_DECIDED") throw new AppError("conflict:run", "A merge of this run is already under way.");
+    const { state } = await appendEventsTx(tx, runId, [{ type: "MERGE_DECIDED", payload: { by: user.id, notes: notes ? redact(notes) : null } }]);
     return state;
   });
 }

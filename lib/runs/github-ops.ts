@@ -167,3 +167,20 @@ export async function deliverGitHub({ runId, stepKey }: { runId: string; stepKey
     return { pullRequest: pr.number as number | null, merge: "merged" as string };
   });
 }
+
+/** A person's merge decision on a GitHub project: squash-merge the run's pull request (PR_MERGED), or say why not. */
+export async function mergePullRequestByDecision(run: RunContext, { by, stepKey }: { by: string; stepKey: string }) {
+  const ref = refOf(run);
+  const state = await getRunState({ id: run.runId });
+  const number = state?.pullRequest?.number;
+  if (!number) return { kind: "ok" as const, merged: false as const, reason: "the run has no pull request to merge (createPR was off)" };
+  return guarded(async () => {
+    const current = await getPullRequest(ref, number);
+    const merge = current.merged
+      ? { merged: true as const, sha: current.mergeSha ?? null }
+      : await squashMergePullRequest(ref, { number, title: pullRequestTitle(await pullRequestFacts(run)) });
+    if (!merge.merged) return { merged: false as const, reason: `GitHub did not merge pull request #${number}: ${merge.reason}` };
+    await append(run.runId, stepKey, [{ type: "PR_MERGED", payload: { number, sha: merge.sha, method: "squash", by } }], { afterEnd: true });
+    return { merged: true as const, reason: null };
+  });
+}

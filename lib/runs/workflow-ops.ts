@@ -120,10 +120,14 @@ export async function loadRun({ runId }: { runId: string }): Promise<RunContext>
  */
 export const modelCallKey = (runId: string, stepKey: string) => `${runId}/${stepKey}`;
 
-export async function append(runId: string, stepKey: string, events: NewRunEvent[]) {
+/**
+ * Append a step's events (once per step key). `afterEnd` is for what may follow a completed run (a merge a person
+ * decided): the reducer still says what is legal, and a re-run step still writes nothing twice.
+ */
+export async function append(runId: string, stepKey: string, events: NewRunEvent[], { afterEnd = false }: { afterEnd?: boolean } = {}) {
   return write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
-    if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) {
+    if (current && !afterEnd && TERMINAL_STATUSES.has(current.status as RunState["status"])) {
       // A step re-run after a crash whose events are already stored (e.g. `complete`, whose own event ended the run)
       // is a duplicate, not a step of an ended run.
       const existing = await findStepEvents(tx, runId, stepKey);
@@ -918,6 +922,35 @@ export async function deliver({ runId, stepKey, merge }: { runId: string; stepKe
   if (result.status === "conflict") return { merge: "conflict" as const, files: result.files, reason: result.reason };
   await append(runId, stepKey, [{ type: "PR_MERGED", payload: { number: null, sha: result.sha, method: "squash" } }]);
   return { merge: result.status, files: [] as string[] };
+}
+
+/**
+ * Carry out a person's merge decision (MERGE_DECIDED, see decideMerge): squash-merge the run branch into its base
+ * (local) or merge its pull request (GitHub), recording PR_MERGED with who decided, or MERGE_FAILED with the reason
+ * and the conflicting files. Idempotent: a decision already carried out (or a run merged meanwhile) does nothing again.
+ */
+export async function mergeByDecision({ runId }: { runId: string }) {
+  const events = await listEvents({ runId, limit: 100_000 });
+  const decision = [...events].reverse().find((e) => e.type === "MERGE_DECIDED" || e.type === "MERGE_FAILED" || e.type === "PR_MERGED");
+  if (decision?.type !== "MERGE_DECIDED") return { outcome: "nothing to do" as const };
+  const by = decision.payload.by;
+  const stepKey = `merge-decision:${decision.sequence}`;
+  const run = await loadRun({ runId });
+  const failed = async (reason: string, files: string[] = []) => {
+    await append(runId, `${stepKey}:failed`, [{ type: "MERGE_FAILED", payload: { reason: redact(reason).slice(0, 2000), files } }], { afterEnd: true });
+    return { outcome: "failed" as const, reason };
+  };
+  if (run.github) {
+    const { mergePullRequestByDecision } = await import("./github-ops");
+    const result = await mergePullRequestByDecision(run, { by, stepKey });
+    if (result.kind === "auth") return failed(`GitHub refused the App's credentials: ${result.message}`);
+    if (!result.merged) return failed(result.reason);
+    return { outcome: "merged" as const };
+  }
+  const result = await squashMerge({ repoPath: run.repoPath, branch: run.branch, baseBranch: run.config.git.baseBranch, runId, title: firstLine(run.request) });
+  if (result.status === "conflict") return failed(result.reason, result.files);
+  await append(runId, stepKey, [{ type: "PR_MERGED", payload: { number: null, sha: result.sha, method: "squash", by } }], { afterEnd: true });
+  return { outcome: "merged" as const };
 }
 
 export async function decisionsOf(runId: string): Promise<string[]> {

@@ -59,7 +59,11 @@ export type RunEventPayloads = {
   BRANCH_PUSHED: { branch: string; sha: string; remote?: string };
   PR_OPENED: { number: number; url: string; draft: boolean };
   PR_UPDATED: { number: number; draft?: boolean; state?: string };
-  PR_MERGED: { number?: number | null; sha?: string | null; method?: string };
+  PR_MERGED: { number?: number | null; sha?: string | null; method?: string; /** The person whose merge decision this was. */ by?: string };
+  /** A person decided to merge a completed run that was not merged (accepted after failed validation, or autoMerge off). */
+  MERGE_DECIDED: { by: string; notes?: string | null };
+  /** A merge decided by a person could not be made (a conflict, a moved base, a refused pull request). */
+  MERGE_FAILED: { reason: string; files?: string[] };
   PR_CLOSED: { number: number };
   RUN_COMPLETED: { summary?: string };
   RUN_FAILED: { reason: string; stage?: Stage | null };

@@ -216,6 +216,15 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         pullRequest: state.pullRequest ? { ...state.pullRequest, draft: false, state: "merged" } : null,
       });
 
+    case "MERGE_DECIDED":
+      requireStatus("completed");
+      if (state.merged) fail("the run is already merged");
+      return next({});
+
+    case "MERGE_FAILED":
+      requireStatus("completed");
+      return next({});
+
     case "PR_CLOSED":
       if (!state.pullRequest) fail("the run has no pull request");
       return next({ pullRequest: { ...state.pullRequest!, state: "closed" } });

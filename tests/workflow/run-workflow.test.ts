@@ -5,9 +5,10 @@ import { getEnv } from "@/lib/env";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
-import { answerClarification, approveGate, cancelRun, decideFix, rejectGate } from "@/lib/runs/decisions";
+import { answerClarification, approveGate, cancelRun, decideFix, decideMerge, rejectGate } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
-import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
+import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "@/inngest/events";
+import { getRunState } from "@/lib/db/queries/runs";
 import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
@@ -167,6 +168,53 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(git(repo, "show", `${run.branch}:src/x.txt`)).toBe("x");
     const { events } = await expectConsistent(run.id);
     expect(events.map((e) => e.type)).not.toContain("PR_MERGED");
+  });
+
+  it("merging accepted-but-failed work takes a person's merge decision: MERGE_DECIDED, then PR_MERGED by them; a conflict is MERGE_FAILED and can be decided again", async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Write it [fail-validation: 5]\n\n${fileBlock("src/m.txt", "m")}`, {
+      trustMode: { planning: "auto", fixes: "manual" },
+      git: { autoMerge: true },
+    });
+    await waitForStatus(run.id, ["awaiting_fix_decision"]);
+    const gate = await pendingGate(run.id);
+    await expect(decideMerge({ user: h.user, runId: run.id })).rejects.toMatchObject({ status: 409 });
+    await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "accept" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }));
+    expect((await waitForStatus(run.id, ["completed", "failed"])).merged).toBe(false);
+    await waitForWorkflow(run.id);
+
+    // The checkout of main has an uncommitted change: the decided merge fails, says why, and changes nothing.
+    const mainBefore = git(repo, "rev-parse", "main");
+    fs.appendFileSync(path.join(repo, "README.md"), "local edit\n");
+    await decideMerge({ user: h.user, runId: run.id, notes: "ship it" });
+    await expect(decideMerge({ user: h.user, runId: run.id })).rejects.toMatchObject({ status: 409 });
+    await inngest.send(mergeDecided.create({ runId: run.id }));
+    const failedAt = Date.now();
+    while (!(await expectConsistent(run.id)).events.some((e) => e.type === "MERGE_FAILED")) {
+      if (Date.now() - failedAt > 30_000) throw new Error("no MERGE_FAILED within 30 s");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(git(repo, "rev-parse", "main")).toBe(mainBefore);
+    expect((await getRunState({ id: run.id }))!.merged).toBe(false);
+
+    // Cleaned up, decided again: merged by that person.
+    git(repo, "checkout", "--", "README.md");
+    await decideMerge({ user: h.user, runId: run.id });
+    await inngest.send(mergeDecided.create({ runId: run.id }));
+    const mergedAt = Date.now();
+    while (!(await getRunState({ id: run.id }))!.merged) {
+      if (Date.now() - mergedAt > 30_000) throw new Error("not merged within 30 s");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(git(repo, "show", "main:src/m.txt")).toBe("m");
+    const { events } = await expectConsistent(run.id);
+    const types = events.map((e) => e.type);
+    expect(types.slice(types.indexOf("RUN_COMPLETED"))).toEqual(["RUN_COMPLETED", "MERGE_DECIDED", "MERGE_FAILED", "MERGE_DECIDED", "PR_MERGED"]);
+    const merged = events.find((e) => e.type === "PR_MERGED")!;
+    expect(merged.payload).toMatchObject({ by: h.user.id, method: "squash" });
+    expect((events.find((e) => e.type === "MERGE_FAILED")!.payload as { reason: string }).reason).toMatch(/uncommitted changes/);
+    await expect(decideMerge({ user: h.user, runId: run.id })).rejects.toMatchObject({ status: 409, message: "The run is already merged." });
   });
 
   it("severity routing: a major finding (a failing acceptance command) goes to a person even with fixes=auto", async () => {

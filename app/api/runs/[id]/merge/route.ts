@@ -1,0 +1,17 @@
+import { json, readOptionalJson, route } from "@/lib/http";
+import { decideMerge, mergeSchema } from "@/lib/runs/decisions";
+import { toRunDto } from "@/lib/runs/dto";
+import { rateLimit } from "@/lib/security/rate-limit";
+import { announce } from "@/inngest/announce";
+import { mergeDecided } from "@/inngest/events";
+
+export const dynamic = "force-dynamic";
+
+/** A person merges a completed run that was delivered without a merge (MERGE_DECIDED → PR_MERGED or MERGE_FAILED). */
+export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  await rateLimit({ user, bucket: "decisions" });
+  const { notes } = await readOptionalJson(request, mergeSchema);
+  const run = await decideMerge({ user, runId: params.id, notes });
+  await announce(mergeDecided.create({ runId: run.id }));
+  return json({ run: toRunDto(run) }, { status: 202 });
+});
