@@ -104,10 +104,13 @@ test("run page: short title, request as collapsible Markdown, the plan once besi
 
   // Merging accepted-but-failed work is a person's explicit decision (issue 16): the next step becomes "merged".
   await page.reload();
+  // The timeline is drawn by the client from the event stream: once it shows the end, the page is hydrated.
+  await expect(page.getByTestId("timeline")).toContainText("Run completed");
   await page.getByTestId("merge-run").click();
   await expect(page.getByTestId("next-step")).toHaveAttribute("data-kind", "merged", { timeout: 30_000 });
-  await expect(page.getByTestId("timeline")).toContainText("Merge decided");
   await expect(page.getByTestId("merge-run")).toHaveCount(0);
+  const merged = await (await request.get(`/api/runs/${run.id}/events`, { headers: authHeaders })).json();
+  expect(merged.events.map((e: { type: string }) => e.type).slice(-3)).toEqual(["RUN_COMPLETED", "MERGE_DECIDED", "PR_MERGED"]);
 
   // 7 + 10: the list shows the title, not the raw request, and the outcome.
   await page.goto(`/?project=${project.id}`);
