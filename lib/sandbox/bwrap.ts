@@ -140,7 +140,6 @@ function privateSystemFiles(): string[] {
 
 function systemBinds(): string[] {
   const args: string[] = [];
-  const seen = new Set<string>();
   for (const dir of SYSTEM_DIRS) {
     let stat: fs.Stats;
     try {
@@ -148,16 +147,21 @@ function systemBinds(): string[] {
     } catch {
       continue;
     }
-    seen.add(dir);
     if (stat.isSymbolicLink()) args.push("--symlink", fs.readlinkSync(dir), dir);
     else args.push("--ro-bind", dir, dir);
   }
-  // The Node.js that runs Gatehouse may live outside the system directories (nvm, /usr/local is covered by /usr).
-  const nodePrefix = path.dirname(path.dirname(process.execPath));
-  if (![...seen].some((d) => nodePrefix === d || nodePrefix.startsWith(d + "/")) && nodePrefix !== "/") {
-    args.push("--ro-bind", nodePrefix, nodePrefix);
-  }
   return args;
+}
+
+/**
+ * The Node.js that runs Gatehouse, read-only, where it lives outside the system directories (nvm, or the `node`
+ * package in the app's node_modules; /usr/local is covered by /usr). Bound after the private /tmp, so an app installed
+ * under /tmp (a CI clone) still finds its Node inside the sandbox instead of an empty tmpfs.
+ */
+function nodeBinds(): string[] {
+  const nodePrefix = path.dirname(path.dirname(process.execPath));
+  const covered = SYSTEM_DIRS.some((d) => nodePrefix === d || nodePrefix.startsWith(d + "/"));
+  return covered || nodePrefix === "/" ? [] : ["--ro-bind", nodePrefix, nodePrefix];
 }
 
 /**
@@ -195,6 +199,7 @@ export function bwrapArgs({
     "/dev",
     "--tmpfs",
     "/tmp",
+    ...nodeBinds(),
     ...readOnly.flatMap((p) => ["--ro-bind", p, p]),
     "--bind",
     writable,

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEnvCache } from "@/lib/env";
 import { LocalSandbox, PathEscapeError, sandboxCapabilities } from "@/lib/sandbox";
-import { bwrapStatus } from "@/lib/sandbox/bwrap";
+import { bwrapArgs, bwrapStatus } from "@/lib/sandbox/bwrap";
 import { makeRepo } from "../git/helpers";
 
 const FAKE_SECRET = "sk-test-fake-secret-0123456789abcdef";
@@ -156,6 +156,18 @@ describe("bubblewrap isolation", () => {
       expect(caps.isolated).toBe(false);
       expect(caps.warning).toMatch(/NOT isolated/);
     }
+  });
+
+  it("the Node that runs the app is bound after the private /tmp, so an app installed under /tmp still has it inside", () => {
+    if (!bwrapStatus().available) return expect(sandboxCapabilities().isolated).toBe(false);
+    const args = bwrapArgs({ writable: s.workspacePath, cwd: s.workspacePath, command: "true", args: [] });
+    const prefix = path.dirname(path.dirname(process.execPath));
+    const tmpfs = args.findIndex((a, i) => a === "--tmpfs" && args[i + 1] === "/tmp");
+    const bind = args.findIndex((a, i) => a === "--ro-bind" && args[i + 1] === prefix && args[i + 2] === prefix);
+    const covered = ["/usr", "/bin", "/sbin", "/lib", "/lib64", "/opt"].some((d) => prefix.startsWith(d + "/"));
+    expect(tmpfs).toBeGreaterThan(-1);
+    if (covered) expect(bind).toBe(-1);
+    else expect(bind).toBeGreaterThan(tmpfs);
   });
 
   it("a connection to a server on 127.0.0.1 opened by the test is refused", async () => {
