@@ -261,6 +261,9 @@ export function baseChildEnv(extra: Record<string, string> = {}): Record<string,
     const value = process.env[key];
     if (value !== undefined) out[key] = value;
   }
-  out.PATH ??= "/usr/local/bin:/usr/bin:/bin";
+  // Only absolute PATH entries: an empty or relative one ("", ".", "node_modules/.bin") is looked up from the child's
+  // working directory — a worktree the sandbox writes — so a planted `git` there would run on the host.
+  const absolute = (out.PATH ?? "").split(":").filter((dir) => dir.startsWith("/"));
+  out.PATH = absolute.length > 0 ? absolute.join(":") : "/usr/local/bin:/usr/bin:/bin";
   return { ...out, ...extra };
 }

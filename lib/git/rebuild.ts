@@ -8,14 +8,14 @@ import { artifacts, clarificationRequests, projectMembers, projects, users } fro
 import { newId } from "@/lib/ids";
 import type { StoredRunEvent } from "@/lib/workflow";
 import { AUTONOMOUS_DIR, parseEvents, parseRunContext, type RunContext } from "./records";
-import { git, gitEnv } from "./run";
+import { git, gitEnv, SAFE_CONFIG } from "./run";
 
 type Found = { runId: string; ref: string; events?: string; context?: string };
 
 /** Read many blobs with one `git cat-file --batch` process. */
 function readBlobs(repoPath: string, shas: string[]): Promise<Map<string, string>> {
   return new Promise((resolve, reject) => {
-    const child = spawn("git", ["cat-file", "--batch"], { cwd: repoPath, env: gitEnv() as NodeJS.ProcessEnv });
+    const child = spawn("git", [...SAFE_CONFIG, "cat-file", "--batch"], { cwd: repoPath, env: gitEnv() as NodeJS.ProcessEnv });
     const chunks: Buffer[] = [];
     child.stdout.on("data", (c: Buffer) => chunks.push(c));
     child.on("error", reject);
