@@ -191,3 +191,24 @@ test("cancel during implementation ends the run at once and no task is recorded 
   expect(events.map((e) => e.type)).not.toContain("IMPLEMENTATION_SUCCEEDED");
   expect(events.filter((e) => e.type === "TASK_COMPLETED").length).toBeLessThan(90);
 });
+
+test("a server whose sandbox is weaker says so on the run page, above the run", async ({ page, request }) => {
+  const project = await createProject(request, "sandbox warning");
+  const run = await startRun(request, project.id, "Add a changelog", { trustMode: { planning: "manual", fixes: "manual" } });
+  await signIn(page);
+  // This machine isolates fully, so the server's real answer carries no warning: the page shows none.
+  await page.goto(`/runs/${run.id}`);
+  await expect(page.getByTestId("run-title")).toBeVisible();
+  await expect(page.getByTestId("sandbox-warning")).toHaveCount(0);
+  // The same detail as a server without a cgroup would answer it (the real response, with its sandbox field changed).
+  const warning = "Sandbox isolation is weaker than full: no per-command cgroup (test).";
+  await page.route(`**/api/runs/${run.id}`, async (route) => {
+    const response = await route.fetch();
+    const body = await response.json();
+    expect(body.sandbox).toEqual({ isolated: true, warning: null });
+    await route.fulfill({ response, json: { ...body, sandbox: { isolated: true, warning } } });
+  });
+  await page.reload();
+  await expect(page.getByTestId("sandbox-warning")).toContainText("Weaker sandbox on this server");
+  await expect(page.getByTestId("sandbox-warning")).toContainText(warning);
+});

@@ -75,6 +75,13 @@ export function RunView({ runId }: { runId: string }) {
   return (
     <div className="space-y-6" data-testid="run-view" data-status={run.status}>
       <RunHeader detail={detail.data} />
+      {detail.data.sandbox?.warning && !isTerminal(run.status) && (
+        <Alert data-testid="sandbox-warning">
+          <TriangleAlert className="size-4" />
+          <AlertTitle>{detail.data.sandbox.isolated ? "Weaker sandbox on this server" : "Agent commands are not isolated on this server"}</AlertTitle>
+          <AlertDescription>{detail.data.sandbox.warning}</AlertDescription>
+        </Alert>
+      )}
       {streamError && connection === "polling" && <p className="text-muted-foreground text-xs">{streamError}</p>}
 
       {planGate && (

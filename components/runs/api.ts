@@ -91,6 +91,8 @@ export type RunDetail = {
   clarifications: Clarification[];
   artifacts: Array<Record<string, unknown>>;
   cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[] };
+  /** How this server isolates agent commands; `warning` is a sentence when isolation is missing or weaker than full. */
+  sandbox: { isolated: boolean; warning: string | null };
   /** Display names of the user ids that appear in the run. */
   people: Record<string, string>;
 };

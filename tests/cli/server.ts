@@ -77,12 +77,16 @@ export async function startApiServer() {
     }
     res.end();
   });
+  let connections = 0;
+  server.on("connection", () => connections++);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
     user: harness.user,
     dataDir: getEnv().dataDir,
+    /** TCP connections the server has accepted so far. */
+    connections: () => connections,
     close: async () => {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));

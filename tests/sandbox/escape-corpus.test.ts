@@ -1,6 +1,5 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -13,7 +12,8 @@ import { listEvents } from "@/lib/db/queries/runs";
 import { decideFix } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
 import { gateDecided } from "@/inngest/events";
-import { git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "../workflow/harness";
+import { git, launch, newProject, waitForPendingGate, waitForStatus, waitForWorkflow } from "../workflow/harness";
+import { startApiServer } from "../cli/server";
 
 /*
  * The escape corpus: hostile commands run through the product's real path — a run whose request carries demo-model
@@ -25,11 +25,12 @@ import { git, launch, newProject, startWorkflowHarness, waitForPendingGate, wait
 const SECRET_MODEL_KEY = "sk-corpus-fake-model-key-0123456789abcdef";
 const SECRET_ADMIN = "corpus-admin-token-0123456789abcdef";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-let canaries: string;
-let listener: net.Server;
-let connections = 0;
+// The app's own API routes over real HTTP on a real loopback port, on the real workflow: the port a sandboxed command
+// tries to reach, and the /api/health a fork bomb must not starve.
+let h: Awaited<ReturnType<typeof startApiServer>>;
 let port = 0;
+let canaries: string;
+let sysrqBefore: string | null;
 
 beforeAll(async () => {
   process.env.OPENAI_API_KEY = SECRET_MODEL_KEY;
@@ -45,23 +46,21 @@ beforeAll(async () => {
   // Host-side canaries: a planted program that runs on the host (outside bwrap) creates a file here. Inside the sandbox
   // /tmp is private, so the same program run inside cannot.
   canaries = fs.mkdtempSync(path.join(os.tmpdir(), "gh-canary-"));
-  listener = net.createServer((socket) => {
-    connections++;
-    socket.destroy();
-  });
-  await new Promise<void>((resolve) => listener.listen(0, "127.0.0.1", resolve));
-  port = (listener.address() as net.AddressInfo).port;
-  h = await startWorkflowHarness();
+  sysrqBefore = fs.existsSync("/proc/sys/kernel/sysrq") ? fs.readFileSync("/proc/sys/kernel/sysrq", "utf8") : null;
+  h = await startApiServer();
+  port = Number(new URL(h.url).port);
 });
 
 afterAll(async () => {
   await h.close();
-  listener.close();
   for (const name of ["OPENAI_API_KEY", "MAX_CONCURRENT_RUNS_PER_USER", "GATEHOUSE_RATE_LIMIT_RUNS", "GATEHOUSE_SANDBOX_PIDS", "GATEHOUSE_SANDBOX_MEMORY_MB", "GATEHOUSE_SANDBOX_FILE_MB"]) {
     delete process.env[name];
   }
   resetEnvCache();
 });
+
+/** ptrace's syscall number, for the raw attach attempt. */
+const PTRACE_SYSCALL = process.arch === "arm64" ? 117 : 101;
 
 const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -232,6 +231,7 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
   const tag = crypto.randomBytes(4).toString("hex");
   const hostPath = (dir: string, name: string) => `${dir}/gh-escape-${name}-${tag}`;
   let result: { runId: string; repo: string; branch: string; status: string };
+  let connectionsDuringRun = 0;
   let otherRepo: string;
   const marker = `other-project-secret-${crypto.randomBytes(6).toString("hex")}`;
 
@@ -261,6 +261,8 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
       "unshare-mount": `unshare -r sh -c 'mount -o remount,rw /usr && touch ${hostPath("/usr", "unshare")}'; unshare -m true`,
       "chroot": "chroot / true; mknod dev-null c 1 3; true",
       "ptrace-kill-server": `kill -9 ${process.pid}; kill -9 1; ls /proc/${process.pid} 2>&1 | head -1`,
+      // A real ptrace(PTRACE_ATTACH) on the server's pid, through perl's raw syscall (perl-base is in every Debian).
+      "ptrace-attach": `perl -e '$r = syscall(${PTRACE_SYSCALL}, 16, ${process.pid}, 0, 0); print "attach=$r errno=$!\\n"'`,
       "capabilities": "grep -E 'Cap(Eff|Prm|Bnd)|NoNewPrivs' /proc/self/status; id",
       "devices": "ls /dev | tr '\\n' ' '; echo; for d in mem kmem sda vda nvme0n1 kmsg port; do test -e /dev/$d && echo HAS-$d; done; true",
       "sysfs": "ls /sys; echo 1 > /proc/sys/kernel/sysrq",
@@ -268,8 +270,10 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
       "records": `mkdir -p .autonomous/runs && echo '{"status":"forged"}' > .autonomous/runs/forged.json`,
     };
     const lines = Object.entries(cases).map(([name, cmd]) => `mkdir -p out; (${cmd}) > out/${name}.txt 2>&1; true`);
+    const connectionsBefore = h.connections();
     const { run, repo } = await runCorpus("filesystem, processes, network", { run: lines });
     const done = await finish(run.id);
+    connectionsDuringRun = h.connections() - connectionsBefore;
     result = { runId: run.id, repo, branch: run.branch!, status: done.status };
   });
 
@@ -280,6 +284,12 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
 
   const out = (name: string) => output(result.repo, result.branch, name);
   const secrets = () => [SECRET_MODEL_KEY, SECRET_ADMIN, getExecutorKey()];
+
+  it("runs as root in CI — the case the review reproduced — so every assertion below holds against a root server", () => {
+    // Not a guard that skips anything: the corpus runs everywhere; in CI it must also be the privileged case.
+    console.log(`escape corpus: server uid ${process.getuid?.()}, CI=${process.env.CI ?? ""}`);
+    if (process.env.CI === "true") expect(process.getuid?.()).toBe(0);
+  });
 
   it("the run itself completes: hostile commands fail inside, they do not break the run", () => {
     expect(result.status).toBe("completed");
@@ -312,8 +322,10 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
   });
 
   it("no network: the app's port on loopback is unreachable and there is no DNS", () => {
+    // The port is the app's own API server (it answers /api/health to the test over HTTP); from inside, nothing.
+    expect(out("network-app-port")).toMatch(/ERR E(CONNREFUSED|NETUNREACH|ACCES|PERM)/);
     expect(out("network-app-port")).not.toContain("CONNECTED");
-    expect(connections).toBe(0);
+    expect(connectionsDuringRun).toBe(0);
     expect(out("network-dns")).toContain("no-dns");
   });
 
@@ -332,8 +344,12 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
     // The server (this test process) is alive, and was never visible inside.
     expect(process.kill(process.pid, 0)).toBe(true);
     expect(out("ptrace-kill-server")).toMatch(/No such process|cannot access/);
+    expect(out("ptrace-attach")).toMatch(/attach=-1 errno=(No such process|Operation not permitted)/);
     expect(out("devices")).toContain("null");
     expect(out("devices")).not.toContain("HAS-");
+    // /sys is absent and /proc/sys is masked inside: the write fails, and the host's sysrq setting is as it was.
+    expect(out("sysfs")).toMatch(/cannot create \/proc\/sys\/kernel\/sysrq: (Directory nonexistent|Read-only file system|Permission denied)/);
+    if (sysrqBefore !== null) expect(fs.readFileSync("/proc/sys/kernel/sysrq", "utf8")).toBe(sysrqBefore);
   });
 
   it("a file larger than the sandbox's file-size limit is cut off", () => {
@@ -350,12 +366,14 @@ describe("escape corpus: the sandbox is a boundary even for a root server", () =
 describe("escape corpus: resource exhaustion stops inside its own run", () => {
   it("a fork bomb is capped, the server keeps answering /api/health, and the run goes on", async () => {
     const caps = sandboxCapabilities();
-    if (cgroupSupport().version === null) {
+    const cgroups = cgroupSupport();
+    // CI's machine has cgroups, so there the real bound below is always what is tested.
+    if (process.env.CI === "true") expect(cgroups.reason).toBeNull();
+    if (cgroups.version === null) {
       // Without a cgroup a root server's fork bomb is not bounded by rlimits: the app must say so, not pretend.
       expect(caps.weaknesses.join(" ")).toMatch(/no per-command cgroup/);
       return;
     }
-    const { GET } = await import("@/app/api/health/route");
     const { run, repo } = await runCorpus("fork bomb", {
       run: ["mkdir -p out; (sleep 6 & S=$!; (b() { while :; do b & done; }; b) >/dev/null 2>&1 & wait $S; echo bomb-ended) > out/bomb.txt 2>&1; true"],
     });
@@ -372,18 +390,19 @@ describe("escape corpus: resource exhaustion stops inside its own run", () => {
       }
       if (peak > 10) {
         const started = Date.now();
-        const response = await GET(new Request("http://127.0.0.1/api/health"), { params: Promise.resolve({}) } as never);
+        const response = await fetch(`${h.url}/api/health`);
+        await response.arrayBuffer();
         slowest = Math.max(slowest, Date.now() - started);
         if (response.status === 200) answered++;
         if (answered >= 3) break;
       }
       await new Promise((r) => setTimeout(r, 100));
     }
-    console.log(`fork bomb: peak ${peak} processes in its cgroup (limit 64); /api/health answered ${answered}× while it ran, slowest ${slowest} ms`);
+    // How fast health answered is a figure to read, not an assertion (a loaded CI machine varies): it must answer.
+    console.log(`fork bomb: peak ${peak} processes in its cgroup (limit 64); /api/health answered ${answered}× over HTTP while it ran, slowest ${slowest} ms`);
     expect(peak).toBeGreaterThan(10);
     expect(peak).toBeLessThanOrEqual(64);
     expect(answered).toBeGreaterThanOrEqual(3);
-    expect(slowest).toBeLessThan(1000);
     const done = await finish(run.id);
     expect(done.status).toBe("completed");
     expect(output(repo, run.branch!, "bomb")).toContain("bomb-ended");

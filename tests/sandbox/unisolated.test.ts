@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { resetEnvCache } from "@/lib/env";
 import { createProject } from "@/lib/db/queries/projects";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { startRun } from "@/lib/runs/service";
+import { getRunDetail, startRun } from "@/lib/runs/service";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { getHealth } from "@/lib/health";
 import type { SessionUser } from "@/lib/auth/guard";
@@ -42,6 +42,8 @@ describe("runs without isolation need the project's explicit consent", () => {
     });
     const run = await startRun({ user, projectId: lax.id, request: "x" });
     expect(run.status).toBe("queued");
+    // The run page reads this from the run's detail and shows it above the run.
+    expect((await getRunDetail({ user, runId: run.id })).sandbox).toEqual({ isolated: false, warning: caps.warning });
   });
 
   it("a run's own config cannot lower isolation (sandbox is a project-level setting)", async () => {
