@@ -75,6 +75,8 @@ export default defineConfig({
       MAX_CONCURRENT_RUNS_PER_USER: "100",
       NEXT_TELEMETRY_DISABLED: "1",
       LOG_LEVEL: "warn",
+      // Idle keep-alive connections outlive the longest pause between two requests of a spec (npm start's default is 65 s).
+      KEEP_ALIVE_TIMEOUT_MS: "120000",
     },
   },
 });

@@ -6,8 +6,11 @@ import "./globals.css";
 export const metadata: Metadata = {
   title: "Gatehouse",
   description: "Plan → approve → implement → validate → deliver: autonomous coding runs with a human at the gate.",
-  // public/: favicon.ico for clients that ask for it by name, the SVG for browsers, the PNG for touch icons.
-  icons: { icon: [{ url: "/icon.svg", type: "image/svg+xml" }, { url: "/favicon.ico", sizes: "32x32" }], apple: "/icon.png" },
+  // public/: favicon.ico for clients that ask for it by name, the SVG for browsers, a 32 px PNG, and the 180 px touch icon.
+  icons: {
+    icon: [{ url: "/icon.svg", type: "image/svg+xml" }, { url: "/favicon.ico", sizes: "32x32" }, { url: "/icon.png", sizes: "32x32", type: "image/png" }],
+    apple: { url: "/apple-touch-icon.png", sizes: "180x180" },
+  },
 };
 
 export default async function RootLayout({ children }: { children: React.ReactNode }) {

@@ -147,7 +147,7 @@ test("explore 3 approaches from the New run form: the comparison view shows all 
     await expect(columns.nth(i).getByTestId("run-status")).toHaveAttribute("data-status", "completed", { timeout: 60_000 });
     await expect(columns.nth(i).getByTestId("mermaid-diagram").locator("svg")).toBeVisible();
   }
-  await page.screenshot({ path: `${SHOTS}/compare.png`, fullPage: true });
+  await page.screenshot({ path: `${SHOTS}/compare-actions.png`, fullPage: true });
 });
 
 test("when the event stream cannot be opened, polling takes over and the page still follows the run to the end", async ({ page, request }) => {

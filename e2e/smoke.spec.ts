@@ -42,7 +42,12 @@ test("pages name the app's icons and public/ serves them (no favicon 404)", asyn
   });
   await page.goto("/signin");
   await expect(page.locator('link[rel="icon"][href="/icon.svg"]')).toHaveCount(1);
-  for (const [url, type] of [["/favicon.ico", /image\/(x-icon|vnd\.microsoft\.icon)/], ["/icon.svg", /image\/svg\+xml/], ["/icon.png", /image\/png/]] as const) {
+  await expect(page.locator('link[rel="apple-touch-icon"][href="/apple-touch-icon.png"][sizes="180x180"]')).toHaveCount(1);
+  const touch = await request.get("/apple-touch-icon.png");
+  const png = Buffer.from(await touch.body());
+  // A PNG's IHDR holds width and height as big-endian 32-bit numbers at bytes 16 and 20.
+  expect([png.readUInt32BE(16), png.readUInt32BE(20)]).toEqual([180, 180]);
+  for (const [url, type] of [["/favicon.ico", /image\/(x-icon|vnd\.microsoft\.icon)/], ["/icon.svg", /image\/svg\+xml/], ["/icon.png", /image\/png/], ["/apple-touch-icon.png", /image\/png/]] as const) {
     const res = await request.get(url);
     expect(res.status(), url).toBe(200);
     expect(res.headers()["content-type"], url).toMatch(type);

@@ -91,17 +91,18 @@ export async function printStartupBanner({ print = console.log, warn = console.w
   if (globalForBanner.__gatehouseBannerPrinted) return;
   globalForBanner.__gatehouseBannerPrinted = true;
   const env = getEnv();
+  // Warnings first, so that what a newcomer needs next — the URL and the sign-in link — is the last thing on screen.
+  for (const warning of startupWarnings(env)) warn(`[security] ${warning}`);
   const lines = [`Gatehouse on ${env.publicUrl} (listening on ${env.HOST}:${env.PORT})`];
   const external = signInMethods(env).filter((m) => m.type !== "local");
   if (external.length) lines.push(`Sign-in: ${external.map((m) => m.name).join(", ")}${env.GATEHOUSE_ADMIN_PASSWORD ? " and the owner password" : ""}`);
   if (isLocalMode(env)) {
     const token = await createLoginToken();
-    lines.push("Sign in as the owner with this one-time link (valid for 24 hours, works once):");
+    if (env.GATEHOUSE_ADMIN_PASSWORD) lines.push("Sign in as the owner with GATEHOUSE_ADMIN_PASSWORD, or with this one-time link (valid for 24 hours, works once):");
+    else lines.push("Sign in as the owner with this one-time link (valid for 24 hours, works once):");
     lines.push(`    ${env.publicUrl}/signin?token=${token}`);
-    if (env.GATEHOUSE_ADMIN_PASSWORD) lines.push("or with GATEHOUSE_ADMIN_PASSWORD.");
   }
   for (const line of lines) print(line);
-  for (const warning of startupWarnings(env)) warn(`[security] ${warning}`);
 }
 
 /** Tests: allow the banner to print again. */

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { Auth } from "@auth/core";
-import { EnvError, parseEnv } from "@/lib/env";
+import { EnvError, parseEnv, resetEnvCache } from "@/lib/env";
 import { getAuthConfig } from "@/lib/auth/config";
 import { consumeLoginToken } from "@/lib/auth/login-link";
 import { signInMethods } from "@/lib/auth/providers";
@@ -22,6 +22,22 @@ describe("startup banner", () => {
     const token = decodeURIComponent(link![2]!);
     expect(await consumeLoginToken(token)).toBe(true);
     expect(await consumeLoginToken(token)).toBe(false);
+  });
+
+  it("prints security warnings first and the sign-in link last, so the link is what a newcomer sees", async () => {
+    resetStartupBanner();
+    process.env.HOST = "0.0.0.0";
+    resetEnvCache();
+    try {
+      const all: string[] = [];
+      await printStartupBanner({ print: (l) => all.push(l), warn: (l) => all.push(l) });
+      expect(all.some((l) => l.startsWith("[security]") && /HOST=0\.0\.0\.0/.test(l))).toBe(true);
+      expect(all.at(-1)).toMatch(/^\s+http\S+\/signin\?token=\S+$/);
+      expect(all.findLastIndex((l) => l.startsWith("[security]"))).toBeLessThan(all.findIndex((l) => l.startsWith("Gatehouse on ")));
+    } finally {
+      delete process.env.HOST;
+      resetEnvCache();
+    }
   });
 
   it("prints only once per process", async () => {
