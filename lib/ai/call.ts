@@ -1,5 +1,5 @@
 import { APICallError, NoObjectGeneratedError, NoOutputGeneratedError, RetryError, type LanguageModel, type LanguageModelUsage } from "ai";
-import { ulid } from "ulid";
+import { newUlid as ulid } from "@/lib/ids";
 import { write } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { getEnv, type Env } from "@/lib/env";

@@ -207,7 +207,12 @@ export const workflowEvents = sqliteTable(
     timestamp: integer("timestamp", { mode: "timestamp_ms" }).notNull(),
     sequence: integer("sequence").notNull(),
   },
-  (t) => [uniqueIndex("workflow_events_run_sequence_uq").on(t.workflowRunId, t.sequence)],
+  (t) => [
+    uniqueIndex("workflow_events_run_sequence_uq").on(t.workflowRunId, t.sequence),
+    // A durable step's append first looks for the events it already wrote (findStepEvents): without this index that is
+    // a scan of the run's whole log on every step.
+    index("workflow_events_run_step_key_idx").on(t.workflowRunId, sql`json_extract(${t.payload}, '$.stepKey')`),
+  ],
 );
 
 export const clarificationRequests = sqliteTable(

@@ -1,4 +1,4 @@
-import { ulid } from "ulid";
+import { newUlid as ulid } from "@/lib/ids";
 import { z } from "zod";
 import { celMatches } from "./cel";
 import { createRun, getRegistry, triggerMatches, type Registry, type StoredEvent } from "./registry";

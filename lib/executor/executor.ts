@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { getEnv } from "@/lib/env";
-import { ulid } from "ulid";
+import { newUlid as ulid } from "@/lib/ids";
 import { dispatchToken } from "./checkpoint";
 import { cancelRunInTx, DEDUPE_MS, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {

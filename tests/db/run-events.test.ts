@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { getDb } from "@/lib/db";
+import { getDb, write } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { createProject } from "@/lib/db/queries/projects";
-import { appendEvent, appendEvents, createRun, getRunState, importRun, listEvents, replay } from "@/lib/db/queries/runs";
+import { appendEvent, appendEvents, appendEventsTx, createRun, getRunState, importRun, listEvents, replay } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 
 let projectId: string;
@@ -81,6 +81,41 @@ describe("appendEvent", () => {
     await importRun({ runId: run.id, events });
     expect(await getRunState({ id: run.id })).toEqual(before);
     expect(await listEvents({ runId: run.id })).toEqual(events);
+  });
+});
+
+describe("the remembered projection (appends skip reading the run row)", () => {
+  it("an append made by other means in between (another process, a caller's own transaction) is never overwritten", async () => {
+    const run = await newRun();
+    await appendEvent(run.id, { type: "RUN_STARTED", payload: {} }); // remembered at sequence 2
+    // Not through appendEvents, so this process's memory of the run is now one event behind the database.
+    await write((tx) => appendEventsTx(tx, run.id, [{ type: "ARTIFACT_CREATED", payload: { type: "note", path: "other.md" } }]));
+    const { event, state } = await appendEvent(run.id, { type: "ARTIFACT_CREATED", payload: { type: "note", path: "mine.md" } });
+    expect(event.sequence).toBe(4);
+    expect(state.lastSequence).toBe(4);
+    expect((await listEvents({ runId: run.id })).map((e) => e.sequence)).toEqual([1, 2, 3, 4]);
+    const stored = await getRunState({ id: run.id });
+    expect({ ...stored, updatedAt: 0 }).toEqual({ ...(await replay({ runId: run.id })), updatedAt: 0 });
+  });
+
+  it("a run replaced by importRun is read again, not taken from memory", async () => {
+    const run = await newRun();
+    await appendEvent(run.id, { type: "RUN_STARTED", payload: {} });
+    await appendEvent(run.id, { type: "ARTIFACT_CREATED", payload: { type: "note", path: "a.md" } });
+    const events = await listEvents({ runId: run.id });
+    // The rebuilt copy holds only the first two events: memory (at 3) must not be trusted over it.
+    await importRun({ runId: run.id, events: events.slice(0, 2) });
+    const { event } = await appendEvent(run.id, { type: "ARTIFACT_CREATED", payload: { type: "note", path: "b.md" } });
+    expect(event.sequence).toBe(3);
+    expect((await listEvents({ runId: run.id })).map((e) => (e.payload as { path?: string }).path ?? e.type)).toEqual(["RUN_CREATED", "RUN_STARTED", "b.md"]);
+  });
+
+  it("an append rejected as illegal leaves memory as it was: the next legal append still gets the next sequence", async () => {
+    const run = await newRun();
+    await appendEvent(run.id, { type: "RUN_STARTED", payload: {} });
+    await expect(appendEvent(run.id, { type: "RUN_CREATED", payload: {} } as never)).rejects.toMatchObject({ code: "conflict:run" });
+    const { event } = await appendEvent(run.id, { type: "ARTIFACT_CREATED", payload: { type: "note", path: "c.md" } });
+    expect(event.sequence).toBe(3);
   });
 });
 

@@ -154,8 +154,43 @@ export async function createRun({
 }
 
 /**
+ * The projection of each run as this process last committed it, so an append need not read the run row first. Only a
+ * hint: every append's UPDATE is guarded by the sequence it expects, and a miss (another process appended, a rebuild
+ * replaced the run) re-reads the row inside the same transaction. States are never mutated (the reducer is pure).
+ */
+const globalForRuns = globalThis as unknown as { __gatehouseRunStates?: Map<string, RunState> };
+const committedStates = (globalForRuns.__gatehouseRunStates ??= new Map<string, RunState>());
+/** Appends inside a transaction that has not committed yet: later appends in the same transaction build on them. */
+const pendingStates = new WeakMap<Tx, Map<string, RunState>>();
+const MAX_CACHED_RUNS = 5_000;
+
+function rememberCommitted(state: RunState) {
+  const current = committedStates.get(state.id);
+  if (current && current.lastSequence >= state.lastSequence) return;
+  committedStates.delete(state.id);
+  committedStates.set(state.id, state);
+  if (committedStates.size > MAX_CACHED_RUNS) committedStates.delete(committedStates.keys().next().value!);
+}
+
+/** Forget what this process knows of a run's projection (it was replaced or deleted by other means). */
+export function forgetRunState(runId: string) {
+  committedStates.delete(runId);
+}
+
+async function readState(tx: Tx, runId: string): Promise<RunState> {
+  const [row] = await tx.select().from(workflowRuns).where(eq(workflowRuns.id, runId)).limit(1);
+  if (!row) {
+    committedStates.delete(runId);
+    throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+  }
+  return rowToState(row);
+}
+
+/**
  * Append events to a run inside an open transaction: each gets the next sequence number and the projection is updated.
  * Throws AppError conflict:run for an event that is illegal in the run's current state (nothing is written).
+ * Two statements in the common case: the run's guarded UPDATE (which also takes SQLite's write lock, so nothing can
+ * append in between) and one INSERT of the new events.
  */
 export async function appendEventsTx(
   tx: Tx,
@@ -163,14 +198,53 @@ export async function appendEventsTx(
   events: NewRunEvent[],
   options: { timestamp?: number; stepKey?: string } = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
-  const [row] = await tx.select().from(workflowRuns).where(eq(workflowRuns.id, runId)).limit(1);
-  if (!row) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
-  let state = rowToState(row);
+  let pending = pendingStates.get(tx);
+  if (!pending) pendingStates.set(tx, (pending = new Map()));
+  const known = pending.get(runId) ?? committedStates.get(runId);
+  let start = known ?? (await readState(tx, runId));
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
     const existing = await findStepEvents(tx, runId, options.stepKey);
-    if (existing.length > 0) return { state, events: existing, duplicate: true };
+    if (existing.length > 0) return { state: known ? await readState(tx, runId) : start, events: existing, duplicate: true };
   }
+  for (let attempt = 0; ; attempt++) {
+    const { state, stored } = reduceEvents(start, runId, events, options);
+    const { id: _id, ...changes } = stateToRow(state);
+    // Guarded by the sequence we started from: if anything appended since, this matches no row.
+    const updated = await tx
+      .update(workflowRuns)
+      .set(changes)
+      .where(and(eq(workflowRuns.id, runId), eq(workflowRuns.lastSequence, start.lastSequence)))
+      .returning({ id: workflowRuns.id });
+    if (updated.length !== 1) {
+      // A remembered projection was stale: read the row (this transaction now holds the write lock) and start again.
+      if (attempt === 0 && known) {
+        committedStates.delete(runId);
+        start = await readState(tx, runId);
+        continue;
+      }
+      throw new ConcurrentAppendError(runId);
+    }
+    if (stored.length > 0) {
+      await tx.insert(workflowEvents).values(
+        stored.map((e) => ({
+          id: e.id,
+          workflowRunId: runId,
+          type: e.type,
+          payload: e.payload as Record<string, unknown>,
+          timestamp: new Date(e.timestamp),
+          sequence: e.sequence,
+        })),
+      );
+    }
+    pending.set(runId, state);
+    return { state, events: stored };
+  }
+}
+
+/** The reducer over new events, with redaction and ids: no I/O. Throws conflict:run for an illegal transition. */
+function reduceEvents(start: RunState, runId: string, events: NewRunEvent[], options: { timestamp?: number; stepKey?: string }) {
+  let state = start;
   const stored: StoredRunEvent[] = [];
   for (const input of events) {
     const sequence = state.lastSequence + 1;
@@ -186,26 +260,9 @@ export async function appendEventsTx(
       }
       throw error;
     }
-    const id = newId("evt");
-    await tx.insert(workflowEvents).values({
-      id,
-      workflowRunId: runId,
-      type: event.type,
-      payload: event.payload as Record<string, unknown>,
-      timestamp: new Date(event.timestamp),
-      sequence,
-    });
-    stored.push({ ...event, id, runId, sequence } as StoredRunEvent);
+    stored.push({ ...event, id: newId("evt"), runId, sequence } as StoredRunEvent);
   }
-  const { id: _id, ...changes } = stateToRow(state);
-  // Guarded by the sequence we read: if another process appended in between, this matches no row and we retry.
-  const updated = await tx
-    .update(workflowRuns)
-    .set(changes)
-    .where(and(eq(workflowRuns.id, runId), eq(workflowRuns.lastSequence, row.lastSequence)))
-    .returning({ id: workflowRuns.id });
-  if (updated.length !== 1) throw new ConcurrentAppendError(runId);
-  return { state, events: stored };
+  return { state, stored };
 }
 
 /** The events a durable step (by its key) already wrote, oldest first. */
@@ -239,9 +296,13 @@ export async function appendEvents(
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // Group commit: appends from concurrent callers (any runs) share one transaction, each in its own savepoint.
-      return await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
+      // Group commit: appends from concurrent callers (any runs) share one transaction; if any of them fails, each is
+      // retried in its own. Once committed, the projection is remembered for the next append.
+      const result = await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
+      rememberCommitted(result.state);
+      return result;
     } catch (error) {
+      committedStates.delete(runId);
       if (attempt < 8 && isRetryableWriteConflict(error)) {
         await new Promise((r) => setTimeout(r, Math.min(200, 5 * 2 ** attempt) * Math.random()));
         continue;
@@ -267,6 +328,7 @@ export async function importRun({ runId, events }: { runId: string; events: Stor
   });
   const state = replayEvents(runId, ordered);
   if (!state) throw new AppError("bad_request:run", `Run ${runId} has no events`);
+  committedStates.delete(runId);
   await write(async (tx) => {
     await tx.delete(workflowRuns).where(eq(workflowRuns.id, runId));
     await tx.insert(workflowRuns).values(stateToRow(state));
