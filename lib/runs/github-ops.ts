@@ -130,7 +130,9 @@ export async function deliverGitHub({ runId, stepKey }: { runId: string; stepKey
   const run = await loadRun({ runId });
   const ref = refOf(run);
   await releaseSandbox({ runId, repoPath: run.repoPath, ref: run.branch, branch: run.branch, excludePaths: [] });
-  await writeRecords(run, await lastValidationReport(runId));
+  // Pushed with the delivery, these records are what the PR and (after a merge) the base branch keep: they say what
+  // the run is once delivered (completed), not "running" as it is for the instant before its last step.
+  await writeRecords(run, await lastValidationReport(runId), { completing: true });
   const state = await getRunState({ id: runId });
   const passed = state?.lastValidation === "passed";
   await updateMemory({

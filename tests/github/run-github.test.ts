@@ -72,6 +72,12 @@ describe("a run on a GitHub project", () => {
     expect(gh.git("acme", "widgets", "log", "--format=%s", "main").split("\n")).toHaveLength(2);
     const files = gh.git("acme", "widgets", "ls-tree", "-r", "--name-only", run.branch!).split("\n");
     expect(files).toContain(`.autonomous/runs/${run.id}/context.json`);
+    // The records pushed with the delivery say what the run is once delivered, on the branch and on main alike.
+    for (const ref of [run.branch!, "main"]) {
+      const context = JSON.parse(gh.git("acme", "widgets", "show", `${ref}:.autonomous/runs/${run.id}/context.json`));
+      expect(context.status).toBe("completed");
+      expect(context.completedAt).toEqual(expect.any(Number));
+    }
     expect(gh.git("acme", "widgets", "show", "main:.autonomous/memory.md")).toContain(run.id);
 
     const events = await expectRunConsistent(run.id);
