@@ -17,7 +17,8 @@ function reviewer(review: { passed: boolean; alignmentScore: number; findings?: 
   const model = createScriptedModel({
     respond: (o) => {
       seen.push(o);
-      return { text: JSON.stringify({ findings: [], feedback: "", ...review }) };
+      // One reply for both calls (each keeps the fields of its own schema): the review and the alignment score.
+      return { text: JSON.stringify({ findings: [], feedback: "", rationale: "scripted", ...review }) };
     },
   });
   return { model, seen };
@@ -81,10 +82,56 @@ describe("validator", () => {
     const findings = [{ severity: "minor", criterion: "AC2", evidence: "naming is unclear" }];
     const low = await validate(reviewer({ passed: true, alignmentScore: 8, findings, feedback: "Rename v." }).model);
     expect(low.passed).toBe(false);
-    expect(low.feedback).toBe("Rename v.");
+    expect(low.feedback).toBe("Rename v.\nAlignment score 8 is below 9: scripted");
     expect(low.findings).toEqual(findings);
     const lenient = await validate(reviewer({ passed: true, alignmentScore: 8 }).model, plan, 7);
     expect(lenient.passed).toBe(true);
+  });
+});
+
+describe("the alignment score is its own call", () => {
+  /** Answers the review and the alignment call apart, by the schema each asks for. */
+  function twoCalls(review: object, alignment: object) {
+    const calls: Array<{ kind: "review" | "alignment"; prompt: string; system: string }> = [];
+    const model = createScriptedModel({
+      respond: (o) => {
+        const schema = o.responseFormat?.type === "json" ? (o.responseFormat.schema as { properties?: Record<string, unknown> }) : {};
+        const kind = "alignmentScore" in (schema.properties ?? {}) ? "alignment" : "review";
+        const system = o.prompt.filter((m) => m.role === "system").map((m) => String(m.content)).join("\n");
+        calls.push({ kind, prompt: instructionText(o.prompt), system });
+        return { text: JSON.stringify(kind === "alignment" ? alignment : review) };
+      },
+    });
+    return { model, calls };
+  }
+
+  it("sees the request, plan and diff but neither the checks nor the review, and its low score fails a passing review", async () => {
+    await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
+    const { model, calls } = twoCalls({ passed: true, findings: [], feedback: "" }, { alignmentScore: 6, rationale: "Half of the request is missing." });
+    const r = await validate(model);
+    expect(calls.map((c) => c.kind)).toEqual(["review", "alignment"]);
+    const alignment = calls[1]!;
+    expect(alignment.prompt).toContain("+export const v = 2;");
+    expect(alignment.prompt).toContain("Bump the version");
+    expect(alignment.prompt).not.toContain("<checks>");
+    expect(alignment.prompt).not.toContain('"criterion":"AC1"');
+    expect(alignment.prompt).not.toContain("out-of-scope");
+    expect(r).toMatchObject({ passed: false, alignmentScore: 6, alignmentRationale: "Half of the request is missing." });
+    expect(r.feedback).toContain("Alignment score 6 is below 9: Half of the request is missing.");
+    expect(r.report).toContain("without the checks or the review): Half of the request is missing.");
+  });
+
+  it("a failing review and a red command leave the score as the alignment call gave it", async () => {
+    const red = planOf({ tasks: [{ id: "T1", files: ["src/"] }], criteria: [{ id: "AC1", description: "tests pass", command: "false" }] });
+    await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
+    const { model } = twoCalls(
+      { passed: false, findings: [{ severity: "major", criterion: "AC1", evidence: "fails" }], feedback: "Fix AC1." },
+      { alignmentScore: 10, rationale: "Does what was asked." },
+    );
+    const r = await validate(model, red);
+    expect(r.passed).toBe(false);
+    expect(r.alignmentScore).toBe(10);
+    expect(r.feedback).not.toContain("Alignment score");
   });
 });
 

@@ -8,14 +8,18 @@ import { changedFilesOfDiff, commandArgv, inScope } from "./paths";
 import { describePlan, planScope, type Plan } from "./plan";
 
 /**
- * Validation: facts first (each criterion's command in the sandbox, the diff, files outside the plan's scope), then a
- * blind review by the validator model, which sees the plan, criteria, diff and check results — never the implementer's
- * own account. Pass = every command green, nothing out of scope, and an alignment score at the threshold.
+ * Validation: facts first (each criterion's command in the sandbox, the diff, files outside the plan's scope), then two
+ * separate model calls, both blind to the implementer's own account:
+ * - the review (pass/fail, findings, feedback), which sees the plan, criteria, diff and check results;
+ * - the alignment score (0-10, its own threshold `validation.scoreThreshold`), which sees only the request, the plan and
+ *   the diff — not the checks nor the review's verdict — so a failing command or a harsh review cannot drag it, and a
+ *   lenient review cannot lift it.
+ * Pass = every command green, the plan's constraints met, nothing out of scope, the review passing, and the score at
+ * the threshold.
  */
 
 export const reviewSchema = z.object({
   passed: z.boolean(),
-  alignmentScore: z.number().min(0).max(10).describe("How well the diff implements the plan and its criteria, 0-10"),
   findings: z.array(
     z.object({
       severity: z.enum(["minor", "major"]),
@@ -24,6 +28,11 @@ export const reviewSchema = z.object({
     }),
   ),
   feedback: z.string().describe("What the implementer must change for the next attempt; empty when passed"),
+});
+
+export const alignmentSchema = z.object({
+  alignmentScore: z.number().min(0).max(10).describe("How well the diff implements the request and the plan, 0-10"),
+  rationale: z.string().describe("One or two sentences: what the score rests on"),
 });
 
 export type Finding = z.infer<typeof reviewSchema>["findings"][number];
@@ -42,6 +51,8 @@ export type CheckResult = {
 export type ValidationResult = {
   passed: boolean;
   alignmentScore: number;
+  /** The alignment call's own reason for its score. */
+  alignmentRationale: string;
   threshold: number;
   attempt: number;
   checks: CheckResult[];
@@ -128,9 +139,14 @@ const MAX_CHECK_OUTPUT = 4_000;
 const ALWAYS_IN_SCOPE = [".autonomous/", "validation-report.md"];
 
 const SYSTEM = `You are the validator of Gatehouse, reviewing a change blind: you see the plan, its acceptance criteria,
-the check results and the diff — not the implementer's explanation. Judge only what the diff shows. Score alignment
-0-10 (10 = every criterion and diagram rule is met, nothing extra). List findings with evidence from the diff or the
-checks (major = a criterion is not met or something is broken; minor = polish). Give concrete feedback for a retry.`;
+the check results and the diff — not the implementer's explanation. Judge only what the diff shows. List findings with
+evidence from the diff or the checks (major = a criterion is not met or something is broken; minor = polish). Give
+concrete feedback for a retry.`;
+
+const ALIGNMENT_SYSTEM = `You score, 0-10, how well a change implements what was asked: the request and the plan (its
+diagram, tasks and acceptance criteria). You see only those and the diff — no test results, no reviewer's verdict, no
+explanation from whoever wrote the change. 10 = everything asked for is there and nothing else; 0 = unrelated. Give the
+score and, in a sentence or two, what it rests on.`;
 
 function tail(text: string, max: number): string {
   return text.length <= max ? text : `[…]\n${text.slice(-max)}`;
@@ -230,6 +246,22 @@ export async function runValidator({
       return { value: redactDeep(r.output), usage: r.totalUsage };
     },
   });
+  // The alignment score: its own call, blind to the checks and to the review above.
+  const alignmentPrompt = [
+    section("request", request),
+    section("plan", describePlan(plan)),
+    section("validation-attempt", String(attempt)),
+    section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
+  ].join("\n\n");
+  const alignment = await callModel({
+    modelId,
+    model,
+    context: { ...context, stage: "validation", ...(context.stepKey ? { stepKey: `${context.stepKey}:alignment` } : {}) },
+    run: async ({ model }) => {
+      const r = await generateText({ model, system: ALIGNMENT_SYSTEM, prompt: alignmentPrompt, output: Output.object({ schema: alignmentSchema }), maxRetries: 0 });
+      return { value: redactDeep(r.output), usage: r.totalUsage };
+    },
+  });
 
   const findings: Finding[] = [
     ...outOfScopeFiles.map((f) => ({
@@ -251,7 +283,7 @@ export async function runValidator({
     ...review.findings,
   ];
   const allGreen = checks.every((c) => c.passed);
-  const score = Math.max(0, Math.min(10, review.alignmentScore));
+  const score = Math.max(0, Math.min(10, alignment.alignmentScore));
   const planOk = planChecks.every((c) => c.passed);
   const passed = allGreen && planOk && outOfScopeFiles.length === 0 && score >= threshold && review.passed;
   const feedbackParts = [
@@ -259,11 +291,12 @@ export async function runValidator({
     ...planChecks.filter((c) => !c.passed && c.kind !== "scope").map((c) => c.detail),
     ...checks.filter((c) => !c.passed).map((c) => `Make \`${c.command}\` pass (${c.criterionId}).`),
     ...(review.feedback.trim() ? [review.feedback.trim()] : []),
-    ...(!passed && score < threshold && !review.feedback.trim() ? [`Alignment score ${score} is below ${threshold}.`] : []),
+    ...(score < threshold ? [`Alignment score ${score} is below ${threshold}: ${alignment.rationale.trim() || "no reason given"}`] : []),
   ];
   const result: Omit<ValidationResult, "report"> = {
     passed,
     alignmentScore: score,
+    alignmentRationale: alignment.rationale,
     threshold,
     attempt,
     checks,
@@ -281,6 +314,8 @@ export function validationReport({ plan, result }: { plan: Plan; result: Omit<Va
     `# Validation report`,
     "",
     `**Result:** ${result.passed ? "passed" : "failed"} · alignment ${result.alignmentScore}/10 (threshold ${result.threshold}) · attempt ${result.attempt}`,
+    "",
+    `**Alignment** (scored in its own call, without the checks or the review): ${result.alignmentRationale.trim() || "no reason given"}`,
     "",
     `## Plan`,
     "",

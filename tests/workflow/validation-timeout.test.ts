@@ -8,7 +8,8 @@ import { type Reply, useScriptedWorkflow } from "./model-server";
 
 const t = useScriptedWorkflow();
 
-const PASSING_REVIEW: Reply = { text: JSON.stringify({ passed: true, alignmentScore: 10, findings: [], feedback: "" }) };
+// One reply fits both validator calls (the review and the alignment score).
+const PASSING_REVIEW: Reply = { text: JSON.stringify({ passed: true, alignmentScore: 10, rationale: "fits", findings: [], feedback: "" }) };
 
 it("a validation that runs over timeoutMinutes.validation pauses with reason timeout; extend validates again and completes", async () => {
   const { project } = await newProject(t.h.user);

@@ -23,7 +23,8 @@ function demoRespond(options: LanguageModelV3CallOptions): ScriptedReply {
   const schema = options.responseFormat?.type === "json" ? options.responseFormat.schema : undefined;
   const props = Object.keys((schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
   if (props.includes("mermaid")) return { text: JSON.stringify(planReply(ins, text)) };
-  if (props.includes("alignmentScore")) return { text: JSON.stringify(reviewReply(ins, text)) };
+  if (props.includes("findings")) return { text: JSON.stringify(reviewReply(ins, text)) };
+  if (props.includes("alignmentScore")) return { text: JSON.stringify(alignmentReply(ins, text)) };
   return { text: `Demo model (scripted, not AI). Request: ${ins.title}` };
 }
 
@@ -195,7 +196,6 @@ function reviewReply(ins: DemoInstructions, prompt: string) {
   if (red.length) {
     return {
       passed: false,
-      alignmentScore: 4,
       findings: red.map((c) => ({ severity: "major", criterion: c.criterion, evidence: "Its command failed." })),
       feedback: `Make these checks pass: ${red.map((c) => c.criterion).join(", ")}.`,
     };
@@ -203,7 +203,6 @@ function reviewReply(ins: DemoInstructions, prompt: string) {
   if (attempt <= ins.failValidation) {
     return {
       passed: false,
-      alignmentScore: 7,
       findings: [
         {
           severity: "minor",
@@ -214,5 +213,12 @@ function reviewReply(ins: DemoInstructions, prompt: string) {
       feedback: "Scripted demo feedback: try again.",
     };
   }
-  return { passed: true, alignmentScore: 10, findings: [], feedback: "" };
+  return { passed: true, findings: [], feedback: "" };
+}
+
+/** The alignment score, blind to the checks: 10, or 7 for a scripted failure ([fail-validation: N], attempts 1..N). */
+function alignmentReply(ins: DemoInstructions, prompt: string) {
+  const attempt = Number(readSection(prompt, "validation-attempt") ?? "1") || 1;
+  if (attempt <= ins.failValidation) return { alignmentScore: 7, rationale: `Scripted: attempt ${attempt} of ${ins.failValidation} falls short.` };
+  return { alignmentScore: 10, rationale: "Scripted: the change does what the plan says." };
 }
