@@ -2,7 +2,10 @@ import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { decideFix } from "@/lib/runs/decisions";
+import { inngest } from "@/inngest";
+import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/db/queries/projects";
 
@@ -36,6 +39,31 @@ describe("repository config (.autonomous/config.json)", () => {
     const run = await startRun({ user: h.user, projectId: layered.id, request: "x", config: { trustMode: { fixes: "auto" } } });
     expect(run.config.trustMode).toMatchObject({ planning: "auto", fixes: "auto" });
     expect(run.config.maxClarifications).toBe(2);
+  });
+
+  it("excludePaths never reach the branch: not in the work-in-progress commit of a wait, nor after the restore", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { excludePaths: ["secrets", "*.log"] });
+    const run = await launch(
+      h.user,
+      project.id,
+      "Exclude some paths\n[run: mkdir -p secrets && echo key > secrets/key.txt && echo noise > build.log && echo ok > kept.txt]\n[fail-validation: 1]",
+      { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } },
+    );
+    await waitForStatus(run.id, ["awaiting_fix_decision"], 120_000);
+    const committed = () => git(repo, "log", "--name-only", "--format=", run.branch!).split("\n").filter(Boolean);
+    // Waiting for the fix decision, the run holds no sandbox: its work in progress was committed, without the excluded.
+    expect(git(repo, "log", "--format=%s", run.branch!)).toMatch(/WIP before pause/);
+    expect(committed()).toContain("kept.txt");
+    expect(committed().filter((f) => f.startsWith("secrets/") || f.endsWith(".log"))).toEqual([]);
+
+    const gate = await waitForPendingGate(run.id);
+    await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "retry" } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "retry" }));
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    expect(committed().filter((f) => f.startsWith("secrets/") || f.endsWith(".log"))).toEqual([]);
+    expect(git(repo, "show", `${run.branch}:kept.txt`)).toBe("ok");
   });
 
   it("a malformed file is a 400 that names the file", async () => {
