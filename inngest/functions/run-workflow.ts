@@ -192,9 +192,16 @@ export const runWorkflow = inngest.createFunction(
         let drafted: Extract<ops.PlanStepResult, { kind: "plan" }>;
         for (let t = 0; ; t++) {
           const key = `plan:${round}:${t}`;
+          const planningDeadline = deadline(stageStart, "planning");
           const result = await runStep(key, () =>
-            ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt }),
+            ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt, deadline: planningDeadline }),
           );
+          if (result.kind === "timeout") {
+            // The planner's model call was cut at the deadline: a person extends (plan again) or cancels.
+            const resumed = await pauseUntilResumed(`${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
+            stageStart = resumed.now;
+            continue;
+          }
           if (result.kind !== "model_error") diagramAttempt += result.diagramsProduced;
           if (result.kind === "model_error") {
             await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "planning");

@@ -200,6 +200,7 @@ export async function implementerTurn({
     modelId,
     model,
     context: { ...context, stage: "implementation" },
+    signal,
     run: async ({ model }) => {
       // Tools may have run in a failed attempt's predecessor only if the model answered; reset per attempt anyway.
       ctx.progress = false;

@@ -102,11 +102,14 @@ export async function runPlanner({
   modelId,
   model,
   context,
+  signal,
 }: {
   input: PlannerInput;
   modelId: string;
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
+  /** Aborts the model call where it is (the run was cancelled, or planning ran past its deadline). */
+  signal?: AbortSignal;
 }): Promise<PlannerResult> {
   const firstAttempt = input.diagramAttempt ?? 0;
   let previousError: { mermaid: string; message: string; line?: number } | undefined;
@@ -115,6 +118,7 @@ export async function runPlanner({
       modelId,
       model,
       context: { ...context, stage: "planning", stepKey: context.stepKey && (n === 0 ? context.stepKey : `${context.stepKey}:retry`) },
+      signal,
       run: async ({ model }) => {
         const result = await generateText({
           model,
@@ -122,6 +126,7 @@ export async function runPlanner({
           prompt: userPrompt(input, firstAttempt + n, previousError),
           output: Output.object({ schema: plannerOutputSchema }),
           maxRetries: 0,
+          abortSignal: signal,
         });
         return { value: redactDeep(result.output), usage: result.totalUsage };
       },

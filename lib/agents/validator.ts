@@ -156,10 +156,12 @@ export async function runChecks({
   plan,
   sandbox,
   timeoutMs,
+  signal,
 }: {
   plan: Pick<Plan, "acceptanceCriteria">;
   sandbox: Sandbox;
   timeoutMs?: number;
+  signal?: AbortSignal;
 }): Promise<CheckResult[]> {
   const checks: CheckResult[] = [];
   for (const criterion of plan.acceptanceCriteria) {
@@ -167,7 +169,8 @@ export async function runChecks({
     const { command, args } = commandArgv(criterion.command);
     const started = performance.now();
     try {
-      const r = await sandbox.exec(command, args, { timeoutMs });
+      if (signal?.aborted) throw signal.reason ?? new Error("aborted");
+      const r = await sandbox.exec(command, args, { timeoutMs, signal });
       checks.push({
         criterionId: criterion.id,
         description: criterion.description,
@@ -205,8 +208,11 @@ export async function runValidator({
   model,
   context,
   completedOrder,
+  signal,
 }: {
   plan: Plan;
+  /** Aborts the checks' commands and both model calls where they are (a cancel, or the stage deadline). */
+  signal?: AbortSignal;
   request: string;
   sandbox: Sandbox;
   /** Task ids in the order the implementer finished them (for the dependency-order check). */
@@ -219,7 +225,8 @@ export async function runValidator({
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
 }): Promise<ValidationResult> {
-  const checks = await runChecks({ plan, sandbox, timeoutMs: commandTimeoutMs });
+  const checks = await runChecks({ plan, sandbox, timeoutMs: commandTimeoutMs, signal });
+  if (signal?.aborted) throw signal.reason ?? new Error("aborted");
   const diff = redact(await sandbox.diff());
   const changedFiles = changedFilesOfDiff(diff);
   const scope = planScope(plan);
@@ -241,8 +248,9 @@ export async function runValidator({
     modelId,
     model,
     context: { ...context, stage: "validation" },
+    signal,
     run: async ({ model }) => {
-      const r = await generateText({ model, system: SYSTEM, prompt, output: Output.object({ schema: reviewSchema }), maxRetries: 0 });
+      const r = await generateText({ model, system: SYSTEM, prompt, output: Output.object({ schema: reviewSchema }), maxRetries: 0, abortSignal: signal });
       return { value: redactDeep(r.output), usage: r.totalUsage };
     },
   });
@@ -257,8 +265,9 @@ export async function runValidator({
     modelId,
     model,
     context: { ...context, stage: "validation", ...(context.stepKey ? { stepKey: `${context.stepKey}:alignment` } : {}) },
+    signal,
     run: async ({ model }) => {
-      const r = await generateText({ model, system: ALIGNMENT_SYSTEM, prompt: alignmentPrompt, output: Output.object({ schema: alignmentSchema }), maxRetries: 0 });
+      const r = await generateText({ model, system: ALIGNMENT_SYSTEM, prompt: alignmentPrompt, output: Output.object({ schema: alignmentSchema }), maxRetries: 0, abortSignal: signal });
       return { value: redactDeep(r.output), usage: r.totalUsage };
     },
   });

@@ -167,9 +167,12 @@ export async function callModel<T>({
   context,
   model,
   run,
+  signal,
 }: {
   modelId: string;
   context: ModelCallContext;
+  /** Aborting it (a cancel, a stage deadline) ends the call at once: no retry, the abort's error is thrown. */
+  signal?: AbortSignal;
   /** A prepared model (tests, or a caller that already built one); otherwise built from `modelId`. */
   model?: LanguageModel;
   run: (input: { model: LanguageModel; attempt: number }) => Promise<{ value: T; usage: LanguageModelUsage | undefined }>;
@@ -201,6 +204,10 @@ export async function callModel<T>({
     } catch (error) {
       const latencyMs = performance.now() - started;
       if (error instanceof AppError && !(error instanceof ModelCallError)) throw error;
+      if (signal?.aborted) {
+        await record({ context, modelId, attempt, status: "error", usage: undefined, latencyMs, error: "aborted (the run was cancelled or its stage ran out of time)" });
+        throw error;
+      }
       const c = classifyError(error);
       const usage = (unwrap(error) as { usage?: LanguageModelUsage }).usage;
       await record({ context, modelId, attempt, status: "error", usage, latencyMs, error: c.message });

@@ -236,6 +236,7 @@ type WithNow<T> = T & { now: number };
 
 export type PlanStepResult =
   | WithNow<{ kind: "plan"; plan: PlanDocument; diagramsProduced: number }>
+  | WithNow<{ kind: "timeout" }>
   | WithNow<Extract<PlannerResult, { kind: "clarification" }>>
   | WithNow<{ kind: "invalid"; message: string; diagramsProduced: number }>
   | WithNow<{ kind: "model_error"; reason: string; message: string }>;
@@ -251,15 +252,20 @@ export async function plan({
   feedback,
   clarifications,
   diagramAttempt,
+  deadline,
 }: {
   runId: string;
   stepKey: string;
   feedback: string[];
   clarifications: Array<{ question: string; answer: string }>;
   diagramAttempt: number;
+  /** The planning stage's deadline (epoch ms): the model call is aborted when it passes, and the step says timeout. */
+  deadline?: number;
 }): Promise<PlanStepResult> {
+  if (deadline !== undefined && workflowClock.now() > deadline) return { kind: "timeout", now: workflowClock.now() };
   const run = await loadRun({ runId });
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
+  const stage = stageSignal(runId, deadline);
   try {
     const result = await runPlanner({
       input: {
@@ -272,15 +278,20 @@ export async function plan({
       },
       modelId: run.config.modelRouting.planner,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
+      signal: stage.signal,
     });
     if (result.kind === "plan") return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, now: workflowClock.now() };
     return { ...result, now: workflowClock.now() };
   } catch (error) {
+    if (stage.cancelled()) throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
+    if (stage.overtime()) return { kind: "timeout", now: Math.max(workflowClock.now(), deadline ?? 0) + 1 };
     if (error instanceof PlannerError) {
       return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, now: workflowClock.now() };
     }
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
+  } finally {
+    stage.stop();
   }
 }
 
@@ -832,6 +843,7 @@ export async function validate({
   const run = await loadRun({ runId });
   const base = await baseShaOf(runId);
   const sandbox = await attachSandbox({ ...(await sandboxOptions(run)), diffBase: base ?? undefined });
+  const stage = stageSignal(runId, deadline);
   let result;
   try {
     result = await runValidator({
@@ -844,10 +856,15 @@ export async function validate({
       modelId: run.config.modelRouting.validator,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       completedOrder: await completedTaskOrder(runId),
+      signal: stage.signal,
     });
   } catch (error) {
+    if (stage.cancelled()) throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
+    if (stage.overtime()) return { kind: "timeout", now: Math.max(workflowClock.now(), deadline ?? 0) + 1 };
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
+  } finally {
+    stage.stop();
   }
   if (deadline !== undefined && workflowClock.now() > deadline) return { kind: "timeout", now: workflowClock.now() };
   const report = redact(result.report);
@@ -970,6 +987,25 @@ export async function complete({ runId, stepKey }: { runId: string; stepKey: str
 
 /** How often a running turn looks whether its run has ended (cancel must stop it within a second or two). */
 export const END_POLL_MS = 250;
+
+/**
+ * One signal for a long step of a stage: it fires when the run ends (a cancel) or when the stage's deadline passes,
+ * polled against workflowClock (the clock the workflow's own deadline checks use) every END_POLL_MS.
+ */
+function stageSignal(runId: string, deadline?: number) {
+  const cancelled = watchForEnd(runId);
+  const overtime = new AbortController();
+  const timer = deadline === undefined ? null : setInterval(() => workflowClock.now() > deadline && overtime.abort(new Error("stage deadline")), END_POLL_MS);
+  return {
+    signal: AbortSignal.any([cancelled.signal, overtime.signal]),
+    cancelled: () => cancelled.signal.aborted,
+    overtime: () => overtime.signal.aborted && !cancelled.signal.aborted,
+    stop: () => {
+      cancelled.stop();
+      if (timer) clearInterval(timer);
+    },
+  };
+}
 
 /** An AbortSignal that fires when the run is found ended (cancelled, failed) while a long step runs. */
 function watchForEnd(runId: string) {
