@@ -164,15 +164,24 @@ async function sandboxOptions(run: RunContext): Promise<CreateSandboxOptions & {
  */
 const COMPUTING: RunState["status"][] = ["running"];
 
+/** The concurrency limit a run is admitted under: the server's per-user limit, or the run's own lower one. */
+function concurrencyLimit(config: unknown): { limit: number; name: string } {
+  const server = getEnv().MAX_CONCURRENT_RUNS_PER_USER;
+  const own = (config as { limits?: { maxConcurrency?: number } } | null)?.limits?.maxConcurrency;
+  return typeof own === "number" && own < server
+    ? { limit: own, name: `this run's limits.maxConcurrency=${own}` }
+    : { limit: server, name: `MAX_CONCURRENT_RUNS_PER_USER=${server}` };
+}
+
 /**
  * Start the run if its user is under MAX_CONCURRENT_RUNS_PER_USER computing runs; otherwise it stays queued. Checked
  * and written in one transaction, so two runs never take the last slot together.
  */
 export async function tryStart({ runId, stepKey = "start" }: { runId: string; stepKey?: string }): Promise<{ started: boolean; status: string }> {
-  const limit = getEnv().MAX_CONCURRENT_RUNS_PER_USER;
   return write(async (tx) => {
     const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+    const { limit } = concurrencyLimit(run.config);
     if (run.status !== "queued") return { started: run.status !== "cancelled" && run.status !== "failed", status: run.status };
     const [row] = await tx
       .select({ n: sql<number>`count(*)` })
@@ -189,10 +198,10 @@ export async function tryStart({ runId, stepKey = "start" }: { runId: string; st
  * computing goes back to the queue (RUN_QUEUED, with the reason shown on its page) until a slot frees.
  */
 export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey: string }): Promise<{ queued: boolean; userId: string }> {
-  const limit = getEnv().MAX_CONCURRENT_RUNS_PER_USER;
   return write(async (tx) => {
     const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+    const { limit, name } = concurrencyLimit(run.config);
     if (run.status !== "running") return { queued: false, userId: run.userId };
     const [row] = await tx
       .select({ n: sql<number>`count(*)` })
@@ -200,7 +209,7 @@ export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey
       .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, COMPUTING), ne(workflowRuns.id, runId)));
     const computing = row?.n ?? 0;
     if (computing < limit) return { queued: false, userId: run.userId };
-    const reason = `Waiting for a free slot: ${computing} of this user's runs are computing (MAX_CONCURRENT_RUNS_PER_USER=${limit}).`;
+    const reason = `Waiting for a free slot: ${computing} of this user's runs are computing (${name}).`;
     await appendEventsTx(tx, runId, [{ type: "RUN_QUEUED", payload: { reason } }], { stepKey });
     return { queued: true, userId: run.userId };
   });

@@ -63,6 +63,11 @@ export const runConfigSchema = z.strictObject({
       maxReplans: z.number().int().min(0).max(10).default(3),
       /** Implementer model turns per attempt. */
       maxIterations: z.number().int().min(1).max(200).default(30),
+      /**
+       * This run computes only while fewer than this many of its user's runs compute (never more than the server's
+       * MAX_CONCURRENT_RUNS_PER_USER): 1 = "run this one alone". Unset = the server's limit.
+       */
+      maxConcurrency: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(100, "must be at most 100").optional(),
     })
     .prefault({}),
   validation: z
