@@ -102,3 +102,20 @@ test("while the planner waits for a [plan-ask] answer, the Plan tab says so", as
   await expect(page.getByTestId("clarification-form")).toBeVisible({ timeout: 60_000 });
   await expect(page.getByTestId("plan-empty")).toHaveText("No plan yet: the planner is waiting for your answer to its question above.");
 });
+
+test("compare a group by its id: /compare?group= shows the runs POST /api/runs started together; an unknown group says so", async ({ page, request }) => {
+  const project = await createProject(request, "compare group");
+  const res = await request.post("/api/runs", {
+    headers: authHeaders,
+    data: { projectId: project.id, request: "Group: write a note", approaches: 2, approachNotes: ["short", ""], config: { trustMode: { planning: "manual" } } },
+  });
+  expect(res.status()).toBe(201);
+  const { groupId, runs } = (await res.json()) as { groupId: string; runs: Array<{ id: string }> };
+  await signIn(page);
+  await page.goto(`/compare?group=${groupId}`);
+  const columns = page.getByTestId("compare-column");
+  await expect(columns).toHaveCount(2);
+  expect([await columns.nth(0).getAttribute("data-run-id"), await columns.nth(1).getAttribute("data-run-id")]).toEqual(runs.map((r) => r.id));
+  await page.goto("/compare?group=grp_does_not_exist");
+  await expect(page.getByTestId("compare-group-error")).toContainText("No such run group");
+});

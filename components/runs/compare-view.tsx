@@ -3,7 +3,7 @@
 import Link from "next/link";
 import { useRouter } from "next/navigation";
 import { useState } from "react";
-import { useQueries, useQueryClient } from "@tanstack/react-query";
+import { useQueries, useQuery, useQueryClient } from "@tanstack/react-query";
 import { toast } from "sonner";
 import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
@@ -14,9 +14,27 @@ import { MermaidDiagram } from "@/components/run/mermaid-diagram";
 import { isTerminal } from "@/lib/dashboard/filters";
 import { formatTokens, formatUsd, humanize } from "@/lib/dashboard/format";
 import { planVersions, validations, type ApiEvent } from "@/lib/dashboard/timeline";
-import { apiGet, apiSend, runKeys, type RunDetail } from "./api";
+import { apiGet, apiSend, runKeys, type Run, type RunDetail } from "./api";
 import { Markdown } from "./markdown";
 import { StatusBadge } from "./status-badge";
+
+/** The runs of one group (POST /api/runs with `approaches`), as far as the viewer may see them, compared. */
+export function CompareGroup({ groupId }: { groupId: string }) {
+  const group = useQuery({
+    queryKey: ["run-groups", groupId],
+    queryFn: () => apiGet<{ groupId: string; runs: Run[] }>(`/api/run-groups/${encodeURIComponent(groupId)}`),
+  });
+  if (group.isPending) return <Skeleton className="h-40 w-full" data-testid="compare-group-loading" />;
+  if (group.error) {
+    return (
+      <Alert variant="destructive" data-testid="compare-group-error">
+        <AlertTitle>Could not load this group of runs</AlertTitle>
+        <AlertDescription>{group.error.message}</AlertDescription>
+      </Alert>
+    );
+  }
+  return <CompareView runIds={group.data.runs.map((r) => r.id)} />;
+}
 
 /** Runs started together ("explore N approaches"), side by side: plan, diff, validation, cost. */
 export function CompareView({ runIds }: { runIds: string[] }) {

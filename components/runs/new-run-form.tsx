@@ -142,18 +142,23 @@ export function NewRunForm({
     }
     setSubmitting(true);
     try {
-      const requests = Array.from({ length: variantCount }, (_, i) => {
-        if (variantCount === 1) return request.trim();
-        // Every approach says which one it is, so a planner (the demo model too) can take a different route for each.
-        const note = variants[i]?.trim();
-        return `${request.trim()}\n\nApproach ${i + 1}${note ? `: ${note}` : ` of ${variantCount}`}`;
+      if (variantCount === 1) {
+        const { run } = await apiSend<{ run: Run }>("/api/runs", { projectId, request: request.trim(), config: config() });
+        await queryClient.invalidateQueries({ queryKey: ["runs"] });
+        router.push(`/runs/${run.id}`);
+        return;
+      }
+      // The approaches start together, in one request and one transaction, under one group id; every approach says
+      // which one it is (and its note), so a planner — the demo model too — can take a different route for each.
+      const { runs } = await apiSend<{ groupId: string; runs: Run[] }>("/api/runs", {
+        projectId,
+        request: request.trim(),
+        config: config(),
+        approaches: variantCount,
+        approachNotes: Array.from({ length: variantCount }, (_, i) => variants[i]?.trim() ?? ""),
       });
-      // The variants are started together; the comparison view follows all of them.
-      const created = await Promise.all(
-        requests.map((r) => apiSend<{ run: Run }>("/api/runs", { projectId, request: r, config: config() }).then((b) => b.run)),
-      );
       await queryClient.invalidateQueries({ queryKey: ["runs"] });
-      router.push(created.length > 1 ? `/compare?runs=${created.map((r) => r.id).join(",")}` : `/runs/${created[0]!.id}`);
+      router.push(`/compare?runs=${runs.map((r) => r.id).join(",")}`);
     } catch (error) {
       setServerError(error instanceof Error ? error.message : String(error));
       setSubmitting(false);

@@ -40,6 +40,12 @@ export const createRunSchema = z.strictObject({
   config: z.record(z.string(), z.unknown()).optional(),
   /** Start the request this many times side by side under one group id (GET /api/run-groups/:id). */
   approaches: z.number({ error: "must be a whole number from 1 to 5" }).int("must be a whole number from 1 to 5").min(1, "must be at least 1").max(5, "must be at most 5").optional(),
+  /** With `approaches`: a note per approach ("try a regex", …), appended to that approach's request; empty = none. */
+  approachNotes: z.array(z.string().trim().max(500, "must be at most 500 characters each"), { error: "must be a list of texts" }).max(5).optional(),
+}).superRefine((body, ctx) => {
+  if (body.approachNotes === undefined) return;
+  if (body.approaches === undefined) ctx.addIssue({ code: "custom", path: ["approachNotes"], message: "needs approaches (how many runs to start)" });
+  else if (body.approachNotes.length > body.approaches) ctx.addIssue({ code: "custom", path: ["approachNotes"], message: `has ${body.approachNotes.length} notes for ${body.approaches} approaches` });
 });
 
 const statusSchema = z.enum(RUN_STATUSES as [RunStatus, ...RunStatus[]]);

@@ -67,13 +67,14 @@ export async function startRun({
  * "Explore N approaches": N runs of one request, each told which approach it is (so a planner, the demo model too, can
  * take a different route for each), created in one transaction under one group id: all of them or none.
  */
-export async function startApproaches({ approaches, ...input }: NewRun & { approaches: number }) {
+export async function startApproaches({ approaches, approachNotes = [], ...input }: NewRun & { approaches: number; approachNotes?: string[] }) {
   const config = await resolveNewRun(input);
   const groupId = newId("grp");
   const runs = await write(async (tx) => {
     const created = [];
     for (let i = 1; i <= approaches; i++) {
-      const request = `${input.request}\n\nApproach ${i} of ${approaches}`;
+      const note = approachNotes[i - 1]?.trim();
+      const request = `${input.request}\n\nApproach ${i}${note ? `: ${note}` : ` of ${approaches}`}`;
       created.push(await createRun({ projectId: input.projectId, userId: input.user.id, request, config, groupId, tx }));
     }
     return created;

@@ -126,6 +126,35 @@ describe("POST /api/runs with approaches (explore N approaches)", () => {
     expect((await call(runGroupRoute.GET, { headers: ADMIN, params: { id: "grp_nothing" } })).status).toBe(404);
   });
 
+  it("a note per approach lands in that approach's request; an empty note keeps 'Approach i of N'", async () => {
+    const res = await call(runsRoute.POST, {
+      method: "POST",
+      headers: ADMIN,
+      body: { projectId, request: "Parse dates", approaches: 3, approachNotes: ["with a regex", "", "with date-fns"] },
+    });
+    expect(res.status).toBe(201);
+    expect(res.json.runs.map((r: { originalRequest: string }) => r.originalRequest)).toEqual([
+      "Parse dates\n\nApproach 1: with a regex",
+      "Parse dates\n\nApproach 2 of 3",
+      "Parse dates\n\nApproach 3: with date-fns",
+    ]);
+  });
+
+  it("refuses notes without approaches, more notes than approaches, or a note that is too long, creating nothing", async () => {
+    const before = await rowCounts();
+    for (const [body, message] of [
+      [{ approachNotes: ["a"] }, /^approachNotes: needs approaches/],
+      [{ approaches: 2, approachNotes: ["a", "b", "c"] }, /^approachNotes: has 3 notes for 2 approaches/],
+      [{ approaches: 2, approachNotes: ["x".repeat(501)] }, /^approachNotes.*500 characters/],
+      [{ approaches: 2, approachNotes: "a" }, /^approachNotes: must be a list of texts/],
+    ] as const) {
+      const res = await call(runsRoute.POST, { method: "POST", headers: ADMIN, body: { projectId, request: "x", ...body } });
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(res.json.error.message).toMatch(message);
+    }
+    expect(await rowCounts()).toEqual(before);
+  });
+
   it("refuses a bad count or a bad config with a 400 naming the field, and creates none of the runs", async () => {
     const before = await rowCounts();
     for (const [approaches, config] of [[0, undefined], [6, undefined], [2.5, undefined], ["3", undefined], [3, { maxClarifications: -1 }]] as const) {

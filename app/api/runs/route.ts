@@ -15,7 +15,7 @@ export const GET = route(async ({ request, user }) => {
 });
 
 export const POST = route(async ({ request, user }) => {
-  const { approaches, ...body } = await readJson(request, createRunSchema);
+  const { approaches, approachNotes, ...body } = await readJson(request, createRunSchema);
   if (approaches === undefined) {
     await rateLimit({ user, bucket: "runs" });
     const run = await startRun({ user, ...body });
@@ -24,7 +24,7 @@ export const POST = route(async ({ request, user }) => {
   }
   // Each approach is a run against the user's budget.
   for (let i = 0; i < approaches; i++) await rateLimit({ user, bucket: "runs" });
-  const { runs, groupId } = await startApproaches({ user, ...body, approaches });
+  const { runs, groupId } = await startApproaches({ user, ...body, approaches, approachNotes });
   for (const run of runs) await announce(runStarted.create({ runId: run.id }));
   return json({ groupId, run: toRunDto(runs[0]!), runs: runs.map(toRunDto) }, { status: 201 });
 });
