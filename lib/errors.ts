@@ -29,7 +29,8 @@ export type Surface =
   | "git"
   | "github"
   | "mermaid"
-  | "token";
+  | "token"
+  | "backup";
 
 export type ErrorCode = `${ErrorType}:${Surface}`;
 
