@@ -19,6 +19,8 @@ const USER_SCOPED = new Set([
   "POST /api/mermaid/validate",
   // Takes run ids; answers only for runs the caller may see (the leak check below proves it for a stranger).
   "GET /api/run-costs",
+  // Instance-wide figures for administrators only (403 for everyone else, see tests/ops/metrics.test.ts).
+  "GET /api/metrics",
   // The GitHub App's installation repositories, offered when connecting a project (which any signed-in user may create).
   "GET /api/github/repositories",
   // The caller's own invitations; someone else's id answers 404 (no project data), see tests/auth/tenancy.test.ts.
@@ -28,10 +30,10 @@ const USER_SCOPED = new Set([
 ]);
 
 /**
- * User-scoped routes whose sample needs an instance administrator: binding a local path (tests/auth/tenancy.test.ts
- * proves who may bind what). Anyone else gets 403.
+ * User-scoped routes that need an instance administrator: binding a local path (tests/auth/tenancy.test.ts
+ * proves who may bind what) and the instance-wide metrics. Anyone else gets 403.
  */
-const ADMIN_ONLY_SAMPLES = new Set(["POST /api/projects"]);
+const ADMIN_ONLY_SAMPLES = new Set(["POST /api/projects", "GET /api/metrics"]);
 
 type Action = "read" | "decide" | "manage";
 
