@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { getEnv } from "@/lib/env";
 import { AppError, describeIssues, isAppError } from "@/lib/errors";
 import { requireUser, type SessionUser } from "@/lib/auth/guard";
-import { log } from "@/lib/log";
+import { log, withLogContext } from "@/lib/log";
 import { requestHost } from "@/lib/auth/request-url";
 import { withSecurityHeaders } from "@/lib/security/headers";
 
@@ -26,17 +26,37 @@ export function route<P>(
   const isPublic = typeof a === "object" && a !== null && (a as { public?: boolean }).public === true;
   const handler = (b ?? a) as (ctx: { request: Request; params: P; user: SessionUser | null }) => Promise<Response>;
   const wrapped = async (request: Request, context: RouteContext<P>) => {
-    try {
-      const params = (await context?.params) ?? ({} as P);
-      const user = isPublic ? null : await requireUser(request);
-      if (user?.via === "session") checkSameOrigin(request);
-      return withSecurityHeaders(await handler({ request, params, user }));
-    } catch (error) {
-      return withSecurityHeaders(errorResponse(error));
+    // Every log line of this request carries its id; the caller gets it back to quote (a proxy's own id is kept).
+    const requestId = requestIdOf(request);
+    const response = await withLogContext({ requestId }, async () => {
+      try {
+        const params = (await context?.params) ?? ({} as P);
+        const user = isPublic ? null : await requireUser(request);
+        if (user?.via === "session") checkSameOrigin(request);
+        return withSecurityHeaders(await handler({ request, params, user }));
+      } catch (error) {
+        return withSecurityHeaders(errorResponse(error));
+      }
+    });
+    if (!response.headers.has("x-request-id")) {
+      try {
+        response.headers.set("x-request-id", requestId);
+      } catch {
+        // an immutable response (a redirect from a library): it goes without the header
+      }
     }
+    return response;
   };
   (wrapped as { guarded?: boolean }).guarded = !isPublic;
   return wrapped;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{8,80}$/;
+
+/** The request's id: the one a proxy set (X-Request-Id, when it looks like an id), else a new one. */
+export function requestIdOf(request: Request): string {
+  const given = request.headers.get("x-request-id");
+  return given && REQUEST_ID.test(given) ? given : crypto.randomUUID();
 }
 
 export function errorResponse(error: unknown): Response {

@@ -1,5 +1,20 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { getEnv } from "@/lib/env";
 import { redact } from "@/lib/security/redact";
+
+/** Fields every log line written inside withLogContext() carries: the request's id, the run it works on. */
+type LogContext = { requestId?: string; runId?: string };
+const context = new AsyncLocalStorage<LogContext>();
+
+/** Run `fn` with these fields on every log line it (and whatever it awaits) writes. Nested contexts add to outer ones. */
+export function withLogContext<T>(fields: LogContext, fn: () => T): T {
+  return context.run({ ...context.getStore(), ...fields }, fn);
+}
+
+/** The current request's id, when inside a request handled by route(). */
+export function currentRequestId(): string | undefined {
+  return context.getStore()?.requestId;
+}
 
 const LEVELS = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 } as const;
 type Level = Exclude<keyof typeof LEVELS, "silent">;
@@ -8,7 +23,7 @@ function emit(level: Level, message: string, fields?: Record<string, unknown>) {
   const threshold = LEVELS[getEnv().LOG_LEVEL];
   if (LEVELS[level] < threshold) return;
   // One JSON line per entry; everything passes the redaction filter so a secret never reaches the log.
-  const line = redact(JSON.stringify({ t: new Date().toISOString(), level, msg: message, ...fields }, scrubQueryParams));
+  const line = redact(JSON.stringify({ t: new Date().toISOString(), level, msg: message, ...context.getStore(), ...fields }, scrubQueryParams));
   (level === "error" ? console.error : level === "warn" ? console.warn : console.log)(line);
 }
 
