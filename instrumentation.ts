@@ -22,14 +22,28 @@ export async function register(): Promise<void> {
   const sandbox = sandboxCapabilities();
   if (sandbox.warning) console.warn(`[sandbox] ${sandbox.warning}`);
 
+  let stopExecutor = async () => {};
   if (env.executionMode === "embedded" && env.GATEHOUSE_EMBEDDED_WORKER) {
     const { startEmbeddedExecutor } = await import("./inngest/embedded");
     const executor = await startEmbeddedExecutor();
+    stopExecutor = () => executor.stop();
     const status = await executor.status();
     for (const app of status.apps) {
       if (app.error) console.warn(`[executor] ${app.url}: ${app.error} (retrying)`);
     }
     step("embedded executor started");
+  }
+
+  if (env.NEXT_MANUAL_SIG_HANDLE) {
+    // `npm start`: SIGTERM/SIGINT stop the executor (in-flight steps finish or are handed back), close the database, exit.
+    const { installGracefulShutdown } = await import("./lib/ops/shutdown");
+    const { closeDb } = await import("./lib/db");
+    installGracefulShutdown({
+      stop: async () => {
+        await stopExecutor();
+        closeDb();
+      },
+    });
   }
 
   // Where we listen, how to sign in (the one-time owner link in local mode), and security warnings: last, once the app

@@ -105,6 +105,11 @@ const schema = z.object({
   /** Set to false to run the web server without the in-process executor (then run `npm run worker`). */
   GATEHOUSE_EMBEDDED_WORKER: flag(true),
   /**
+   * Set by `npm start` (as Next documents it, in the script): Next leaves SIGTERM/SIGINT to the app, which stops its
+   * executor gracefully (lib/ops/shutdown.ts) before exiting.
+   */
+  NEXT_MANUAL_SIG_HANDLE: flag(false),
+  /**
    * How the in-process executor reaches Gatehouse's own serve endpoint: "in-process" calls the handler directly (no
    * socket, fastest); "http" goes through GATEHOUSE_PUBLIC_URL/api/inngest like any other app.
    */
