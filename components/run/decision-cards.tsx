@@ -206,6 +206,7 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
     budget: "The run reached its budget",
     timeout: "A stage ran out of time",
     conflict: "The branch conflicts with the base",
+    policy: "A risky action needs your approval",
   };
   const str = (v: unknown) => (typeof v === "string" ? v : null);
   return (

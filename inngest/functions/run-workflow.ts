@@ -314,6 +314,18 @@ export const runWorkflow = inngest.createFunction(
             state = ops.applyAnswer(state, answer);
             continue;
           }
+          if (result.kind === "policy") {
+            // A risky action (the project's policy): a person sees the exact action and approves or refuses it; the
+            // implementer is told, and may then do exactly that action once.
+            const action = result.action;
+            const decision = await gate(`impl:${attempt}:turn:${turn}:policy`, "policy", {
+              reason: action.reason,
+              summary: `\`${action.summary}\` (${action.tool})`,
+              action,
+            });
+            state = ops.applyPolicy(state, action, decision);
+            continue;
+          }
           if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;
           break;
         }

@@ -4,6 +4,7 @@ import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
 import { describePlan, type Plan } from "./plan";
+import type { Policy, PolicyAction } from "./policy";
 import {
   clarificationResponseType,
   implementerTools,
@@ -40,6 +41,10 @@ export type ImplementerState = {
     responseType?: ClarificationResponseType;
   } | null;
   filesChanged: string[];
+  /** Risky actions a person approved and the model has not used yet (policy fingerprints); absent in older states. */
+  approvedActions?: string[];
+  /** Files changed per todo, for policy.maxFilesPerTask; absent in older states. */
+  taskFiles?: Record<string, string[]>;
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
   failure: { reason: ImplementerFailureReason; message: string } | null;
@@ -56,7 +61,9 @@ export type ImplementerTurnResult =
       context: string | null;
       responseType: ClarificationResponseType;
     }
-  | { kind: "failure"; state: ImplementerState; reason: ImplementerFailureReason; message: string };
+  | { kind: "failure"; state: ImplementerState; reason: ImplementerFailureReason; message: string }
+  /** A tool call needs a person's approval under the run's policy: the workflow opens a `policy` gate. */
+  | { kind: "policy"; state: ImplementerState; action: PolicyAction };
 
 export const DEFAULT_MAX_ITERATIONS = 30;
 /** The same call with the same arguments this many times without progress in between is a loop. */
@@ -174,9 +181,12 @@ export async function implementerTurn({
   model,
   context,
   signal,
+  policy,
 }: {
   state: ImplementerState;
   sandbox: Sandbox;
+  /** The run's policy for risky actions (lib/agents/policy.ts). */
+  policy?: Policy;
   modelId: string;
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
@@ -195,6 +205,10 @@ export async function implementerTurn({
     todos: state.todos.map((t) => ({ ...t })),
     filesChanged: [...state.filesChanged],
     progress: false,
+    policy,
+    approved: [...(state.approvedActions ?? [])],
+    hold: null,
+    taskFiles: Object.fromEntries(Object.entries(state.taskFiles ?? {}).map(([k, v]) => [k, [...v]])),
   };
   const result = await callModel({
     modelId,
@@ -225,8 +239,10 @@ export async function implementerTurn({
     messages: [...state.messages, ...newMessages],
     todos: ctx.todos,
     filesChanged: ctx.filesChanged,
+    ...(policy ? { approvedActions: ctx.approved ?? [], taskFiles: ctx.taskFiles ?? {} } : {}),
     iteration: state.iteration + 1,
   };
+
   const calls = result.toolCalls;
 
   if (calls.length === 0) {
@@ -302,5 +318,28 @@ export async function implementerTurn({
     };
     return clarificationResult(next);
   }
+  // A risky action waits for a person (the call already has its "needs approval" result); the decision comes next.
+  if (ctx.hold) return { kind: "policy", state: next, action: ctx.hold };
   return { kind: "continue", state: next };
+}
+
+/**
+ * A person's decision on a held action, told to the model: approved, the action may run once (exactly as asked);
+ * refused, the model must do without it.
+ */
+export function applyPolicyDecision(
+  state: ImplementerState,
+  action: PolicyAction,
+  decision: { approved: boolean; by: string | null; notes: string | null },
+): ImplementerState {
+  const who = decision.by ? `${decision.by}` : "A person";
+  const note = decision.notes?.trim() ? ` Their note: ${redact(decision.notes.trim())}` : "";
+  const text = decision.approved
+    ? `${who} approved: ${action.summary} (${action.tool}). Do it now, exactly as before.${note}`
+    : `${who} refused: ${action.summary} (${action.tool}). Do not try it again; find another way, or say in your summary what is left undone.${note}`;
+  return {
+    ...state,
+    approvedActions: decision.approved ? [...(state.approvedActions ?? []), action.fingerprint] : (state.approvedActions ?? []),
+    messages: [...state.messages, { role: "user", content: text }],
+  };
 }

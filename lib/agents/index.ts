@@ -1,5 +1,6 @@
 export {
   answerClarification,
+  applyPolicyDecision,
   DEFAULT_MAX_ITERATIONS,
   implementerTurn,
   startImplementer,
@@ -7,6 +8,7 @@ export {
   type ImplementerState,
   type ImplementerTurnResult,
 } from "./implementer";
+export { checkCommand, checkWrite, destructive, matchesGlob, type Policy, type PolicyAction } from "./policy";
 export { changedFilesOfDiff, commandArgv, inScope, workspacePath } from "./paths";
 export { describePlan, planScope, plannerOutputSchema, type AcceptanceCriterion, type Plan, type PlanTask } from "./plan";
 export { PlannerError, runPlanner, type PlannerInput, type PlannerResult } from "./planner";

@@ -16,6 +16,7 @@ function refuseSecrets(what: string, ...texts: string[]) {
   }
 }
 import { workspacePath } from "./paths";
+import { checkCommand, checkWrite, type Policy, type PolicyAction } from "./policy";
 
 /**
  * The implementer's tools. Every one goes through the Sandbox interface, and every path through workspacePath(); an
@@ -31,7 +32,46 @@ export type ToolContext = {
   filesChanged: string[];
   /** Set when a tool changed something (file content or a todo's status): resets loop detection. */
   progress: boolean;
+  /** The run's policy for risky actions (absent: no policy checks, e.g. in unit tests of the tools). */
+  policy?: Policy;
+  /** Fingerprints of actions a person approved; each approval is used up by the action it covers. */
+  approved?: string[];
+  /** The first risky action of this turn that needs a person: the turn ends and the workflow opens a policy gate. */
+  hold?: PolicyAction | null;
+  /** Files changed per todo (the one in progress when they changed), for policy.maxFilesPerTask. */
+  taskFiles?: Record<string, string[]>;
 };
+
+/** An approved action runs once: its approval is taken. */
+function takeApproval(ctx: ToolContext, action: PolicyAction): boolean {
+  const i = ctx.approved?.indexOf(action.fingerprint) ?? -1;
+  if (i < 0) return false;
+  ctx.approved!.splice(i, 1);
+  return true;
+}
+
+function holdFor(ctx: ToolContext, action: PolicyAction): string {
+  ctx.hold ??= action;
+  return (
+    `Needs a person's approval first: ${action.reason} Nothing was done. The run now asks a person; you will be told ` +
+    "whether it was approved. Do not repeat the call before that."
+  );
+}
+
+/** policy.maxFilesPerTask / maxFilesPerRun: a write that would change one file too many is refused. */
+function enforceFileLimits(ctx: ToolContext, target: string) {
+  if (!ctx.policy) return;
+  const { maxFilesPerRun, maxFilesPerTask } = ctx.policy;
+  if (!ctx.filesChanged.includes(target) && ctx.filesChanged.length >= maxFilesPerRun) {
+    throw new Error(`This run may change at most ${maxFilesPerRun} files (policy.maxFilesPerRun); ${target} would be one more. Nothing was written.`);
+  }
+  const task = ctx.todos.find((t) => t.status === "in_progress")?.id ?? "(no task)";
+  const mine = (ctx.taskFiles ??= {})[task] ?? [];
+  if (!mine.includes(target) && mine.length >= maxFilesPerTask) {
+    throw new Error(`A task may change at most ${maxFilesPerTask} files (policy.maxFilesPerTask); ${task} has changed ${mine.length}. Nothing was written.`);
+  }
+  if (!mine.includes(target)) ctx.taskFiles![task] = [...mine, target];
+}
 
 const MAX_READ_CHARS = 100_000;
 const MAX_OUTPUT_CHARS = 12_000;
@@ -105,6 +145,9 @@ export function implementerTools(ctx: ToolContext) {
         refuseSecrets(`the content for ${target}`, content);
         const before = await readOrNull(ctx.sandbox, target);
         if (before === content) return `${target} already has this content; nothing changed.`;
+        const risky = ctx.policy ? checkWrite("write_file", target, ctx.policy) : null;
+        if (risky && !takeApproval(ctx, risky)) return holdFor(ctx, risky);
+        enforceFileLimits(ctx, target);
         await ctx.sandbox.writeFile(target, content);
         noteChange(ctx, target);
         return `Wrote ${target} (${content.length} characters).`;
@@ -130,6 +173,9 @@ export function implementerTools(ctx: ToolContext) {
         }
         const after = replaceAll ? before.split(search).join(replace) : before.replace(search, () => replace);
         if (after === before) return `${target} unchanged (replacement equals the original).`;
+        const risky = ctx.policy ? checkWrite("edit_file", target, ctx.policy) : null;
+        if (risky && !takeApproval(ctx, risky)) return holdFor(ctx, risky);
+        enforceFileLimits(ctx, target);
         await ctx.sandbox.writeFile(target, after);
         noteChange(ctx, target);
         return `Edited ${target} (${count} replacement${count === 1 ? "" : "s"}).`;
@@ -146,6 +192,11 @@ export function implementerTools(ctx: ToolContext) {
       }),
       execute: async ({ command, args, cwd, timeoutSeconds }, { abortSignal }) => {
         refuseSecrets("the command line", command, ...(args ?? []));
+        if (ctx.policy) {
+          const verdict = checkCommand(command, args ?? [], ctx.policy);
+          if (verdict.verdict === "deny") throw new Error(`Refused by the project's policy: ${verdict.reason} Nothing was run.`);
+          if (verdict.verdict === "ask" && !takeApproval(ctx, verdict.action)) return holdFor(ctx, verdict.action);
+        }
         const result = await ctx.sandbox.exec(command, args ?? [], {
           cwd: cwd ? workspacePath(cwd) : undefined,
           timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,

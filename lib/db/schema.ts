@@ -237,7 +237,7 @@ export const clarificationRequests = sqliteTable(
   (t) => [index("clarification_requests_run_idx").on(t.workflowRunId)],
 );
 
-export type GateKind = "plan" | "implementation" | "fix" | "escalation" | "budget" | "timeout" | "conflict";
+export type GateKind = "plan" | "implementation" | "fix" | "escalation" | "budget" | "timeout" | "conflict" | "policy";
 
 export const gates = sqliteTable(
   "gates",

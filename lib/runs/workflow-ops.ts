@@ -12,6 +12,7 @@ import { cachePath } from "@/lib/github/git";
 import { isModelCallError } from "@/lib/ai";
 import {
   answerClarification as answerImplementerClarification,
+  applyPolicyDecision,
   implementerTurn,
   PlannerError,
   runPlanner,
@@ -22,6 +23,7 @@ import {
   type ImplementerTurnResult,
   type Plan,
   type PlannerResult,
+  type PolicyAction,
 } from "@/lib/agents";
 import { extractConstraints } from "@/lib/mermaid";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
@@ -637,6 +639,11 @@ export function applyAnswer(state: ImplementerState, answer: string): Implemente
   return answerImplementerClarification(state, answer);
 }
 
+/** A person's decision on a policy gate, told to the implementer (pure: the workflow calls it outside any step). */
+export function applyPolicy(state: ImplementerState, action: PolicyAction, decision: { decision: string; decidedBy?: string | null; notes?: string | null }) {
+  return applyPolicyDecision(state, action, { approved: decision.decision === "approve", by: decision.decidedBy ?? null, notes: decision.notes ?? null });
+}
+
 export type TurnStepResult =
   | WithNow<ImplementerTurnResult>
   | WithNow<{ kind: "model_error"; reason: string; message: string }>
@@ -697,6 +704,7 @@ export async function implementTurn({
       modelId: run.config.modelRouting.implementer,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       signal: AbortSignal.any([cancelled.signal, overtime.signal]),
+      policy: run.config.policy,
     });
   } catch (error) {
     if (overtime.signal.aborted && !cancelled.signal.aborted) {
@@ -769,6 +777,7 @@ export async function implementTurn({
   // What the model said is stored as the step's result: redact it like everything else that is kept.
   if (result.kind === "failure") return { ...result, message: redact(result.message), now };
   if (result.kind === "done") return { ...result, summary: redact(result.summary), now };
+  if (result.kind === "policy") return { ...result, action: redactDeep(result.action), now };
   return { ...result, now };
 }
 

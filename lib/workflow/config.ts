@@ -13,6 +13,24 @@ const minutes = z
   .min(1, "must be at least 1 minute")
   .max(60 * 24 * 7, "must be at most 10080 minutes (7 days)");
 
+/** Paths a model's edit waits for a person's approval on, unless the project's `policy.protectedPaths` says otherwise. */
+export const DEFAULT_PROTECTED_PATHS = [
+  ".github/**",
+  ".gitlab-ci.yml",
+  "**/package-lock.json",
+  "**/yarn.lock",
+  "**/pnpm-lock.yaml",
+  "**/Cargo.lock",
+  "**/poetry.lock",
+  "**/go.sum",
+  "**/migrations/**",
+  "drizzle/**",
+];
+
+const commandList = z
+  .array(z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters"), { error: "must be a list of command prefixes" })
+  .max(100, "must have at most 100 entries");
+
 /** The seed's RunConfig. Unknown keys are refused so that a typo never silently falls back to a default. */
 export const runConfigSchema = z.strictObject({
   trustMode: z
@@ -74,6 +92,26 @@ export const runConfigSchema = z.strictObject({
     .strictObject({
       /** Minimum 0–10 alignment score the validator must give for a pass. */
       scoreThreshold: z.number().min(0).max(10).default(9),
+    })
+    .prefault({}),
+  /** The policy for the implementer's risky actions (lib/agents/policy.ts). */
+  policy: z
+    .strictObject({
+      /** Globs (`**`, `*`, `?`) of paths whose edits wait for a person's approval (a `policy` gate). */
+      protectedPaths: z
+        .array(z.string().trim().min(1, "must not be empty").max(200), { error: "must be a list of path globs" })
+        .max(100)
+        .default(DEFAULT_PROTECTED_PATHS),
+      commands: z
+        .strictObject({
+          /** When not empty, only command lines starting with one of these (word by word) may run. */
+          allow: commandList.default([]),
+          /** Command lines starting with one of these are refused. */
+          deny: commandList.default([]),
+        })
+        .prefault({}),
+      maxFilesPerTask: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(10_000).default(40),
+      maxFilesPerRun: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(100_000).default(150),
     })
     .prefault({}),
   /** Only honoured in a project's default config (lib/runs/service.ts): a run's own config cannot lower isolation. */

@@ -32,7 +32,7 @@ export const WAITING_STATUSES: ReadonlySet<RunStatus> = new Set([
   "paused",
 ]);
 
-export type GateKind = "plan" | "implementation" | "fix" | "escalation" | "budget" | "timeout" | "conflict";
+export type GateKind = "plan" | "implementation" | "fix" | "escalation" | "budget" | "timeout" | "conflict" | "policy";
 
 /** The run's projection: what workflow_runs stores, computed only by the reducer. */
 export type RunState = {

@@ -139,6 +139,29 @@ function noteContent(ins: DemoInstructions, answers: Array<{ question: string; a
   return lines.join("\n");
 }
 
+/** The newest tool call whose result said it needs a person's approval (lib/agents/tools.ts), to repeat it. */
+function heldCall(prompt: LanguageModelV3Prompt): Call | null {
+  const heldIds = new Set<string>();
+  for (const m of prompt) {
+    if (m.role !== "tool") continue;
+    for (const part of m.content) {
+      if (part.type !== "tool-result") continue;
+      const out = part.output as { type: string; value?: unknown };
+      if (typeof out.value === "string" && out.value.startsWith("Needs a person's approval first")) heldIds.add(part.toolCallId);
+    }
+  }
+  for (const m of [...prompt].reverse()) {
+    if (m.role !== "assistant") continue;
+    for (const part of m.content) {
+      if (part.type === "tool-call" && heldIds.has(part.toolCallId)) {
+        const input = typeof part.input === "string" ? JSON.parse(part.input) : part.input;
+        return { toolName: part.toolName, input: input as Record<string, unknown> };
+      }
+    }
+  }
+  return null;
+}
+
 function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, text: string): ScriptedReply {
   let todos: Array<{ id: string; files?: string[] }> = [];
   try {
@@ -176,7 +199,15 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
       turns.push([{ toolName: "update_todo", input: { id: todo.id, status: "done" } }]);
     }
   }
-  const done = prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length;
+  // A call the project's policy held and a person then approved is repeated, exactly, as a model would; that extra
+  // turn does not advance the script.
+  const approvals = prompt.filter((m) => m.role === "user" && m.content.some((p) => p.type === "text" && / approved: .+ \((run_command|write_file|edit_file)\)\./.test(p.text))).length;
+  const last = prompt.at(-1);
+  if (last?.role === "user" && last.content.some((p) => p.type === "text" && / approved: .+ \((run_command|write_file|edit_file)\)\./.test(p.text))) {
+    const held = heldCall(prompt);
+    if (held) return { toolCalls: [held] };
+  }
+  const done = prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length - approvals;
   const next = turns[done];
   if (next) return { toolCalls: next };
   return { text: `Done (demo model, scripted). Wrote ${writes.map((w) => w.path).join(", ")}.` };

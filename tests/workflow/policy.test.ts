@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { listEvents } from "@/lib/db/queries/runs";
+import { createProject } from "@/lib/db/queries/projects";
+import { approveGate, rejectGate } from "@/lib/runs/decisions";
+import { inngest } from "@/inngest";
+import { gateDecided } from "@/inngest/events";
+import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+
+/** The policy for risky actions, through the real workflow: the demo model's tool calls meet it like a model's would. */
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const auto = { trustMode: { planning: "auto", fixes: "manual" } };
+
+describe("risky actions wait for a person", () => {
+  it("a protected path and a recursive delete each open a policy gate with the exact action; approved runs once, refused never", { timeout: 120_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    const request = [
+      "Add CI and tidy up",
+      "",
+      "```file:.github/workflows/ci.yml",
+      "on: push",
+      "```",
+      "[run: sh -c 'mkdir -p old && echo keep > old/x.txt']",
+      "[run: rm -r old]",
+    ].join("\n");
+    const run = await launch(h.user, project.id, request, auto);
+
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const first = await waitForPendingGate(run.id);
+    expect(first.kind).toBe("policy");
+    expect(first.context).toMatchObject({ action: { tool: "write_file", summary: ".github/workflows/ci.yml" }, reason: expect.stringMatching(/protected path \(\.github\/\*\*\)/) });
+    await approveGate({ user: h.user, runId: run.id, input: { gateId: first.id } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: first.id, decision: "approve" }));
+
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const second = await waitForPendingGate(run.id);
+    expect(second.id).not.toBe(first.id);
+    expect(second.context).toMatchObject({ action: { tool: "run_command", summary: "rm -r old" }, reason: "The command deletes recursively." });
+    await rejectGate({ user: h.user, runId: run.id, input: { gateId: second.id, feedback: "Keep the old folder." } });
+    await inngest.send(gateDecided.create({ runId: run.id, gateId: second.id, decision: "reject" }));
+
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    // Approved: written once. Refused: never run — the folder it would have deleted is on the branch.
+    expect(git(repo, "show", `${run.branch}:.github/workflows/ci.yml`)).toBe("on: push");
+    expect(git(repo, "show", `${run.branch}:old/x.txt`)).toBe("keep");
+    const events = await expectRunConsistent(run.id);
+    const kinds = events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind);
+    expect(kinds).toEqual(["policy", "policy"]);
+    expect(events.filter((e) => e.type === "APPROVAL_GRANTED")).toHaveLength(1);
+    expect(events.find((e) => e.type === "APPROVAL_REJECTED")?.payload).toMatchObject({ feedback: "Keep the old folder." });
+  });
+
+  it("a command on the project's deny list is refused without a gate, and never runs", { timeout: 120_000 }, async () => {
+    const repo = makeRepo();
+    const project = await createProject({
+      name: "deny",
+      ownerId: h.user.id,
+      repository: { type: "local", path: repo },
+      defaultConfig: { policy: { commands: { deny: ["touch"] } } },
+    });
+    const run = await launch(h.user, project.id, "Try a denied command\n[run: touch denied.txt]", auto);
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    expect(git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n")).not.toContain("denied.txt");
+    expect((await listEvents({ runId: run.id })).some((e) => e.type === "APPROVAL_REQUESTED")).toBe(false);
+  });
+});
