@@ -95,7 +95,10 @@ async function expectNothingTwice(runId: string, repo: string, branch: string, t
   // The demo implementer takes two turns per task and a closing one; each finished turn has exactly one recorded call.
   expect(calls.filter((c) => c.stage === "implementation" && c.status === "ok")).toHaveLength(2 * tasks + 1);
   expect(calls.filter((c) => c.stage === "planning" && c.status === "ok")).toHaveLength(1);
-  expect(calls.filter((c) => c.stage === "validation" && c.status === "ok")).toHaveLength(1);
+  // Validation makes two calls, each once: the review and the independent alignment score (its own step key).
+  const validation = calls.filter((c) => c.stage === "validation" && c.status === "ok").map((c) => c.stepKey!.replace(/#\d+$/, ""));
+  expect(validation).toHaveLength(2);
+  expect(validation.filter((k) => k.endsWith(":alignment"))).toHaveLength(1);
 }
 
 const request = (title: string, n: number) =>
