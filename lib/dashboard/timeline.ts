@@ -134,6 +134,8 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "MERGE_FAILED":
       return item("Merge failed", "danger", p(event, "MERGE_FAILED").reason);
+    case "SECRET_WITHHELD":
+      return item("Secret withheld", "warning", `Not committed before the wait (${p(event, "SECRET_WITHHELD").when}): ${(p(event, "SECRET_WITHHELD").files ?? []).join(", ")}`);
     case "PR_CLOSED":
       return item(`Pull request #${p(event, "PR_CLOSED").number ?? "?"} closed`, "warning");
     case "RUN_COMPLETED":

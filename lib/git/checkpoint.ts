@@ -17,18 +17,25 @@ export type GitWorkspace = Pick<Sandbox, "kind"> & {
   syncToWorkspace?: () => Promise<void>;
 };
 
-function workspaceOf(sandbox: GitWorkspace): { dir: string; worktree: WorktreeLocation; excludes: string[] } {
+function workspaceOf(sandbox: GitWorkspace, withhold: string[] = []): { dir: string; worktree: WorktreeLocation; excludes: string[] } {
   if (!sandbox.workspacePath || !sandbox.location) {
     throw new AppError("internal:git", `A ${sandbox.kind} sandbox without a local workspace cannot be committed.`);
   }
-  return { dir: sandbox.workspacePath, worktree: sandbox.location, excludes: excludePathspecs([".autonomous", ...(sandbox.excludePaths ?? [])]) };
+  return {
+    dir: sandbox.workspacePath,
+    worktree: sandbox.location,
+    excludes: excludePathspecs([".autonomous", ...(sandbox.excludePaths ?? []), ...withhold.map(literalPathspec)]),
+  };
 }
+
+/** A file's path as a glob pathspec that matches only that file (`*`, `?`, `[` and `\\` escaped), from the root. */
+const literalPathspec = (file: string) => `/${file.replace(/[*?[\]\\]/g, "\\$&")}`;
 
 export type Checkpoint = { sha: string; tree: string };
 
-async function commitWorkspace(sandbox: GitWorkspace, message: string): Promise<Checkpoint> {
+async function commitWorkspace(sandbox: GitWorkspace, message: string, withhold: string[] = []): Promise<Checkpoint> {
   await sandbox.syncToWorkspace?.();
-  const { dir, worktree, excludes } = workspaceOf(sandbox);
+  const { dir, worktree, excludes } = workspaceOf(sandbox, withhold);
   // Excluded paths and Gatehouse's own records are never staged from the workspace.
   await stageWorktree(worktree, excludes);
   await git(dir, ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"], { input: message, worktree });
@@ -59,12 +66,15 @@ export function commitWorkInProgress({
   sandbox,
   runId,
   reason,
+  withhold,
 }: {
   sandbox: GitWorkspace;
   runId: string;
   reason: string;
+  /** Files (worktree paths) left out of the commit: their changes hold a secret. */
+  withhold?: string[];
 }): Promise<Checkpoint> {
-  return commitWorkspace(sandbox, commitMessage({ subject: `WIP before pause: ${reason} (run ${runId})`, runId, kind: "wip" }));
+  return commitWorkspace(sandbox, commitMessage({ subject: `WIP before pause: ${reason} (run ${runId})`, runId, kind: "wip" }), withhold);
 }
 
 /** The tree hash of what is in the workspace now (as a checkpoint would commit it), without committing. */

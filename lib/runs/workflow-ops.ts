@@ -7,6 +7,7 @@ import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
 import { holdsSecret, redact, redactDeep } from "@/lib/security/redact";
+import { log } from "@/lib/log";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
 import { isModelCallError } from "@/lib/ai";
@@ -394,12 +395,21 @@ export function firstLine(text: string): string {
 // Gates, clarifications, pauses — a run waiting for a person holds no sandbox
 
 /** Before a wait: commit the work in progress and drop the sandbox; returns the tree to check on resume. */
-async function parkSandbox(run: RunContext, reason: string): Promise<string | null> {
+async function parkSandbox(run: RunContext, reason: string, stepKey: string): Promise<string | null> {
   const dir = `${getEnv().dataDir}/workspaces/${runIdDir(run.runId)}`;
   const exists = await import("node:fs/promises").then((fs) => fs.stat(dir).then(() => true).catch(() => false));
   if (!exists) return null;
   const sandbox = await attachSandbox(await sandboxOptions(run));
-  const wip = await commitWorkInProgress({ sandbox, runId: run.runId, reason });
+  // The work in progress is committed like a checkpoint, so it gets the same guard: a file whose changes hold a secret
+  // (a command or a check copied a key file before the wait) is left out of the commit — and so out of the branch and
+  // the restored workspace — and the run says which.
+  const leaks = await secretsInChanges(sandbox);
+  const wip = await commitWorkInProgress({ sandbox, runId: run.runId, reason, withhold: leaks });
+  if (leaks.length) {
+    const files = leaks.map((f) => redact(f));
+    log.warn("secret withheld from a work-in-progress commit", { runId: run.runId, files });
+    await append(run.runId, `${stepKey}:withheld`, [{ type: "SECRET_WITHHELD", payload: { files, when: reason } }]);
+  }
   await releaseSandbox(await sandboxOptions(run));
   return wip.tree;
 }
@@ -424,7 +434,7 @@ export async function openGate({
   context: Record<string, unknown>;
 }): Promise<{ gateId: string; tree: string | null }> {
   const run = await loadRun({ runId });
-  const tree = await parkSandbox(run, `waiting for a ${kind} decision`);
+  const tree = await parkSandbox(run, `waiting for a ${kind} decision`, stepKey);
   const gateId = await write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
@@ -524,7 +534,7 @@ export async function ask({
     });
     return { kind: "escalation", gateId: gate.gateId, tree: gate.tree };
   }
-  const tree = await parkSandbox(run, "waiting for an answer");
+  const tree = await parkSandbox(run, "waiting for an answer", stepKey);
   const clarificationId = await write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
@@ -597,7 +607,7 @@ export async function pause({
   stage: Stage | null;
 }): Promise<{ tree: string | null }> {
   const run = await loadRun({ runId });
-  const tree = await parkSandbox(run, `paused: ${reason}`);
+  const tree = await parkSandbox(run, `paused: ${reason}`, stepKey);
   await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage } }]);
   return { tree };
 }
@@ -652,18 +662,42 @@ export type TurnStepResult =
 
 /**
  * Files whose added lines hold a secret (a configured one, a fragment or an encoding of one, or a key shape), from the
- * workspace's diff. The file tools refuse such content, but a command can still write it (e.g. copy a key file).
+ * workspace's diff, as paths in the worktree (redact them before showing them). The file tools refuse such content,
+ * but a command can still write it (e.g. copy a key file).
  */
 async function secretsInChanges(sandbox: { diff(): Promise<string> }): Promise<string[]> {
   const files = new Set<string>();
   let file = "";
   for (const line of (await sandbox.diff()).split("\n")) {
-    if (line.startsWith("+++ ")) file = line.replace(/^\+\+\+ (b\/)?/, "");
+    if (line.startsWith("+++ ")) file = diffPath(line.slice(4));
     else if (line.startsWith("+") && holdsSecret(line.slice(1))) files.add(file);
   }
   // A PEM block spans lines: its header alone is enough to stop the commit.
-  return [...files].map((f) => redact(f));
+  return [...files];
 }
+
+/**
+ * The path of a diff's `+++ b/<path>` line. Git C-quotes a name with a tab, newline, quote or backslash in it (even with
+ * core.quotePath off), and a file the sandbox named that way must still be found.
+ */
+export function diffPath(name: string): string {
+  if (!name.startsWith('"')) return name.replace(/^b\//, "");
+  const bytes: number[] = [];
+  const escapes: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, '"': 34, "\\": 92 };
+  for (let i = 1; i < name.length && name[i] !== '"'; i++) {
+    if (name[i] !== "\\") {
+      bytes.push(...Buffer.from(name[i]!, "utf8"));
+    } else if (/[0-7]/.test(name[i + 1] ?? "")) {
+      bytes.push(parseInt(name.slice(i + 1, i + 4), 8));
+      i += 3;
+    } else {
+      bytes.push(escapes[name[i + 1]!] ?? name.charCodeAt(i + 1));
+      i += 1;
+    }
+  }
+  return Buffer.from(bytes).toString("utf8").replace(/^b\//, "");
+}
+
 
 export async function implementTurn({
   runId,
@@ -736,7 +770,7 @@ export async function implementTurn({
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
   // Nothing holding a secret is committed: the changes since the last checkpoint are dropped, the run pauses with a
   // "secret detected" reason, and after a retry the turn is redone with a note telling the model why.
-  const leaks = commits ? await secretsInChanges(sandbox) : [];
+  const leaks = commits ? (await secretsInChanges(sandbox)).map((f) => redact(f)) : [];
   if (leaks.length) {
     await rollbackToCheckpoint({ sandbox });
     const message = `Secret detected in ${leaks.join(", ")}: the changes since the last checkpoint were not committed. Retry to let the implementer redo them without the secret.`;

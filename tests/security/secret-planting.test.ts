@@ -14,6 +14,7 @@ import { clarificationRequests } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
 import * as retryRoute from "@/app/api/runs/[id]/retry/route";
 import { git, makeRepo, newProject, until, waitForStatus } from "../workflow/harness";
+import { listEvents } from "@/lib/db/queries/runs";
 import { useScriptedWorkflow, type Reply } from "../workflow/model-server";
 import { FAKE } from "./fake-secrets";
 
@@ -304,6 +305,85 @@ describe("finding 2: planted secrets", () => {
     expect(done.status).toBe("completed");
     const added = branchObjects(repo, done.branch!);
     expect(added).toContain("The key is read from the environment.");
+    expect(added).not.toContain(CONFIGURED.GITHUB_APP_CLIENT_SECRET.slice(0, 8));
+    expect(added).not.toContain("PRIVATE KEY");
+  }, 180_000);
+
+  it("a secret a command copies into a file before a wait is left out of the work-in-progress commit (SECRET_WITHHELD); the rest of the work is kept", async () => {
+    const asked = { done: false };
+    t.model.respond((body) => {
+      const messages = (body.messages ?? []) as Array<{ role: string; content?: unknown; tool_calls?: unknown[] }>;
+      const turns = messages.filter((m) => m.role === "assistant" && m.tool_calls?.length).length;
+      if (turns === 0) {
+        return {
+          toolCalls: [
+            { name: "update_todo", arguments: { id: "T1", status: "in_progress" } },
+            // The file name has glob characters, so only a literal exclusion leaves exactly it out.
+            { name: "run_command", arguments: { command: "sh", args: ["-c", "mkdir -p notes && cp config/leak.txt 'notes/co[p]y*.txt' && echo kept-work > notes/keep.txt"] } },
+          ],
+        };
+      }
+      if (!asked.done) {
+        asked.done = true;
+        return { toolCalls: [{ name: "request_clarification", arguments: { question: "Keep the copy?", responseType: "text" } }] };
+      }
+      const firstUser = String(messages.find((m) => m.role === "user")?.content ?? "");
+      const note = /"files":\["([^"]+)"/.exec(firstUser)?.[1] ?? "docs/requests/copy.md";
+      return turns < 4
+        ? {
+            toolCalls: [
+              { name: "write_file", arguments: { path: note, content: "# note\n\nThe copy was not kept.\n" } },
+              { name: "update_todo", arguments: { id: "T1", status: "done" } },
+            ],
+          }
+        : { text: "Done." };
+    });
+    const repo = makeRepo();
+    fs.mkdirSync(path.join(repo, "config"));
+    fs.writeFileSync(path.join(repo, "config/leak.txt"), `client=${CONFIGURED.GITHUB_APP_CLIENT_SECRET}\n${FAKE.privateKey}\n`);
+    git(repo, "add", ".");
+    git(repo, "commit", "-qm", "a key file in the base branch");
+    const { project } = await newProject(t.h.user, repo);
+    const created = await runsRoute.POST(
+      req("/api/runs", {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          projectId: project.id,
+          request: "Copy the config, then ask",
+          config: { trustMode: { planning: "auto" }, modelRouting: { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" } },
+        }),
+      }),
+      { params: Promise.resolve({}) },
+    );
+    const { run } = (await created.json()) as { run: { id: string } };
+    const waiting = await waitForStatus(run.id, ["awaiting_clarification", "completed", "failed", "paused"], 120_000);
+    expect(waiting.status).toBe("awaiting_clarification");
+
+    // The wait's work-in-progress commit holds the harmless file, not the copied key.
+    const parked = branchObjects(repo, waiting.branch!);
+    expect(parked).toContain("kept-work");
+    expect(parked).not.toContain(CONFIGURED.GITHUB_APP_CLIENT_SECRET.slice(0, 8));
+    expect(parked).not.toContain("PRIVATE KEY");
+    const withheld = (await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "SECRET_WITHHELD");
+    expect(withheld).toHaveLength(1);
+    expect(withheld[0]!.payload).toMatchObject({ files: ["notes/co[p]y*.txt"], when: "waiting for an answer" });
+
+    const db = await getDb();
+    const question = await until(
+      async () =>
+        (await db.select().from(clarificationRequests).where(and(eq(clarificationRequests.workflowRunId, run.id), eq(clarificationRequests.status, "pending"))))[0],
+      "the question",
+    );
+    const answered = await answerRoute.POST(
+      req(`/api/clarifications/${question.id}/answer`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ response: "no" }) }),
+      { params: Promise.resolve({ id: question.id }) },
+    );
+    expect(answered.status).toBe(200);
+    const done = await waitForStatus(run.id, ["completed", "failed", "paused"], 120_000);
+    expect(done.status).toBe("completed");
+    const added = branchObjects(repo, done.branch!);
+    expect(added).toContain("kept-work");
     expect(added).not.toContain(CONFIGURED.GITHUB_APP_CLIENT_SECRET.slice(0, 8));
     expect(added).not.toContain("PRIVATE KEY");
   }, 180_000);
