@@ -17,7 +17,7 @@ test("the built app starts and the runs page renders in Chromium after signing i
   await signIn(page);
   await expect(page.getByRole("heading", { name: "Runs" })).toBeVisible();
   await expect(page.getByTestId("run-row").filter({ hasText: "Smoke test: write a hello file" })).toBeVisible();
-  await page.screenshot({ path: "e2e/.artifacts/screenshots/runs-list.png", fullPage: true });
+  await page.screenshot({ path: "e2e/.artifacts/screenshots/smoke-runs-list.png", fullPage: true });
 });
 
 test("an unauthenticated API call gets a typed 401", async ({ request }) => {
