@@ -44,6 +44,18 @@ export async function run() {
   );
   const concurrentPerSec = (8 * perWriter) / ((performance.now() - t) / 1000);
 
+  // Many runs appending at once (a busy server): where the one write queue can group commits.
+  const many = await Promise.all(Array.from({ length: 64 }, () => newRun()));
+  for (const r of many) await appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
+  const perMany = 60;
+  t = performance.now();
+  await Promise.all(
+    many.map(async (r) => {
+      for (let i = 0; i < perMany; i++) await appendEvent(r.id, artifact(i));
+    }),
+  );
+  const manyPerSec = (64 * perMany) / ((performance.now() - t) / 1000);
+
   // Replay of a 10,000-event run.
   const big = await newRun();
   await appendEvent(big.id, { type: "RUN_STARTED", payload: {} });
@@ -51,15 +63,24 @@ export async function run() {
   for (let i = 0; i < 9998; i += 500) {
     await appendEvents(big.id, Array.from({ length: Math.min(500, 9998 - i) }, (_, j) => artifact(i + j)));
   }
-  t = performance.now();
-  const state = await replay({ runId: big.id });
-  const replayMs = performance.now() - t;
+  // Replay: the median of 5 (the first also pays for warming the page cache and the JSON path).
+  const replays: number[] = [];
+  let state: Awaited<ReturnType<typeof replay>> = null;
+  for (let i = 0; i < 5; i++) {
+    t = performance.now();
+    state = await replay({ runId: big.id });
+    replays.push(performance.now() - t);
+  }
+  const replayMs = [...replays].sort((a, b) => a - b)[2]!;
+  const ofRaw = (perSec: number) => `${fmt((100 * perSec) / rawPerSec, 1)} % of raw`;
 
   printTable([
-    { measure: "raw SQLite commits/s (ceiling)", value: fmt(rawPerSec, 0) },
-    { measure: "appendEvent/s, 1 writer", value: fmt(singlePerSec, 0) },
-    { measure: "appendEvent/s, 8 concurrent writers", value: fmt(concurrentPerSec, 0) },
-    { measure: `replay ms, ${state?.lastSequence} events`, value: fmt(replayMs, 1) },
+    { measure: "raw SQLite commits/s (ceiling)", value: fmt(rawPerSec, 0), note: "one INSERT per autocommit, same file and pragmas" },
+    { measure: "appendEvent/s, 1 writer", value: fmt(singlePerSec, 0), note: ofRaw(singlePerSec) },
+    { measure: "appendEvent/s, 8 concurrent writers", value: fmt(concurrentPerSec, 0), note: ofRaw(concurrentPerSec) },
+    { measure: "appendEvent/s, 64 concurrent writers", value: fmt(manyPerSec, 0), note: ofRaw(manyPerSec) },
+    { measure: `replay ms, ${state?.lastSequence} events (median of 5)`, value: fmt(replayMs, 1), note: `first ${fmt(replays[0]!, 1)} ms; goal < 50 ms` },
   ]);
+  console.log(`goal: appendEvent ≥ 50 % of the raw commit rate (best: ${ofRaw(Math.max(singlePerSec, concurrentPerSec, manyPerSec))}); replay < 50 ms (${fmt(replayMs, 1)} ms)`);
   closeDb();
 }
