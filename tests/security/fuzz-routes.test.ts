@@ -244,7 +244,7 @@ async function send(c: RouteCase, body: Body | null, q: string | null, hostile: 
 
 function leaked(text: string): string | null {
   for (const secret of PLANTED) {
-    if (text.includes(secret.slice(0, 12))) return secret.slice(0, 12);
+    if (text.includes(secret.slice(0, 8))) return secret.slice(0, 8);
   }
   return null;
 }
