@@ -3,7 +3,7 @@ import { serve } from "inngest/edge";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Executor, type FetchHandler } from "@/lib/executor";
 import { waitStats } from "@/lib/executor/events";
-import { checkpointing, listRuns, startServer, waitFor, waitForRuns } from "./harness";
+import { checkpointing, listRuns, startServer, strictOption, waitFor, waitForRuns } from "./harness";
 
 let release!: () => void;
 const gate = new Promise<void>((r) => (release = r));
@@ -51,7 +51,7 @@ beforeAll(async () => {
   server = await startServer();
   app = buildApp(server.origin);
   server.setHandler(serve({ client: app.inngest, functions: app.functions }) as FetchHandler);
-  executor = new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 5000, backoff: () => 20, log: () => {} });
+  executor = new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 5000, backoff: () => 20, log: () => {}, ...strictOption() });
   await executor.start();
 });
 afterAll(async () => {
