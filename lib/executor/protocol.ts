@@ -200,6 +200,16 @@ export async function readCallResponse(response: Response, appUrl: string, targe
   } catch (err) {
     return { kind: "error", retriable: true, error: protocolError(`Reading the response of ${appUrl} failed: ${describe(err)}`) };
   }
+  if ((response.status === 401 || response.status === 403) && target?.signingKey && !response.headers.get(SDK_HEADER)) {
+    // The SDK answers a signature it cannot verify with a bare 401 {"message":"Unauthorized"} (no SDK headers).
+    return {
+      kind: "error",
+      retriable: false,
+      error: protocolError(
+        `${appUrl} rejected the call (${response.status}): it refused the executor's X-Inngest-Signature; the app's INNGEST_SIGNING_KEY (or its fallback) is not the key the executor signs with. Body: ${text.slice(0, 300)}`,
+      ),
+    };
+  }
   if (!response.headers.get(SDK_HEADER)) {
     return {
       kind: "error",
