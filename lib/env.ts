@@ -114,6 +114,27 @@ const schema = z.object({
    * socket, fastest); "http" goes through GATEHOUSE_PUBLIC_URL/api/inngest like any other app.
    */
   GATEHOUSE_EXECUTOR_TRANSPORT: z.enum(["in-process", "http"], { error: "must be in-process or http" }).default("in-process"),
+  /**
+   * "cloud": the embedded executor behaves as Inngest Cloud does where the two differ: waits do not look back, and
+   * Cloud's limits (steps per run, event size, step duration) are enforced with Cloud's errors. Empty or "off": not.
+   */
+  GATEHOUSE_EXECUTOR_STRICT: z
+    .enum(["cloud", "off", ""], { error: "must be cloud or off" })
+    .optional()
+    .transform((v) => (v === "cloud" ? ("cloud" as const) : null)),
+  /** Strict mode: the largest event accepted, in bytes (Inngest's default 256 KiB; plans allow up to 3 MiB). */
+  GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES: positiveInt("GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES", 256 * 1024).pipe(
+    z.number().max(3 * 1024 * 1024, "GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES must be at most 3145728 (3 MiB, Inngest's largest)"),
+  ),
+  /** Strict mode: how long one call to an app may take, like the host's function duration limit (Vercel: 300 s). */
+  GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS: positiveInt("GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS", 300),
+  /**
+   * Signing key the executor signs its calls to other Inngest apps with (GATEHOUSE_EXECUTOR_APPS), as Inngest does
+   * (X-Inngest-Signature), so apps served with isDev: false and this INNGEST_SIGNING_KEY sync and run. The fallback
+   * is tried when an app refuses the first (key rotation).
+   */
+  GATEHOUSE_EXECUTOR_SIGNING_KEY: optionalString,
+  GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK: optionalString,
 
   // Runs
   MAX_CONCURRENT_RUNS_PER_USER: positiveInt("MAX_CONCURRENT_RUNS_PER_USER", 5),
@@ -237,6 +258,8 @@ export const SECRET_ENV_NAMES = [
   "INNGEST_EVENT_KEY",
   "INNGEST_SIGNING_KEY",
   "INNGEST_SIGNING_KEY_FALLBACK",
+  "GATEHOUSE_EXECUTOR_SIGNING_KEY",
+  "GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK",
   "OPENAI_API_KEY",
   "ANTHROPIC_API_KEY",
   "DEEPSEEK_API_KEY",

@@ -25,15 +25,31 @@ const eventSchema = z.looseObject({
 });
 
 export class EventValidationError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The HTTP status the event API answers with: 400, or 413 for an event over the size limit. */
+    readonly status: 400 | 413 = 400,
+  ) {
     super(message);
     this.name = "EventValidationError";
   }
 }
 
-export function parseEvents(input: unknown): z.infer<typeof eventSchema>[] {
+/** `maxEventBytes`: strict mode's per-event limit (Inngest's 256 KiB by default); refused whole, nothing stored. */
+export function parseEvents(input: unknown, { maxEventBytes }: { maxEventBytes?: number | null } = {}): z.infer<typeof eventSchema>[] {
   const list = Array.isArray(input) ? input : [input];
   if (list.length === 0) throw new EventValidationError("no events given");
+  if (maxEventBytes) {
+    list.forEach((item, i) => {
+      const bytes = Buffer.byteLength(JSON.stringify(item) ?? "");
+      if (bytes > maxEventBytes) {
+        throw new EventValidationError(
+          `event ${i}: event payload is too large: ${bytes} bytes, over the limit of ${maxEventBytes} bytes (GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES)`,
+          413,
+        );
+      }
+    });
+  }
   return list.map((item, i) => {
     const parsed = eventSchema.safeParse(item);
     if (!parsed.success) {
@@ -46,8 +62,8 @@ export function parseEvents(input: unknown): z.infer<typeof eventSchema>[] {
 
 export type IngestResult = { ids: string[]; woken: string[] };
 
-export async function ingestEvents(input: unknown): Promise<IngestResult> {
-  const events = parseEvents(input);
+export async function ingestEvents(input: unknown, { maxEventBytes }: { maxEventBytes?: number | null } = {}): Promise<IngestResult> {
+  const events = parseEvents(input, { maxEventBytes });
   const registry = await getRegistry();
   return tx((t) => ingestInTx(t, events, registry, Date.now()));
 }

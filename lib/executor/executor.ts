@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import { newUlid as ulid } from "@/lib/ids";
-import { dispatchToken } from "./checkpoint";
+import { dispatchToken, MAX_RUN_STATE_BYTES, MAX_STEP_OUTPUT_BYTES } from "./checkpoint";
 import { cancelRunInTx, DEDUPE_MS, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {
   callFunction,
@@ -50,7 +50,41 @@ export type ExecutorOptions = {
   log?: (level: "info" | "warn" | "error", message: string, extra?: unknown) => void;
   /** Called after a run's final state is committed (metrics, benchmarks). */
   onRunFinished?: (run: { id: string; fnId: string; status: "completed" | "failed" }) => void;
+  /**
+   * "cloud": behave as Inngest Cloud where the embedded executor is otherwise more lenient: waits do not look back
+   * (inngest/inngest#1433), and the step count, event size and call duration are limited with Cloud's errors.
+   * Default: GATEHOUSE_EXECUTOR_STRICT.
+   */
+  strict?: "cloud" | null;
+  /** Overrides of Cloud's limits (tests use small ones). Step output and run state apply in every mode. */
+  limits?: Partial<CloudLimits>;
 };
+
+/** Inngest Cloud's limits (the event size and call duration as configured: GATEHOUSE_EXECUTOR_MAX_*). */
+export type CloudLimits = {
+  maxStepOutputBytes: number;
+  maxRunStateBytes: number;
+  maxSteps: number;
+  maxEventBytes: number;
+  maxStepDurationMs: number;
+};
+
+export function cloudLimits(overrides: Partial<CloudLimits> = {}): CloudLimits {
+  const env = getEnv();
+  return {
+    maxStepOutputBytes: MAX_STEP_OUTPUT_BYTES,
+    maxRunStateBytes: MAX_RUN_STATE_BYTES,
+    maxSteps: 1000,
+    maxEventBytes: env.GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES,
+    maxStepDurationMs: env.GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS * 1000,
+    ...overrides,
+  };
+}
+
+/** An error as Inngest Cloud stores it for a run it failed (`{error, name, message}`). */
+export function cloudError(name: string, message: string): SerializedError {
+  return { name, message, error: `${name}: ${message}` };
+}
 
 export type ExecutorStatus = {
   workerId: string;
@@ -72,6 +106,12 @@ const UNSUPPORTED_OPTIONS = ["throttle", "rateLimit", "debounce", "batchEvents",
 
 /** Executors started in this process: events ingested here wake their runs at once instead of at the next poll. */
 const localExecutors = new Set<Executor>();
+
+/** The event size limit in effect for events ingested in this process: strict mode's, if any executor here is strict. */
+export function strictEventLimit(): number | null {
+  for (const executor of localExecutors) if (executor.strict) return executor.limits.maxEventBytes;
+  return getEnv().GATEHOUSE_EXECUTOR_STRICT ? cloudLimits().maxEventBytes : null;
+}
 
 export function wakeLocal(runIds: string[]): void {
   if (runIds.length === 0) return;
@@ -96,11 +136,21 @@ type GuardedTx = Tx & { woken: string[] };
 /** A run that made no progress (its app reported only what is already recorded) is retried this often, then failed. */
 export const NO_PROGRESS_LIMIT = 4;
 
-type State = { status: string; steps: Map<string, unknown>; stack: string[]; pending: PendingRow[]; attempt: number; parallel: boolean };
+type State = {
+  status: string;
+  steps: Map<string, unknown>;
+  stack: string[];
+  pending: PendingRow[];
+  attempt: number;
+  parallel: boolean;
+  stateBytes: number;
+};
 
 export class Executor {
   readonly workerId: string;
-  private readonly opts: Required<Omit<ExecutorOptions, "apps" | "workerId">>;
+  readonly strict: "cloud" | null;
+  readonly limits: CloudLimits;
+  private readonly opts: Required<Omit<ExecutorOptions, "apps" | "workerId" | "strict" | "limits">>;
   private readonly targets = new Map<string, AppTarget>();
   private readonly ready = new Set<string>();
   private readonly driving = new Set<string>();
@@ -118,6 +168,8 @@ export class Executor {
 
   constructor(options: ExecutorOptions) {
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
+    this.strict = options.strict === undefined ? getEnv().GATEHOUSE_EXECUTOR_STRICT : options.strict;
+    this.limits = cloudLimits(options.limits);
     this.opts = {
       leaseMs: options.leaseMs ?? 5_000,
       pollMs: options.pollMs ?? 500,
@@ -390,8 +442,16 @@ export class Executor {
 
   private async loadState(runId: string): Promise<State> {
     // One statement per iteration of the drive loop: the run, its memoized steps in completion order, its pending ops.
-    const [row] = await query<{ status: string; attempt: number; parallel: number; lease_owner: string | null; steps: string; pending: string }>(
-      `SELECT status, attempt, parallel, lease_owner,
+    const [row] = await query<{
+      status: string;
+      attempt: number;
+      parallel: number;
+      lease_owner: string | null;
+      state_bytes: number;
+      steps: string;
+      pending: string;
+    }>(
+      `SELECT status, attempt, parallel, lease_owner, state_bytes,
               (SELECT json_group_array(json_array(hashed_id, result))
                  FROM (SELECT hashed_id, result FROM executor_steps WHERE run_id = ?1 ORDER BY seq)) AS steps,
               (SELECT json_group_array(json_object('run_id', run_id, 'hashed_id', hashed_id, 'kind', kind, 'op', op,
@@ -412,6 +472,7 @@ export class Executor {
       pending: JSON.parse(row.pending) as PendingRow[],
       attempt: row.attempt,
       parallel: row.parallel === 1,
+      stateBytes: Number(row.state_bytes ?? 0),
     };
   }
 
@@ -440,6 +501,12 @@ export class Executor {
       }
 
       const runnable = state.pending.filter((p) => p.kind === "step" && (p.due_at ?? 0) <= now);
+      if ((runnable.length > 0 || state.pending.length === 0) && this.strict && state.steps.size >= this.limits.maxSteps) {
+        // Cloud checks the count before it runs anything more of the run, and fails it at once.
+        const message = `The function run exceeded the step limit of ${this.limits.maxSteps} steps.`;
+        await this.finish(ctx.run, "failed", null, cloudError("InngestErrFunctionOverflowed", message));
+        return;
+      }
       if (runnable.length > 0) {
         const done = await Promise.all(runnable.map((p) => this.runStep(ctx, state, p)));
         if (done.includes("stop")) return;
@@ -508,14 +575,20 @@ export class Executor {
   }
 
   private async call(ctx: Ctx, stepId: string, body: CallBody): Promise<CallOutcome> {
+    // Strict mode: a call may last as long as the host lets a function run; past it, the attempt fails as the host's
+    // timeout would fail it (and is retried like one).
+    const limited = this.strict !== null && this.limits.maxStepDurationMs < this.opts.requestTimeoutMs;
     return callFunction({
       target: ctx.target,
       fnId: ctx.fn.id,
       stepId,
       body,
-      timeoutMs: this.opts.requestTimeoutMs,
+      timeoutMs: limited ? this.limits.maxStepDurationMs : this.opts.requestTimeoutMs,
       runId: ctx.run.id,
       dispatch: { requestId: ulid(), generation: ctx.run.generation },
+      timeoutReason: limited
+        ? `over the step duration limit of ${this.limits.maxStepDurationMs / 1000} s (GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS), which a serverless host enforces by ending the call`
+        : undefined,
     });
   }
 
@@ -589,6 +662,8 @@ export class Executor {
     }
     const invalid = ops.map((o) => validateOp(o)).find((m) => m !== null);
     if (invalid) return this.functionError(ctx, state, protocolError(`${invalid} from ${ctx.target.url}`), true);
+    const overLimit = this.checkStateLimits(state, ops);
+    if (overLimit) return this.functionError(ctx, state, overLimit, false);
     // A checkpointing app finishes with 206 [...buffered StepRuns, RunComplete]: the run is complete.
     const complete = ops.find((o) => o.op === "RunComplete");
     if (complete) {
@@ -647,7 +722,8 @@ export class Executor {
               const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
               await insertPending("wait", dueAt, eventName, expression);
               // Look back to the moment the run reached this wait (its step history, see recordEntry in events.ts).
-              await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
+              // Inngest Cloud does not (inngest/inngest#1433): in strict mode only events after this moment match.
+              if (!this.strict) await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
               break;
             }
             case "InvokeFunction": {
@@ -697,6 +773,33 @@ export class Executor {
       undefined,
       NO_PROGRESS_LIMIT,
     );
+  }
+
+  /**
+   * Inngest's step output and run state limits, as the checkpoint path enforces them, on results reported in a 206:
+   * a step result over the limit, or results that would take the run's state past its limit, fail the run with the
+   * error Inngest gives.
+   */
+  private checkStateLimits(state: State, ops: OutgoingOp[]): SerializedError | null {
+    let added = 0;
+    for (const op of ops) {
+      if (state.steps.has(op.id)) continue;
+      if (op.op !== "StepRun" && op.op !== "StepFailed") continue;
+      const bytes = Buffer.byteLength(JSON.stringify(op.op === "StepRun" ? { data: op.data ?? null } : { error: op.error ?? null }));
+      if (bytes > this.limits.maxStepOutputBytes) {
+        return {
+          ...cloudError("InngestErrStepOutputTooLarge", "step output size is greater than the limit"),
+          step: op.displayName ?? op.name ?? op.id,
+          bytes,
+          limit: this.limits.maxStepOutputBytes,
+        };
+      }
+      added += bytes;
+    }
+    if (added > 0 && state.stateBytes + added > this.limits.maxRunStateBytes) {
+      return cloudError("InngestErrStateOverflowed", `The function run exceeded the state size limit of ${this.limits.maxRunStateBytes} bytes.`);
+    }
+    return null;
   }
 
   private async functionError(

@@ -1,9 +1,10 @@
 import { getEnv } from "@/lib/env";
 import { EventValidationError, ingestEvents } from "./events";
-import { Executor, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
+import { Executor, strictEventLimit, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
 import type { AppTarget } from "./protocol";
 
-export { Executor, defaultBackoff, type ExecutorOptions, type ExecutorStatus } from "./executor";
+export { Executor, defaultBackoff, cloudLimits, type CloudLimits, type ExecutorOptions, type ExecutorStatus } from "./executor";
+export { signRequest, hashSigningKey, bearerMatchesSigningKey, SIGNATURE_HEADER } from "./signing";
 export { ingestEvents, EventValidationError } from "./events";
 export { checkpointingFetch, handleCheckpointRequest, bearerCarriesKey, CHECKPOINT_PATH } from "./checkpoint";
 export type { AppTarget, FetchHandler } from "./protocol";
@@ -24,6 +25,13 @@ export type { AppTarget, FetchHandler } from "./protocol";
  */
 const globalForExecutor = globalThis as unknown as { __gatehouseExecutor?: Executor };
 
+/** The keys the executor signs its calls to other apps with (GATEHOUSE_EXECUTOR_SIGNING_KEY and its fallback). */
+export function configuredSigning(): Pick<AppTarget, "signingKey" | "signingKeyFallback"> {
+  const env = getEnv();
+  if (!env.GATEHOUSE_EXECUTOR_SIGNING_KEY) return {};
+  return { signingKey: env.GATEHOUSE_EXECUTOR_SIGNING_KEY, signingKeyFallback: env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK };
+}
+
 /** Serve URLs from GATEHOUSE_EXECUTOR_APPS (comma separated). */
 export function configuredAppUrls(): string[] {
   return (getEnv().GATEHOUSE_EXECUTOR_APPS ?? "")
@@ -41,7 +49,7 @@ export async function startExecutor(options: Partial<ExecutorOptions> & { apps: 
     return existing;
   }
   const apps = new Map<string, AppTarget>();
-  for (const url of configuredAppUrls()) apps.set(url, { url });
+  for (const url of configuredAppUrls()) apps.set(url, { url, ...configuredSigning() });
   for (const app of options.apps) apps.set(app.url, app);
 
   const executor = new Executor({ ...options, apps: [...apps.values()] });
@@ -77,7 +85,8 @@ export async function getExecutorStatus(): Promise<ExecutorHealth> {
 
 /** Ingest events and let this process's executor act on them at once (other processes see them on their next poll). */
 export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
-  const { ids, woken } = await ingestEvents(events);
+  // Strict mode refuses events over Cloud's size limit, as Inngest's event API does.
+  const { ids, woken } = await ingestEvents(events, { maxEventBytes: strictEventLimit() });
   wakeLocal(woken);
   return { ids };
 }
@@ -104,7 +113,7 @@ export async function handleEventRequest(request: Request): Promise<Response> {
     const { ids } = await sendEvents(body);
     return Response.json({ ids, status: 200 });
   } catch (err) {
-    if (err instanceof EventValidationError) return Response.json({ error: err.message, status: 400 }, { status: 400 });
+    if (err instanceof EventValidationError) return Response.json({ error: err.message, status: err.status }, { status: err.status });
     throw err;
   }
 }

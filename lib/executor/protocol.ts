@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { canonicalBody, SIGNATURE_HEADER, signRequest } from "./signing";
 
 /**
  * The SDK side of Inngest's request/206 protocol (see /work/shared/INNGEST_PROTOCOL.md, checked against inngest-js
@@ -15,8 +16,17 @@ export type FetchHandler = (request: Request) => Promise<Response>;
  * this executor's database (its client's `fetch` routes them in-process, or its base URL points at a checkpoint
  * route). Only then does the executor send `ctx.fn_id`, which makes the SDK checkpoint; otherwise every step costs
  * one call (classic), which is also what an app with `checkpointing: false` gets.
+ * `signingKey`: the app runs in signed (cloud) mode with this INNGEST_SIGNING_KEY; every call carries
+ * X-Inngest-Signature as Inngest sends it, and `signingKeyFallback` is tried when the app refuses the first.
  */
-export type AppTarget = { url: string; handler?: FetchHandler; headers?: Record<string, string>; checkpointing?: boolean };
+export type AppTarget = {
+  url: string;
+  handler?: FetchHandler;
+  headers?: Record<string, string>;
+  checkpointing?: boolean;
+  signingKey?: string;
+  signingKeyFallback?: string;
+};
 
 export type StepResult = { data: unknown } | { error: unknown } | unknown;
 
@@ -71,6 +81,7 @@ export async function callFunction({
   timeoutMs,
   runId,
   dispatch,
+  timeoutReason,
 }: {
   target: AppTarget;
   fnId: string;
@@ -80,6 +91,8 @@ export async function callFunction({
   runId: string;
   /** Echoed by the SDK in its checkpoint calls (Inngest sends these headers on every call). */
   dispatch?: { requestId: string; generation: number };
+  /** Said of a call that ran out of time (strict mode: the host's step duration limit). */
+  timeoutReason?: string;
 }): Promise<CallOutcome> {
   const url = new URL(target.url);
   url.searchParams.set("fnId", fnId);
@@ -88,24 +101,63 @@ export async function callFunction({
     method: "POST",
     headers: {
       "content-type": "application/json",
-      "x-inngest-server-kind": "dev",
+      "x-inngest-server-kind": serverKind(target),
       "x-run-id": runId,
       "x-inngest-step-id": stepId,
       "x-inngest-req-version": String(body.version),
       ...(dispatch ? { "x-request-id": dispatch.requestId, "x-inngest-generation-id": String(dispatch.generation) } : {}),
     },
-    body: JSON.stringify(body),
   };
   let response: Response;
   try {
-    response = await send(target, url, init, timeoutMs);
+    response = await send(target, url, init, timeoutMs, body);
   } catch (err) {
+    if (timeoutReason && isTimeout(err)) {
+      return { kind: "error", retriable: true, error: protocolError(`Call to ${target.url} timed out after ${timeoutMs} ms: ${timeoutReason}`) };
+    }
     return { kind: "error", retriable: true, error: protocolError(`Serve endpoint ${target.url} unreachable: ${describe(err)}`) };
   }
-  return readCallResponse(response, target.url);
+  return readCallResponse(response, target.url, target);
 }
 
-async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
+/** A signed-mode app expects Inngest's cloud; an unsigned one the dev server. */
+function serverKind(target: AppTarget): "cloud" | "dev" {
+  return target.signingKey ? "cloud" : "dev";
+}
+
+class CallTimeout extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+    this.name = "CallTimeout";
+  }
+}
+
+function isTimeout(err: unknown): boolean {
+  return err instanceof Error && (err.name === "TimeoutError" || err.name === "CallTimeout");
+}
+
+/**
+ * Send a request with `json` as its body. To a signed-mode app the body goes as canonical JSON with its signature;
+ * when the app refuses it (401/403) and a fallback key is configured, it is signed again with that one, as the SDK's
+ * own calls to Inngest fall back (helpers/net.ts fetchWithAuthFallback).
+ */
+async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number, json: unknown): Promise<Response> {
+  if (!target.signingKey) return sendOnce(target, url, { ...init, body: JSON.stringify(json) }, timeoutMs);
+  const text = canonicalBody(json);
+  const signed = (key: string): RequestInit => {
+    const headers = new Headers(init.headers);
+    headers.set(SIGNATURE_HEADER, signRequest({ body: text, signingKey: key }));
+    return { ...init, headers, body: text };
+  };
+  const response = await sendOnce(target, url, signed(target.signingKey), timeoutMs);
+  if ((response.status === 401 || response.status === 403) && target.signingKeyFallback) {
+    await response.body?.cancel().catch(() => undefined);
+    return sendOnce(target, url, signed(target.signingKeyFallback), timeoutMs);
+  }
+  return response;
+}
+
+async function sendOnce(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
   if (target.headers) {
     const merged = new Headers(init.headers);
     for (const [k, v] of Object.entries(target.headers)) merged.set(k, v);
@@ -120,7 +172,7 @@ async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: n
     // the timer when the call settles — a pending timer would keep the whole call (and its run) in memory until it fired.
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(() => reject(new CallTimeout(timeoutMs)), timeoutMs);
     });
     try {
       return await Promise.race([target.handler(request), timeout]);
@@ -141,12 +193,22 @@ function describe(err: unknown): string {
   return String(err);
 }
 
-export async function readCallResponse(response: Response, appUrl: string): Promise<CallOutcome> {
+export async function readCallResponse(response: Response, appUrl: string, target?: AppTarget): Promise<CallOutcome> {
   let text: string;
   try {
     text = await response.text();
   } catch (err) {
     return { kind: "error", retriable: true, error: protocolError(`Reading the response of ${appUrl} failed: ${describe(err)}`) };
+  }
+  if ((response.status === 401 || response.status === 403) && target?.signingKey && !response.headers.get(SDK_HEADER)) {
+    // The SDK answers a signature it cannot verify with a bare 401 {"message":"Unauthorized"} (no SDK headers).
+    return {
+      kind: "error",
+      retriable: false,
+      error: protocolError(
+        `${appUrl} rejected the call (${response.status}): it refused the executor's X-Inngest-Signature; the app's INNGEST_SIGNING_KEY (or its fallback) is not the key the executor signs with. Body: ${text.slice(0, 300)}`,
+      ),
+    };
   }
   if (!response.headers.get(SDK_HEADER)) {
     return {
@@ -189,7 +251,9 @@ export async function readCallResponse(response: Response, appUrl: string): Prom
   }
   const error = toSerializedError(json, response.status);
   if (response.status === 401) {
-    error.message = `${appUrl} rejected the call (401): the app is in Inngest cloud mode; run it in dev mode (INNGEST_DEV=1 or isDev: true) to use the embedded executor. ${error.message}`;
+    error.message = target?.signingKey
+      ? `${appUrl} rejected the call (401): it refused the executor's X-Inngest-Signature; the app's INNGEST_SIGNING_KEY (or its fallback) is not the key the executor signs with. ${error.message}`
+      : `${appUrl} rejected the call (401): the app is in Inngest cloud mode and wants signed requests; give the executor its signing key (GATEHOUSE_EXECUTOR_SIGNING_KEY) or run it in dev mode (INNGEST_DEV=1 or isDev: true). ${error.message}`;
   }
   if (response.status >= 400 && response.status < 500 && !noRetry && response.headers.get("x-inngest-no-retry") === null) {
     return { kind: "error", retriable: false, error };
@@ -247,17 +311,23 @@ export async function syncApp({ target, timeoutMs }: { target: AppTarget; timeou
     new URL(target.url),
     {
       method: "PUT",
-      headers: { "content-type": "application/json", "x-inngest-sync-kind": "in_band", "x-inngest-server-kind": "dev" },
-      body: JSON.stringify({ url: target.url }),
+      headers: { "content-type": "application/json", "x-inngest-sync-kind": "in_band", "x-inngest-server-kind": serverKind(target) },
     },
     timeoutMs,
+    { url: target.url },
   );
   const text = await response.text();
+  if ((response.status === 401 || response.status === 403) && target.signingKey) {
+    throw new Error(
+      `${target.url} refused the sync (${response.status}): it rejected the executor's request signature (X-Inngest-Signature). The app's ` +
+        `INNGEST_SIGNING_KEY (or INNGEST_SIGNING_KEY_FALLBACK) must be the key the executor signs with (GATEHOUSE_EXECUTOR_SIGNING_KEY or its fallback).`,
+    );
+  }
   if (response.status === 401 || response.status === 403) {
     throw new Error(
       `${target.url} refused the sync (${response.status}): it wants a signed request or a key. For Gatehouse's own /api/inngest the executor sends ` +
-        `its executor key (x-gatehouse-executor-key) only when the URL is GATEHOUSE_PUBLIC_URL/api/inngest; any other Inngest app must run in ` +
-        `dev mode (INNGEST_DEV=1 or isDev: true), since the embedded executor does not sign requests with INNGEST_SIGNING_KEY.`,
+        `its executor key (x-gatehouse-executor-key) only when the URL is GATEHOUSE_PUBLIC_URL/api/inngest; any other Inngest app in signed mode ` +
+        `(isDev: false) needs its signing key given to the executor (GATEHOUSE_EXECUTOR_SIGNING_KEY), or must run in dev mode (INNGEST_DEV=1).`,
     );
   }
   if (!response.headers.get(SDK_HEADER)) throw new Error(`${target.url} is not an Inngest serve endpoint (status ${response.status}, no X-Inngest-Sdk header)`);

@@ -4,13 +4,21 @@ import type { Inngest, InngestFunction } from "inngest";
 import { serve } from "inngest/edge";
 import { CHECKPOINT_PATH, Executor, handleCheckpointRequest, handleEventRequest, type ExecutorOptions, type FetchHandler } from "@/lib/executor";
 import { query } from "@/lib/executor/store";
+import { getEnv } from "@/lib/env";
 
 /**
  * The executor suites run in two modes: `classic` (one call per step, no fn_id sent) and `checkpointed` (the app runs
  * steps back to back and reports them to /v1/checkpoint). Test files pick theirs with `setMode` before building.
  */
 export type ExecutorMode = "classic" | "checkpointed";
-export const harness = { mode: "classic" as ExecutorMode };
+/**
+ * `strict`: the executors run in Inngest Cloud's strict mode (no wait look-back, Cloud's limits). On for a whole run
+ * with GATEHOUSE_EXECUTOR_STRICT=cloud, or per file by a `*.strict.test.ts` variant that sets it before importing.
+ */
+export const harness = { mode: "classic" as ExecutorMode, strict: getEnv().GATEHOUSE_EXECUTOR_STRICT === "cloud" };
+
+/** The Executor option for the harness's strict setting. */
+export const strictOption = (): { strict: "cloud" | null } => ({ strict: harness.strict ? "cloud" : null });
 
 /** The AppTarget flag for the current mode. */
 export const checkpointing = () => harness.mode === "checkpointed";
@@ -70,7 +78,7 @@ export async function startApp(
   const server = await startServer();
   const app = build(server.origin);
   server.setHandler(serve({ client: app.inngest, functions: app.functions }) as FetchHandler);
-  const executor = new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {}, ...options });
+  const executor = new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {}, ...strictOption(), ...options });
   await executor.start();
   return {
     ...app,

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Executor, type FetchHandler } from "@/lib/executor";
 import { query } from "@/lib/executor/store";
 import { serve } from "inngest/edge";
-import { checkpointing, listRuns, startServer, waitFor, waitForRuns } from "./harness";
+import { checkpointing, listRuns, startServer, strictOption, waitFor, waitForRuns } from "./harness";
 
 /** Semantics through a real serve endpoint over HTTP; each test's functions live in one app served by one server. */
 
@@ -98,7 +98,7 @@ function buildApp(origin: string) {
 let server: Awaited<ReturnType<typeof startServer>>;
 let app: ReturnType<typeof buildApp>;
 let executor: Executor;
-const newExecutor = () => new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {} });
+const newExecutor = () => new Executor({ apps: [{ url: server.serveUrl, checkpointing: checkpointing() }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {}, ...strictOption() });
 
 beforeAll(async () => {
   server = await startServer();

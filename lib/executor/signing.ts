@@ -1,0 +1,49 @@
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
+import canonicalize from "canonicalize";
+
+/**
+ * Inngest's request signing, as the SDK verifies it (inngest-js InngestCommHandler `RequestSignature` and
+ * helpers/net.ts `signDataWithKey`): `X-Inngest-Signature: t=<unix seconds>&s=<hex HMAC-SHA256>`, keyed with the
+ * signing key without its `signkey-<env>-` prefix (as UTF-8 text), over the JSON-canonicalized (RFC 8785) body
+ * followed by the timestamp. The SDK parses the body and canonicalizes it before checking, so the executor sends the
+ * canonical text itself: what it signs is byte for byte what it sends.
+ */
+
+export const SIGNATURE_HEADER = "x-inngest-signature";
+
+export function removeSigningKeyPrefix(key: string): string {
+  return key.replace(/^signkey-\w+-/, "");
+}
+
+/** The canonical JSON text of a body (what is sent and signed). */
+export function canonicalBody(body: unknown): string {
+  return canonicalize(body) ?? "null";
+}
+
+/** The X-Inngest-Signature value for `body` (the exact text sent) at `now` (ms). */
+export function signRequest({ body, signingKey, now = Date.now() }: { body: string; signingKey: string; now?: number }): string {
+  const ts = String(Math.round(now / 1000));
+  const mac = createHmac("sha256", removeSigningKeyPrefix(signingKey)).update(body).update(ts).digest("hex");
+  return `t=${ts}&s=${mac}`;
+}
+
+/**
+ * The bearer an app sends back with the same key (its checkpoint and event calls): the SDK's `hashSigningKey`, the
+ * prefix kept and the rest hex-decoded and hashed with SHA-256.
+ */
+export function hashSigningKey(signingKey: string): string {
+  const prefix = /^signkey-\w+-/.exec(signingKey)?.[0] ?? "";
+  return `${prefix}${createHash("sha256").update(Buffer.from(removeSigningKeyPrefix(signingKey), "hex")).digest("hex")}`;
+}
+
+/** Whether `header` is `Bearer <hashSigningKey(key)>` for one of `keys` (compared in constant time). */
+export function bearerMatchesSigningKey(header: string | null, keys: (string | undefined)[]): boolean {
+  const token = header?.replace(/^Bearer\s+/i, "").trim();
+  if (!token) return false;
+  const presented = Buffer.from(token);
+  return keys.some((key) => {
+    if (!key) return false;
+    const expected = Buffer.from(hashSigningKey(key));
+    return expected.length === presented.length && timingSafeEqual(expected, presented);
+  });
+}
