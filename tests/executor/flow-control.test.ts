@@ -45,7 +45,7 @@ function buildApp(origin: string) {
       { id: "debounce-timeout", debounce: { period: "1m", timeout: "1s", key: "event.data.k" }, triggers: [{ event: "flow/debounce-timeout" }] },
       async ({ event }) => event.data.n,
     ),
-    inngest.createFunction({ id: "batch", batchEvents: { maxSize: 3, timeout: "1m" }, triggers: [{ event: "flow/batch" }] }, async ({ events }) =>
+    inngest.createFunction({ id: "batch", batchEvents: { maxSize: 3, timeout: "60s" }, triggers: [{ event: "flow/batch" }] }, async ({ events }) =>
       events.map((e) => e.data.n),
     ),
     inngest.createFunction(
