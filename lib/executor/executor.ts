@@ -29,6 +29,7 @@ import {
   type RegisteredFunction,
   type Registry,
   type StoredEvent,
+  UnsupportedOptionError,
 } from "./registry";
 import { query, rows, TERMINAL_SQL, tx, type PendingRow, type RunRow, type Tx } from "./store";
 
@@ -195,10 +196,14 @@ export class Executor {
       const retryIn = Math.min(300_000, 1000 * 2 ** (failures - 1));
       this.syncFailures.set(target.url, { failures, nextAt: Date.now() + retryIn, logged: message });
       if (previous?.logged !== message) this.opts.log("warn", `sync of ${target.url} failed (retrying with backoff): ${message}`);
+      // A refused option also unregisters the app's functions: keeping the previous registration would run the new code
+      // with the option silently ignored. (An unreachable app keeps its registration: its functions did not change.)
+      const refused = err instanceof UnsupportedOptionError;
       await tx((t) =>
         t.execute({
-          sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error`,
-          args: [target.url, message],
+          sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error,
+                  functions = CASE WHEN ? THEN '[]' ELSE executor_apps.functions END`,
+          args: [target.url, message, refused ? 1 : 0],
         }),
       ).catch(() => undefined);
       invalidateRegistry();

@@ -69,13 +69,21 @@ export function buildRegistry(apps: { url: string; functions: FunctionConfig[] }
   for (const app of apps) {
     for (const config of app.functions) {
       const step = Object.values(config.steps)[0];
+      // A config stored before sync checked options (checkFunctionConfig) may not read: such a function is left out,
+      // as its next sync will refuse it, rather than breaking the registry for every other function.
+      let flow: FlowControl;
+      try {
+        flow = readFlow(config);
+      } catch {
+        continue;
+      }
       const fn: RegisteredFunction = {
         id: config.id,
         appUrl: app.url,
         config,
         retries: step?.retries?.attempts ?? DEFAULT_RETRIES,
         concurrency: readConcurrency(config),
-        flow: readFlow(config),
+        flow,
       };
       registry.byId.set(fn.id, fn);
       for (const trigger of config.triggers) {

@@ -63,6 +63,26 @@ describe("sync refuses what the executor cannot honour", () => {
     expect(status?.error).toContain('Function "refuse-b-three": option concurrency has more than two constraints');
   });
 
+  it("an app re-synced with a refused option loses its previous registration (no silent ignore)", async () => {
+    const inngest = new Inngest({ id: "refuse-c", isDev: true, baseUrl: "http://127.0.0.1:9" });
+    const good = serve({ client: inngest, functions: [inngest.createFunction({ id: "f", triggers: [{ event: "refuse/c" }] }, async () => "ok")] }) as FetchHandler;
+    const bad = serve({
+      client: inngest,
+      functions: [
+        inngest.createFunction({ id: "f", batchEvents: { maxSize: 2, timeout: "5s", if: "true" }, triggers: [{ event: "refuse/c" }] }, async () => "ok"),
+      ],
+    }) as FetchHandler;
+    let current = good;
+    const target = { url: "http://refuse-c.test/api/inngest", handler: (r: Request) => current(r) };
+    const executor = new Executor({ apps: [target], pollMs: 50, log: () => {} });
+    expect(await executor.syncOne(target)).toBe(true);
+    const registered = async () => JSON.parse((await query<{ functions: string }>("SELECT functions FROM executor_apps WHERE url = ?", [target.url]))[0]!.functions);
+    expect(await registered()).toHaveLength(1);
+    current = bad;
+    expect(await executor.syncOne(target)).toBe(false);
+    expect(await registered()).toEqual([]);
+  });
+
   it("an option the executor does not know is refused, as are a bad cron and an unreadable period", () => {
     const base: FunctionConfig = { id: "raw-fn", triggers: [{ event: "raw/x" }], steps: { step: { runtime: { url: "http://x" } } } };
     expect(() => checkFunctionConfig({ ...base, someFutureOption: { on: true } } as FunctionConfig)).toThrow(
