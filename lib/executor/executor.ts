@@ -261,8 +261,9 @@ export class Executor {
       );
       for (const { id } of due) if (!this.driving.has(id)) this.ready.add(id);
       this.pump();
-      await this.expireTimeouts(now);
-      await this.fireCrons();
+      // Each on its own: a failure here must not hold up pruning and sync retries below.
+      await this.expireTimeouts(now).catch((err) => this.opts.log("error", "expiring run timeouts failed", err));
+      await this.fireCrons().catch((err) => this.opts.log("error", "firing cron triggers failed", err));
       if (now - this.lastPrune > 60_000) {
         // Events are kept for the 24 h id-dedupe window (and for waits looking back); older ones go, and so do the rate
         // limit and throttle states of keys idle for a day (a cron's next due time stays).
