@@ -1,6 +1,7 @@
 import { newUlid as ulid } from "@/lib/ids";
 import { z } from "zod";
 import { celMatches } from "./cel";
+import { parseDuration } from "./protocol";
 import { createRun, getRegistry, triggerMatches, type Registry, type StoredEvent } from "./registry";
 import { rows, TERMINAL_SQL, tx, type Tx } from "./store";
 
@@ -251,12 +252,15 @@ async function applyCancels(t: Tx, event: StoredEvent, registry: Registry, now: 
   for (const fn of registry.cancelsByEvent.get(event.name) ?? []) {
     for (const cancel of fn.config.cancel ?? []) {
       if (cancel.event !== event.name) continue;
-      const runs = await rows<{ id: string; event: string }>(
+      const runs = await rows<{ id: string; event: string; created_at: number }>(
         t,
-        `SELECT id, event FROM executor_runs WHERE fn_id = ? AND status NOT IN ${TERMINAL_SQL}`,
+        `SELECT id, event, created_at FROM executor_runs WHERE fn_id = ? AND status NOT IN ${TERMINAL_SQL}`,
         [fn.id],
       );
+      // cancelOn `timeout`: the cancelling event only counts within that long after the run was triggered.
+      const windowMs = cancel.timeout ? parseDuration(cancel.timeout) : null;
       for (const run of runs) {
+        if (windowMs !== null && now > Number(run.created_at) + windowMs) continue;
         if (cancel.if && !celMatches(cancel.if, { event: JSON.parse(run.event), async: event })) continue;
         await cancelRunInTx(t, run.id, now);
       }

@@ -17,13 +17,19 @@ import {
   type SerializedError,
 } from "./protocol";
 import {
+  checkFunctionConfig,
   createRun,
+  CRON_EVENT,
   FAILURE_EVENT,
+  FINISHED_EVENT,
+  nextCronTime,
   getRegistry,
   INVOKE_EVENT,
   invalidateRegistry,
   type RegisteredFunction,
+  type Registry,
   type StoredEvent,
+  UnsupportedOptionError,
 } from "./registry";
 import { query, rows, TERMINAL_SQL, tx, type PendingRow, type RunRow, type Tx } from "./store";
 
@@ -58,6 +64,8 @@ export type ExecutorOptions = {
   strict?: "cloud" | null;
   /** Overrides of Cloud's limits (tests use small ones). Step output and run state apply in every mode. */
   limits?: Partial<CloudLimits>;
+  /** The clock cron triggers are scheduled by (tests move it; everything else uses real time). */
+  now?: () => number;
 };
 
 /** Inngest Cloud's limits (the event size and call duration as configured: GATEHOUSE_EXECUTOR_MAX_*). */
@@ -100,9 +108,6 @@ class LeaseLost extends Error {
 }
 
 const FAR_FUTURE = 8_640_000_000_000_000;
-
-/** Function options Inngest honours that this executor does not implement yet (logged at sync, then ignored). */
-const UNSUPPORTED_OPTIONS = ["throttle", "rateLimit", "debounce", "batchEvents", "priority", "singleton", "timeouts"];
 
 /** Executors started in this process: events ingested here wake their runs at once instead of at the next poll. */
 const localExecutors = new Set<Executor>();
@@ -178,6 +183,7 @@ export class Executor {
       maxConcurrentRuns: options.maxConcurrentRuns ?? 200,
       log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
       onRunFinished: options.onRunFinished ?? (() => undefined),
+      now: options.now ?? Date.now,
     };
     for (const app of options.apps) this.addApp(app);
   }
@@ -219,6 +225,8 @@ export class Executor {
   async syncOne(target: AppTarget): Promise<boolean> {
     try {
       const { appId, functions } = await syncApp({ target, timeoutMs: 30_000 });
+      // An option this executor cannot honour fails the sync (naming the function and option), before anything is stored.
+      for (const f of functions) checkFunctionConfig(f);
       await tx(async (t) => {
         // An app id lives at one URL: a re-sync from elsewhere (the app moved) replaces the old registration.
         await t.execute({ sql: "DELETE FROM executor_apps WHERE app_id = ? AND url <> ?", args: [appId, target.url] });
@@ -231,13 +239,6 @@ export class Executor {
       });
       invalidateRegistry();
       if (this.syncFailures.delete(target.url)) this.opts.log("info", `sync of ${target.url} succeeded again`);
-      for (const f of functions) {
-        const unsupported = UNSUPPORTED_OPTIONS.filter((key) => (f as Record<string, unknown>)[key] != null);
-        if (f.triggers.some((tr) => tr.cron)) unsupported.push("cron triggers");
-        if (unsupported.length > 0) {
-          this.opts.log("warn", `${f.id}: ${unsupported.join(", ")} not supported by the embedded executor yet; ignored`);
-        }
-      }
       return true;
     } catch (err) {
       const message = err instanceof Error ? err.message : String(err);
@@ -247,10 +248,14 @@ export class Executor {
       const retryIn = Math.min(300_000, 1000 * 2 ** (failures - 1));
       this.syncFailures.set(target.url, { failures, nextAt: Date.now() + retryIn, logged: message });
       if (previous?.logged !== message) this.opts.log("warn", `sync of ${target.url} failed (retrying with backoff): ${message}`);
+      // A refused option also unregisters the app's functions: keeping the previous registration would run the new code
+      // with the option silently ignored. (An unreachable app keeps its registration: its functions did not change.)
+      const refused = err instanceof UnsupportedOptionError;
       await tx((t) =>
         t.execute({
-          sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error`,
-          args: [target.url, message],
+          sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error,
+                  functions = CASE WHEN ? THEN '[]' ELSE executor_apps.functions END`,
+          args: [target.url, message, refused ? 1 : 0],
         }),
       ).catch(() => undefined);
       invalidateRegistry();
@@ -308,10 +313,17 @@ export class Executor {
       );
       for (const { id } of due) if (!this.driving.has(id)) this.ready.add(id);
       this.pump();
+      // Each on its own: a failure here must not hold up pruning and sync retries below.
+      await this.expireTimeouts(now).catch((err) => this.opts.log("error", "expiring run timeouts failed", err));
+      await this.fireCrons().catch((err) => this.opts.log("error", "firing cron triggers failed", err));
       if (now - this.lastPrune > 60_000) {
-        // Events are kept for the 24 h id-dedupe window (and for waits looking back); older ones go.
+        // Events are kept for the 24 h id-dedupe window (and for waits looking back); older ones go, and so do the rate
+        // limit and throttle states of keys idle for a day (a cron's next due time stays).
         this.lastPrune = now;
-        await tx((t) => t.execute({ sql: "DELETE FROM executor_events WHERE received_at < ?", args: [now - DEDUPE_MS] }));
+        await tx(async (t) => {
+          await t.execute({ sql: "DELETE FROM executor_events WHERE received_at < ?", args: [now - DEDUPE_MS] });
+          await t.execute({ sql: "DELETE FROM executor_flow WHERE kind <> 'cron' AND at < ?", args: [now - DEDUPE_MS] });
+        });
       }
       const unsynced = await query<{ url: string }>("SELECT url FROM executor_apps WHERE last_error IS NOT NULL");
       for (const { url } of unsynced) {
@@ -329,6 +341,63 @@ export class Executor {
       this.polling = false;
       this.schedulePoll(this.opts.pollMs);
     }
+  }
+
+  /** `timeouts`: a run still not started by its start timeout, or not finished by its finish timeout, is cancelled. */
+  private async expireTimeouts(now: number): Promise<void> {
+    const expired = await query<{ id: string }>(
+      `SELECT id FROM executor_runs WHERE timeout_at IS NOT NULL AND timeout_at <= ? AND status NOT IN ${TERMINAL_SQL} LIMIT 100`,
+      [now],
+    );
+    if (expired.length === 0) return;
+    await tx(async (t) => {
+      for (const { id } of expired) {
+        // Re-checked in the write: the run may have started (new deadline) or finished since the read.
+        const [still] = await rows<{ id: string }>(
+          t,
+          `SELECT id FROM executor_runs WHERE id = ? AND timeout_at IS NOT NULL AND timeout_at <= ? AND status NOT IN ${TERMINAL_SQL}`,
+          [id, now],
+        );
+        if (still) await cancelRunInTx(t, id, now);
+      }
+    });
+  }
+
+  /**
+   * Cron triggers: each (function, cron) has its next due time in executor_flow. A due one starts one run and moves
+   * on, compare-and-set in one write transaction, so a restart neither misses nor repeats a due time and two processes
+   * on one database start it once. Due times missed while no executor ran start one catch-up run, not one per miss.
+   */
+  private async fireCrons(): Promise<void> {
+    const registry = await getRegistry();
+    const crons = [...registry.byId.values()].flatMap((fn) => fn.flow.crons.map((cron) => ({ fn, cron })));
+    if (crons.length === 0) return;
+    const now = this.opts.now();
+    // Most polls find nothing due: read first, and open a write transaction only when something is.
+    const stored = await query<{ fn_id: string; key: string; at: number }>("SELECT fn_id, key, at FROM executor_flow WHERE kind = 'cron'");
+    const dueAt = new Map(stored.map((r) => [`${r.fn_id}\n${r.key}`, Number(r.at)]));
+    if (crons.every(({ fn, cron }) => (dueAt.get(`${fn.id}\n${cron.expression}`) ?? 0) > now)) return;
+    const woken = await tx(async (t) => {
+      const woken: string[] = [];
+      for (const { fn, cron } of crons) {
+        const [row] = await rows<{ at: number }>(t, "SELECT at FROM executor_flow WHERE fn_id = ? AND kind = 'cron' AND key = ?", [fn.id, cron.expression]);
+        if (row && Number(row.at) > now) continue;
+        if (row) {
+          const dueAt = Number(row.at);
+          const event: StoredEvent = { id: `cron-${fn.id}-${dueAt}`, name: CRON_EVENT, data: { cron: cron.expression }, ts: dueAt };
+          const [top] = await rows<{ s: number | null }>(t, "SELECT max(seq) AS s FROM executor_events");
+          const runId = await createRun(t, { fn, event, runId: ulid(), now: Date.now(), watermark: Number(top?.s ?? 0) });
+          if (runId) woken.push(runId);
+        }
+        const next = nextCronTime(cron, now) ?? FAR_FUTURE;
+        await t.execute({
+          sql: `INSERT INTO executor_flow (fn_id, kind, key, at) VALUES (?, 'cron', ?, ?) ON CONFLICT DO UPDATE SET at = excluded.at`,
+          args: [fn.id, cron.expression, next],
+        });
+      }
+      return woken;
+    });
+    this.wake(woken);
   }
 
   private pump(): void {
@@ -380,22 +449,38 @@ export class Executor {
     const row = candidate[0];
     if (!row) return null;
     const fn = registry.byId.get(row.fn_id);
-    const limit = fn?.concurrency?.limit ?? null;
+    // Every concurrency constraint is enforced: runs holding a lease (running a step now) with the same key, in either
+    // constraint column (scope env/account keys are shared across functions), count against its limit.
+    const limit1 = fn?.concurrency[0]?.limit ?? null;
+    const limit2 = fn?.concurrency[1]?.limit ?? null;
+    const limited = limit1 !== null || limit2 !== null;
+    // Priority: a run not started yet waits while a run of the same key that is due, and ranks higher (created
+    // earlier, or with more priority seconds), is also waiting to start.
+    const prioritized = fn?.flow.priority !== undefined ? 1 : 0;
+    const finishMs = fn?.flow.timeouts?.finishMs ?? null;
     const acquired = await tx((t) =>
       rows<RunRow>(
         t,
-        `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running', generation = generation + 1
+        `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running', generation = generation + 1,
+            gather_key = NULL,
+            timeout_at = CASE WHEN generation = 0 THEN (CASE WHEN ?8 IS NULL THEN NULL ELSE ?4 + ?8 END) ELSE timeout_at END
           WHERE id = ?3 AND status IN ('queued','sleeping','waiting','running') AND lease_until < ?4 AND next_at <= ?4
-            AND (?5 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.fn_id = executor_runs.fn_id
-                 AND r2.concurrency_key IS executor_runs.concurrency_key AND r2.lease_until >= ?4
-                 AND r2.id <> executor_runs.id) < ?5)
+            AND (?5 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.lease_until >= ?4 AND r2.id <> executor_runs.id
+                 AND (r2.concurrency_key = executor_runs.concurrency_key OR r2.concurrency_key2 = executor_runs.concurrency_key)) < ?5)
+            AND (?6 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.lease_until >= ?4 AND r2.id <> executor_runs.id
+                 AND (r2.concurrency_key = executor_runs.concurrency_key2 OR r2.concurrency_key2 = executor_runs.concurrency_key2)) < ?6)
+            AND (?7 = 0 OR generation > 0 OR NOT EXISTS (SELECT 1 FROM executor_runs r3 WHERE r3.fn_id = executor_runs.fn_id
+                 AND r3.id <> executor_runs.id AND r3.concurrency_key IS executor_runs.concurrency_key AND r3.status = 'queued'
+                 AND r3.generation = 0 AND r3.lease_until < ?4 AND r3.next_at <= ?4
+                 AND (r3.created_at - r3.priority < executor_runs.created_at - executor_runs.priority
+                      OR (r3.created_at - r3.priority = executor_runs.created_at - executor_runs.priority AND r3.id < executor_runs.id))))
           RETURNING *`,
-        [this.workerId, now + this.opts.leaseMs, runId, now, limit],
+        [this.workerId, now + this.opts.leaseMs, runId, now, limit1, limit2, prioritized, finishMs],
       ),
     );
     const run = acquired[0];
     if (!run) {
-      if (limit !== null && row.status !== "completed") {
+      if ((limited || prioritized) && row.status !== "completed") {
         const set = this.blocked.get(row.fn_id) ?? new Set();
         set.add(runId);
         this.blocked.set(row.fn_id, set);
@@ -886,6 +971,13 @@ export class Executor {
         if (await resolvePending(t, { runId: run.parent_run_id, hashedId: run.parent_step, result })) woken.push(run.parent_run_id);
       }
       const fn = registry.byId.get(run.fn_id);
+      const trigger = JSON.parse(run.event) as StoredEvent;
+      // function.finished, for functions and waits that listen (a run started by a system function event announces
+      // nothing, so a listener cannot trigger itself forever).
+      if (!trigger.name.startsWith("inngest/function.") && (await this.hasListeners(t, registry, FINISHED_EVENT))) {
+        const data = { function_id: run.fn_id, run_id: run.id, event: trigger, ...(status === "completed" ? { result: output ?? null } : { error }) };
+        woken.push(...(await ingestInTx(t, [{ name: FINISHED_EVENT, data }], registry, now)).woken);
+      }
       const isFailureHandler = fn?.config.triggers.some((tr) => tr.event === FAILURE_EVENT);
       if (status === "failed" && !isFailureHandler) {
         const res = await ingestInTx(
@@ -900,6 +992,12 @@ export class Executor {
     });
     if (woken.length > 0) this.wake(woken);
     this.opts.onRunFinished({ id: run.id, fnId: run.fn_id, status });
+  }
+
+  private async hasListeners(t: Tx, registry: Registry, name: string): Promise<boolean> {
+    if (registry.byEvent.has(name)) return true;
+    const [wait] = await rows(t, "SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ? LIMIT 1", [name]);
+    return wait !== undefined;
   }
 
   /** Cancel a run by id (API use; cancelOn events cancel through ingestion). */

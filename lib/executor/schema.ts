@@ -68,7 +68,19 @@ export const executorRuns = sqliteTable(
     generation: integer("generation").notNull().default(0),
     /** Bytes of memoized results (Inngest's 32 MiB run state limit is checked against it). */
     stateBytes: integer("state_bytes").notNull().default(0),
+    /** Concurrency keys of the function's first and second constraint, scope-qualified (see registry.ts). */
     concurrencyKey: text("concurrency_key"),
+    concurrencyKey2: text("concurrency_key2"),
+    /**
+     * Set while a debounce or batchEvents run still takes events (debounce: the last event replaces the run's event;
+     * batch: events are appended) — until it is first leased, which clears it.
+     */
+    gatherKey: text("gather_key"),
+    /** Priority in ms (the `priority.run` expression's seconds): a waiting run with more starts first. */
+    priority: integer("priority").notNull().default(0),
+    singletonKey: text("singleton_key"),
+    /** `timeouts`: cancelled when still not started (start) or not finished (finish, set at the first lease) by then. */
+    timeoutAt: integer("timeout_at"),
     idempotencyKey: text("idempotency_key"),
     parentRunId: text("parent_run_id"),
     parentStep: text("parent_step"),
@@ -79,6 +91,11 @@ export const executorRuns = sqliteTable(
     index("executor_runs_status_next_idx").on(t.status, t.nextAt),
     index("executor_runs_fn_ckey_idx").on(t.fnId, t.concurrencyKey, t.leaseUntil),
     index("executor_runs_fn_idem_idx").on(t.fnId, t.idempotencyKey),
+    index("executor_runs_ckey_idx").on(t.concurrencyKey, t.leaseUntil),
+    index("executor_runs_ckey2_idx").on(t.concurrencyKey2, t.leaseUntil),
+    index("executor_runs_fn_gather_idx").on(t.fnId, t.gatherKey),
+    index("executor_runs_fn_singleton_idx").on(t.fnId, t.singletonKey),
+    index("executor_runs_timeout_idx").on(t.timeoutAt),
   ],
 );
 
@@ -117,4 +134,20 @@ export const executorPending = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.runId, t.hashedId] }), index("executor_pending_event_idx").on(t.eventName)],
+);
+
+/**
+ * Flow-control state that outlives a run, one row per (function, kind, key): `at` is the GCRA theoretical arrival time
+ * of a rateLimit or throttle key, or the next due time of a cron trigger (key = the cron expression). Written only in
+ * write transactions, compare-and-set, so two executor processes never both act on one due time.
+ */
+export const executorFlow = sqliteTable(
+  "executor_flow",
+  {
+    fnId: text("fn_id").notNull(),
+    kind: text("kind").notNull(),
+    key: text("key").notNull(),
+    at: integer("at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.fnId, t.kind, t.key] })],
 );
