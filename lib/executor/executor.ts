@@ -48,6 +48,11 @@ export type ExecutorOptions = {
   /** Runs this process drives at once. */
   maxConcurrentRuns?: number;
   log?: (level: "info" | "warn" | "error", message: string, extra?: unknown) => void;
+  /**
+   * Whether a new wait also matches events ingested since the run reached it (default true, see resolveWaitFromHistory).
+   * false gives Inngest's semantics: a wait matches only events ingested after it was stored.
+   */
+  waitLookBack?: boolean;
   /** Called after a run's final state is committed (metrics, benchmarks). */
   onRunFinished?: (run: { id: string; fnId: string; status: "completed" | "failed" }) => void;
 };
@@ -126,6 +131,7 @@ export class Executor {
       maxConcurrentRuns: options.maxConcurrentRuns ?? 200,
       log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
       onRunFinished: options.onRunFinished ?? (() => undefined),
+      waitLookBack: options.waitLookBack ?? true,
     };
     for (const app of options.apps) this.addApp(app);
   }
@@ -647,7 +653,7 @@ export class Executor {
               const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
               await insertPending("wait", dueAt, eventName, expression);
               // Look back to the moment the run reached this wait (its step history, see recordEntry in events.ts).
-              await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
+              if (this.opts.waitLookBack) await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
               break;
             }
             case "InvokeFunction": {
