@@ -27,6 +27,7 @@ import {
 } from "@/lib/agents";
 import { extractConstraints } from "@/lib/mermaid";
 import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
+import { loadConversation, storeConversation } from "./conversation";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
 import {
   buildRunContext,
@@ -708,9 +709,11 @@ export async function implementTurn({
   const deadlineTimer =
     deadline === undefined ? null : setInterval(() => workflowClock.now() > deadline && overtime.abort(new Error("stage deadline")), END_POLL_MS);
   let result;
+  // The step's state carries a reference to the conversation (lib/runs/conversation.ts); the turn sees all of it.
+  const loaded = await loadConversation(state);
   try {
     result = await implementerTurn({
-      state,
+      state: loaded,
       sandbox,
       modelId: run.config.modelRouting.implementer,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
@@ -785,6 +788,7 @@ export async function implementTurn({
   }
   if (events.length) await append(runId, stepKey, events);
   const now = workflowClock.now();
+  result = { ...result, state: await storeConversation({ runId, base: state, loaded, next: result.state }) };
   // What the model said is stored as the step's result: redact it like everything else that is kept.
   if (result.kind === "failure") return { ...result, message: redact(result.message), now };
   if (result.kind === "done") return { ...result, summary: redact(result.summary), now };
