@@ -1,5 +1,6 @@
 import { log } from "@/lib/log";
 import { inngest } from "./client";
+import { clarificationAnswered, decisionAnnounced, gateDecided, runResumed } from "./events";
 
 type Sendable = Parameters<typeof inngest.send>[0];
 
@@ -17,4 +18,23 @@ export async function announce(event: Sendable): Promise<boolean> {
     });
     return false;
   }
+}
+
+type DecisionEvent =
+  | ReturnType<typeof gateDecided.create>
+  | ReturnType<typeof clarificationAnswered.create>
+  | ReturnType<typeof runResumed.create>;
+
+/**
+ * Announce a stored decision that a waiting run must take (a gate decision, an answer, a resume), and hand it to the
+ * re-announcer in the same send: Inngest's waits do not look back, so an announcement that lands between the
+ * workflow's check and its wait would be missed; the re-announcer repeats it until the workflow acknowledges `key`
+ * (lib/runs/decision-acks.ts, decisionKey).
+ */
+export async function announceDecision({ event, key }: { event: DecisionEvent; key: string }): Promise<boolean> {
+  const data = event.data as Record<string, unknown> & { runId: string };
+  return announce([
+    event,
+    decisionAnnounced.create({ runId: data.runId, key, announcement: { name: event.name as DecisionEvent["name"], data } }),
+  ] as Sendable);
 }

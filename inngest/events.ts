@@ -27,3 +27,18 @@ export const mergeDecided = eventType("run/merge.decided", { schema: z.object({ 
 export const slotFreed = eventType("run/slot-freed", { schema: z.object({ runId: z.string(), userId: z.string() }) });
 /** A GitHub webhook delivery was verified and stored (github_deliveries); the github-webhook function handles it. */
 export const githubWebhookReceived = eventType("github/webhook.received", { schema: z.object({ deliveryId: z.string() }) });
+/**
+ * A decision (gateDecided, clarificationAnswered or runResumed) was stored and announced; the run-decision-reannounce
+ * function repeats `announcement` until the workflow acknowledges `key` (lib/runs/decision-acks.ts), because Inngest's
+ * waits do not see events sent before they were stored.
+ */
+export const decisionAnnounced = eventType("run/decision.announced", {
+  schema: z.object({
+    runId: z.string(),
+    key: z.string(),
+    announcement: z.object({
+      name: z.enum([gateDecided.name, clarificationAnswered.name, runResumed.name]),
+      data: z.record(z.string(), z.unknown()),
+    }),
+  }),
+});

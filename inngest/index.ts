@@ -1,8 +1,9 @@
 import { healthCheck } from "./functions/health-check";
 import { githubWebhook } from "./functions/github-webhook";
+import { decisionReannounce } from "./functions/decision-reannounce";
 import { runCancelledCleanup, runMerge, runWorkflow } from "./functions/run-workflow";
 
 /** Every Inngest function Gatehouse serves at /api/inngest. Add new functions here. */
-export const functions = [healthCheck, runWorkflow, runCancelledCleanup, runMerge, githubWebhook];
+export const functions = [healthCheck, runWorkflow, runCancelledCleanup, runMerge, githubWebhook, decisionReannounce];
 
 export { inngest } from "./client";

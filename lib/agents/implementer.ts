@@ -24,7 +24,13 @@ export type ImplementerFailureReason = "iteration_limit" | "loop" | "no_progress
 
 export type ImplementerState = {
   version: 1;
+  /**
+   * The conversation, or with `history` set only the messages added after it: the workflow keeps the conversation in
+   * the database (lib/runs/conversation.ts) so a durable step's result stays small; implementerTurn sees it whole.
+   */
   messages: ModelMessage[];
+  /** The newest stored chunk of the conversation (implementer_chunks); absent while nothing is stored. */
+  history?: string | null;
   todos: Todo[];
   iteration: number;
   maxIterations: number;

@@ -262,6 +262,45 @@ export const gates = sqliteTable(
   (t) => [uniqueIndex("gates_run_number_uq").on(t.workflowRunId, t.gateNumber)],
 );
 
+/**
+ * "The workflow has taken this decision": written by the workflow's check step when it reads a stored decision (a gate,
+ * a clarification, a resume), and read by the re-announcer (inngest/functions/run-workflow.ts, runDecisionReannounce),
+ * which repeats a decision's announcement until it is here. Inngest's waits do not look back at earlier events, so an
+ * announcement that lands between the workflow's check and its wait would otherwise only be seen at the next recheck.
+ */
+export const decisionAcks = sqliteTable(
+  "decision_acks",
+  {
+    workflowRunId: text("workflow_run_id")
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: "cascade" }),
+    /** gate:<id>, clarification:<id> or resume:<sequence of the RUN_RESUMED event> (lib/runs/decision-acks.ts). */
+    decisionKey: text("decision_key").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.workflowRunId, t.decisionKey] })],
+);
+
+/**
+ * The implementer's conversation, outside the durable steps' results (Inngest caps a step's output at 4 MB and a run's
+ * state at 32 MB): each turn stores the messages it added as one chunk pointing at the chunk before it, and the step
+ * returns only the id of its newest chunk. A chunk's id is new for every execution of a step, so a turn that runs again
+ * after a crash writes a fresh chunk and the one its lost execution left behind is never referenced.
+ */
+export const implementerChunks = sqliteTable(
+  "implementer_chunks",
+  {
+    id: text("id").primaryKey(),
+    workflowRunId: text("workflow_run_id")
+      .notNull()
+      .references(() => workflowRuns.id, { onDelete: "cascade" }),
+    prevId: text("prev_id"),
+    messages: text("messages", { mode: "json" }).$type<unknown[]>().notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("implementer_chunks_run_idx").on(t.workflowRunId)],
+);
+
 export const artifacts = sqliteTable(
   "artifacts",
   {

@@ -54,6 +54,11 @@ export type ExecutorOptions = {
   /** Runs this process drives at once. */
   maxConcurrentRuns?: number;
   log?: (level: "info" | "warn" | "error", message: string, extra?: unknown) => void;
+  /**
+   * Whether a new wait also matches events ingested since the run reached it (default true, see resolveWaitFromHistory).
+   * false gives Inngest's semantics: a wait matches only events ingested after it was stored.
+   */
+  waitLookBack?: boolean;
   /** Called after a run's final state is committed (metrics, benchmarks). */
   onRunFinished?: (run: { id: string; fnId: string; status: "completed" | "failed" }) => void;
   /**
@@ -184,6 +189,7 @@ export class Executor {
       log: options.log ?? ((level, message, extra) => console[level](`[executor] ${message}`, extra ?? "")),
       onRunFinished: options.onRunFinished ?? (() => undefined),
       now: options.now ?? Date.now,
+      waitLookBack: options.waitLookBack ?? true,
     };
     for (const app of options.apps) this.addApp(app);
   }
@@ -808,7 +814,7 @@ export class Executor {
               await insertPending("wait", dueAt, eventName, expression);
               // Look back to the moment the run reached this wait (its step history, see recordEntry in events.ts).
               // Inngest Cloud does not (inngest/inngest#1433): in strict mode only events after this moment match.
-              if (!this.strict) await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
+              if (!this.strict && this.opts.waitLookBack) await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
               break;
             }
             case "InvokeFunction": {

@@ -27,6 +27,8 @@ import {
   type PolicyAction,
 } from "@/lib/agents";
 import { extractConstraints } from "@/lib/mermaid";
+import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
+import { loadConversation, storeConversation } from "./conversation";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
 import {
   buildRunContext,
@@ -474,9 +476,12 @@ export async function readGate({
   if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
   if (gate.status === "pending") {
     const run = await getRunState({ id: runId });
-    return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
+    if (run && TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
+    await waitCheckHooks.afterPending?.({ runId, key: decisionKey.gate(gateId) });
+    return { state: "pending" };
   }
   if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
+  await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
   const edited = (gate.payload as { editedPlan?: { mermaid: string; tasks?: PlanDocument["tasks"]; summary?: string } } | null)?.editedPlan;
   return {
     state: "done",
@@ -575,8 +580,11 @@ export async function readClarification({
   if (!row) throw new AppError("not_found:clarification", `Clarification ${clarificationId} does not exist.`);
   if (row.status === "pending") {
     const run = await getRunState({ id: runId });
-    return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
+    if (run && TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
+    await waitCheckHooks.afterPending?.({ runId, key: decisionKey.clarification(clarificationId) });
+    return { state: "pending" };
   }
+  await acknowledgeDecision({ runId, key: decisionKey.clarification(clarificationId) });
   if (row.status === "ignored") return { state: "done", answer: SKIPPED_ANSWER, now: workflowClock.now() };
   if (row.status !== "answered") return { state: "ended", status: "cancelled" };
   return { state: "done", answer: answerText(row.response), now: workflowClock.now() };
@@ -616,9 +624,13 @@ export async function readResume({ runId }: { runId: string }): Promise<WaitResu
   const run = await getRunState({ id: runId });
   if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
   if (TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
-  if (run.status === "paused") return { state: "pending" };
+  if (run.status === "paused") {
+    await waitCheckHooks.afterPending?.({ runId, key: "resume" });
+    return { state: "pending" };
+  }
   const events = await listEvents({ runId, after: Math.max(0, run.lastSequence - 50) });
   const resumed = [...events].reverse().find((e) => e.type === "RUN_RESUMED");
+  if (resumed) await acknowledgeDecision({ runId, key: decisionKey.resume(resumed.sequence) });
   const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
   return { state: "done", action, now: workflowClock.now() };
 }
@@ -731,9 +743,11 @@ export async function implementTurn({
   const deadlineTimer =
     deadline === undefined ? null : setInterval(() => workflowClock.now() > deadline && overtime.abort(new Error("stage deadline")), END_POLL_MS);
   let result;
+  // The step's state carries a reference to the conversation (lib/runs/conversation.ts); the turn sees all of it.
+  const loaded = await loadConversation(state);
   try {
     result = await implementerTurn({
-      state,
+      state: loaded,
       sandbox,
       modelId: run.config.modelRouting.implementer,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
@@ -808,6 +822,7 @@ export async function implementTurn({
   }
   if (events.length) await append(runId, stepKey, events);
   const now = workflowClock.now();
+  result = { ...result, state: await storeConversation({ runId, base: state, loaded, next: result.state }) };
   // What the model said is stored as the step's result: redact it like everything else that is kept.
   if (result.kind === "failure") return { ...result, message: redact(result.message), now };
   if (result.kind === "done") return { ...result, summary: redact(result.summary), now };

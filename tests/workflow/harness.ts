@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { serve } from "inngest/edge";
-import { Executor, type FetchHandler } from "@/lib/executor";
+import { Executor, type ExecutorOptions, type FetchHandler } from "@/lib/executor";
 import { query } from "@/lib/executor/store";
 import { getEnv } from "@/lib/env";
 import { createProject } from "@/lib/db/queries/projects";
@@ -17,8 +17,9 @@ import type { RunStatus } from "@/lib/workflow";
 import { expect } from "vitest";
 
 /** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process. */
-export async function startWorkflowHarness() {
+export async function startWorkflowHarness(options: Pick<ExecutorOptions, "waitLookBack"> = {}) {
   const executor = new Executor({
+    ...options,
     apps: [{ url: `${getEnv().publicUrl}/api/inngest`, handler: serve({ client: inngest, functions }) as unknown as FetchHandler }],
     pollMs: 50,
     leaseMs: 5_000,

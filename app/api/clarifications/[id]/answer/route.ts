@@ -1,6 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { answerClarification, answerSchema } from "@/lib/runs/decisions";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { clarificationAnswered } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -10,6 +11,9 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const { response } = await readJson(request, answerSchema);
   const clarification = await answerClarification({ user, clarificationId: params.id, response });
-  await announce(clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }));
+  await announceDecision({
+    event: clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }),
+    key: decisionKey.clarification(clarification.id),
+  });
   return json({ clarification });
 });

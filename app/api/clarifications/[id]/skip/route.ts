@@ -1,7 +1,8 @@
 import { z } from "zod";
 import { json, readOptionalJson, route } from "@/lib/http";
 import { skipClarification } from "@/lib/runs/decisions";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { clarificationAnswered } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -15,6 +16,9 @@ export const POST = route<{ id: string }>(async ({ request, user, params }) => {
   await rateLimit({ user, bucket: "decisions" });
   await readOptionalJson(request, skipSchema);
   const clarification = await skipClarification({ user, clarificationId: params.id });
-  await announce(clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }));
+  await announceDecision({
+    event: clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }),
+    key: decisionKey.clarification(clarification.id),
+  });
   return json({ clarification });
 });

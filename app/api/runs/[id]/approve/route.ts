@@ -1,6 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { approveGate, approveSchema } from "@/lib/runs/decisions";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { gateDecided } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -10,6 +11,6 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, approveSchema);
   const gate = await approveGate({ user, runId: params.id, input });
-  await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: "approve" }));
+  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
   return json({ gate });
 });

@@ -1,7 +1,8 @@
 import { json, readOptionalJson, route } from "@/lib/http";
 import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
 import { toRunDto } from "@/lib/runs/dto";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { runResumed } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -11,6 +12,6 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   await readOptionalJson(request, resumeSchema);
   const run = await resumeRun({ user, runId: params.id, action: "extend" });
-  await announce(runResumed.create({ runId: params.id, action: "extend" }));
+  await announceDecision({ event: runResumed.create({ runId: params.id, action: "extend" }), key: decisionKey.resume(run.lastSequence) });
   return json({ run: toRunDto(run) });
 });

@@ -1,6 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { rejectGate, rejectSchema } from "@/lib/runs/decisions";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { gateDecided } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -10,6 +11,6 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, rejectSchema);
   const gate = await rejectGate({ user, runId: params.id, input });
-  await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: "reject" }));
+  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: "reject" }), key: decisionKey.gate(gate.id) });
   return json({ gate });
 });

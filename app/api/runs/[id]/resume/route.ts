@@ -1,7 +1,8 @@
 import { json, readOptionalJson, route } from "@/lib/http";
 import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
 import { toRunDto } from "@/lib/runs/dto";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { runResumed } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -12,6 +13,6 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   await readOptionalJson(request, resumeSchema);
   const run = await resumeRun({ user, runId: params.id, action: "retry" });
-  await announce(runResumed.create({ runId: params.id, action: "retry" }));
+  await announceDecision({ event: runResumed.create({ runId: params.id, action: "retry" }), key: decisionKey.resume(run.lastSequence) });
   return json({ run: toRunDto(run) });
 });

@@ -1,0 +1,44 @@
+import { and, eq } from "drizzle-orm";
+import { getDb } from "@/lib/db";
+import { decisionAcks } from "@/lib/db/schema";
+import { getRunState } from "@/lib/db/queries/runs";
+import { TERMINAL_STATUSES } from "@/lib/workflow";
+
+/*
+ * Acknowledgements of decisions. Inngest's waitForEvent only matches events sent after the wait is stored, so an
+ * announcement that lands between the workflow's "check the stored decision" step and its wait is not seen by that
+ * wait. The workflow therefore acknowledges every decision its check step reads (here), and the re-announcer repeats a
+ * decision's announcement until the acknowledgement is stored: at most one re-announcement after the wait exists wakes
+ * it. The decision itself stays in its own row (exactly one applies); announcements and acknowledgements only wake.
+ */
+
+export const decisionKey = {
+  gate: (gateId: string) => `gate:${gateId}`,
+  clarification: (clarificationId: string) => `clarification:${clarificationId}`,
+  /** A resume is told apart by the sequence number of its RUN_RESUMED event. */
+  resume: (sequence: number) => `resume:${sequence}`,
+};
+
+/** The workflow has read this decision (called from its check step; repeating it is harmless). */
+export async function acknowledgeDecision({ runId, key }: { runId: string; key: string }): Promise<void> {
+  const db = await getDb();
+  await db.insert(decisionAcks).values({ workflowRunId: runId, decisionKey: key }).onConflictDoNothing();
+}
+
+/** Whether re-announcing is over: the workflow acknowledged the decision, or the run has ended (or is gone). */
+export async function decisionSettled({ runId, key }: { runId: string; key: string }): Promise<boolean> {
+  const db = await getDb();
+  const ack = await db.query.decisionAcks.findFirst({
+    where: and(eq(decisionAcks.workflowRunId, runId), eq(decisionAcks.decisionKey, key)),
+  });
+  if (ack) return true;
+  const run = await getRunState({ id: runId });
+  return !run || TERMINAL_STATUSES.has(run.status);
+}
+
+/**
+ * A test hook, called by the check steps right after they read a decision as still pending (before the step returns and
+ * the workflow stores its wait): the one moment where a decision's announcement has no wait to wake. Tests use it to
+ * decide exactly then; in production it is never set.
+ */
+export const waitCheckHooks: { afterPending?: (at: { runId: string; key: string }) => Promise<void> } = {};
