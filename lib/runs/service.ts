@@ -54,13 +54,16 @@ async function resolveNewRun({ user, projectId, config }: Omit<NewRun, "request"
 /** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */
 export async function startRun({
   id,
+  followUp,
   ...input
 }: NewRun & {
   /** A caller-chosen run id (webhooks: one stable id per delivery, so a retry cannot start a second run). */
   id?: string;
+  /** A follow-up to a pull request review: work on that pull request's branch and push to it (see RUN_CREATED). */
+  followUp?: { runId: string; pullRequest: number | null; branch: string };
 }) {
   const config = await resolveNewRun(input);
-  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}) });
+  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}), ...(followUp ? { followUp } : {}) });
 }
 
 /**

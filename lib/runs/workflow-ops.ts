@@ -217,13 +217,21 @@ export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey
   });
 }
 
+/** The pull request review this run follows up on (RUN_CREATED.followUp), or null for a run of its own. */
+export async function followUpOf({ runId }: { runId: string }) {
+  const [created] = await listEvents({ runId, limit: 1 });
+  return created?.type === "RUN_CREATED" ? (created.payload.followUp ?? null) : null;
+}
+
 export async function createBranch({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
+  const followUp = await followUpOf({ runId });
   const { branch, baseSha } = await createRunBranch({
     repoPath: run.repoPath,
     runId,
     request: run.request,
     baseBranch: run.config.git.baseBranch,
+    ...(followUp ? { existingBranch: run.branch } : {}),
   });
   await append(runId, "branch", [{ type: "BRANCH_CREATED", payload: { branch, baseSha } }]);
   return { branch, baseSha };

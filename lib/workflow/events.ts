@@ -23,6 +23,11 @@ export type RunEventPayloads = {
     branch?: string | null;
     /** Runs started together to explore approaches share a group (GET /api/run-groups/:id). */
     groupId?: string | null;
+    /**
+     * A follow-up to a pull request review: the run works on the pull request's existing branch (`branch`) from its
+     * current tip and pushes to the same pull request, instead of branching from the base.
+     */
+    followUp?: { runId: string; pullRequest: number | null } | null;
   };
   RUN_STARTED: Record<string, never> | { by?: string };
   /** A computing run went back to the queue (it resumed from a wait while its user's concurrency limit was full). */
