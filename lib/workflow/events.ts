@@ -73,6 +73,11 @@ export type RunEventPayloads = {
   RUN_COMPLETED: { summary?: string };
   RUN_FAILED: { reason: string; stage?: Stage | null };
   RUN_CANCELLED: { by: string; reason?: string };
+  /**
+   * The cleanup sweep removed what a failed or cancelled run left behind, `olderThanDays` after it ended: its branch in
+   * the local repository (or the GitHub project's cache clone; never on GitHub) and its worktree.
+   */
+  RUN_CLEANED_UP: { branch: string | null; branchDeleted: boolean; worktreeRemoved: boolean; olderThanDays: number };
 };
 
 export type RunEventType = keyof RunEventPayloads;
@@ -111,6 +116,7 @@ export const RUN_EVENT_TYPES = [
   "RUN_COMPLETED",
   "RUN_FAILED",
   "RUN_CANCELLED",
+  "RUN_CLEANED_UP",
 ] as const satisfies readonly RunEventType[];
 
 /** An event as the reducer sees it: type, payload and the time it happened. */
