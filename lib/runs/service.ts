@@ -2,7 +2,7 @@ import { and, eq, or, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
 import { AppError, describeIssues } from "@/lib/errors";
-import { createRun, decodeCursor, getRunState, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
+import { createRun, decodeCursor, getRunState, listEvents, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
 import { newId } from "@/lib/ids";
 import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
@@ -163,6 +163,27 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };
 }
+
+/** How many events a snapshot carries at most; a longer log's remainder arrives through the stream, from the last one. */
+const SNAPSHOT_EVENTS = 2_000;
+
+/**
+ * The run page's first render: the run as its projection stands at sequence N and its events 1..N, one consistent
+ * picture (events are append-only, so those read after the projection are exactly the ones it was folded from, and
+ * any newer one is left for the stream, which resumes after the last event given here). As JSON, like the API sends it.
+ */
+export async function getRunSnapshot({ user, runId }: { user: SessionUser; runId: string }) {
+  const detail = await getRunDetail({ user, runId });
+  const upTo = detail.run.lastSequence;
+  const events = (await listEvents({ runId, after: 0, limit: SNAPSHOT_EVENTS }))
+    .filter((e) => e.sequence <= upTo)
+    .map((e) => ({ sequence: e.sequence, type: e.type, payload: e.payload, timestamp: new Date(e.timestamp).toISOString() }));
+  return JSON.parse(JSON.stringify({ ...detail, events })) as typeof detail extends infer D ? Jsonified<D> & { events: SnapshotEvent[] } : never;
+}
+
+type SnapshotEvent = { sequence: number; type: string; payload: Record<string, unknown>; timestamp: string };
+/** What a value becomes through JSON.stringify/parse: dates become strings. */
+type Jsonified<T> = T extends Date ? string : T extends Array<infer U> ? Jsonified<U>[] : T extends object ? { [K in keyof T]: Jsonified<T[K]> } : T;
 
 export async function listRunsForUser({
   user,
