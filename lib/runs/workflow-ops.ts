@@ -610,6 +610,16 @@ export async function pause({
   return { tree };
 }
 
+/**
+ * A pause a person asked for that no implementation turn has honoured yet (it came during validation, or during the
+ * implementation's last turn): the workflow honours it at the next stage boundary, with the message to show.
+ */
+export async function pauseRequested({ runId }: { runId: string }): Promise<{ message: string } | null> {
+  const request = await pendingPauseRequest({ runId });
+  if (!request) return null;
+  return { message: `Paused by a person${request.note ? `: ${redact(request.note)}` : ""}. Resume it to continue where it stopped.` };
+}
+
 export async function readResume({ runId }: { runId: string }): Promise<WaitResult<{ action: "retry" | "extend"; now: number }>> {
   const run = await getRunState({ id: runId });
   if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
