@@ -34,12 +34,18 @@ export async function register(): Promise<void> {
     step("embedded executor started");
   }
 
+  // The daily cleanup of failed or cancelled runs' branches and worktrees (GATEHOUSE_CLEANUP_AFTER_DAYS; a timer, not a
+  // cron function, so that it works on the embedded executor as on Inngest).
+  const { startCleanupSweeps } = await import("./lib/runs/cleanup");
+  const stopSweeps = startCleanupSweeps();
+
   if (env.NEXT_MANUAL_SIG_HANDLE) {
     // `npm start`: SIGTERM/SIGINT stop the executor (in-flight steps finish or are handed back), close the database, exit.
     const { installGracefulShutdown } = await import("./lib/ops/shutdown");
     const { closeDb } = await import("./lib/db");
     installGracefulShutdown({
       stop: async () => {
+        stopSweeps();
         await stopExecutor();
         closeDb();
       },

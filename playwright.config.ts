@@ -71,8 +71,6 @@ export default defineConfig({
       GITHUB_APP_WEBHOOK_SECRET: E2E_GITHUB_WEBHOOK_SECRET,
       // The dashboard specs start many runs within a couple of minutes; the per-user limit is tested on its own.
       GATEHOUSE_RATE_LIMIT_RUNS: "1000",
-      // Earlier specs leave the owner's runs waiting at gates; the per-user run limit has its own integration test.
-      MAX_CONCURRENT_RUNS_PER_USER: "100",
       NEXT_TELEMETRY_DISABLED: "1",
       LOG_LEVEL: "warn",
       // Idle keep-alive connections outlive the longest pause between two requests of a spec (npm start's default is 65 s).

@@ -27,7 +27,7 @@ test("compare view: no 'no plan' while loading, approaches differ, cancel the ot
   await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
 
   // The demo model takes a different route per approach: the plans say which one they are.
-  // Each column's event log is polled on its own: wait until all three plans are in before reading them.
+  // Each column's event log streams on its own: wait until all three plans are in before reading them.
   await expect(columns.getByTestId("compare-plan-summary")).toHaveCount(3);
   const summaries = await columns.getByTestId("compare-plan-summary").allTextContents();
   expect(new Set(summaries).size).toBe(3);
@@ -37,11 +37,13 @@ test("compare view: no 'no plan' while loading, approaches differ, cancel the ot
   // While the event logs load, a column says neither "No plan yet" nor "Not validated yet".
   let release!: () => void;
   const held = new Promise<void>((resolve) => (release = resolve));
-  // Held until released; after that the route lets every request through at once.
-  await page.route("**/api/runs/*/events**", async (route) => {
-    await held;
-    await route.continue().catch(() => null);
-  });
+  // Held until released (the streams and the polling fallback alike); after that every request goes through at once.
+  for (const pattern of ["**/api/runs/*/events**", "**/api/runs/*/stream**"]) {
+    await page.route(pattern, async (route) => {
+      await held;
+      await route.continue().catch(() => null);
+    });
+  }
   await page.reload();
   await expect(columns.first().getByTestId("compare-loading")).toBeVisible();
   await expect(page.getByText("No plan yet")).toHaveCount(0);
@@ -112,10 +114,22 @@ test("compare a group by its id: /compare?group= shows the runs POST /api/runs s
   expect(res.status()).toBe(201);
   const { groupId, runs } = (await res.json()) as { groupId: string; runs: Array<{ id: string }> };
   await signIn(page);
+  // The comparison streams: no column's events are ever polled while its stream is open.
+  const polled: string[] = [];
+  page.on("request", (r) => {
+    if (/\/api\/runs\/[^/]+\/events/.test(r.url())) polled.push(r.url());
+  });
   await page.goto(`/compare?group=${groupId}`);
   const columns = page.getByTestId("compare-column");
   await expect(columns).toHaveCount(2);
   expect([await columns.nth(0).getAttribute("data-run-id"), await columns.nth(1).getAttribute("data-run-id")]).toEqual(runs.map((r) => r.id));
+  // Both reach their plan gates on screen, followed by their streams; the group's runs raise no inbox toast.
+  for (let i = 0; i < 2; i++) await expect(columns.nth(i).getByTestId("run-status")).toHaveAttribute("data-status", "awaiting_approval", { timeout: 60_000 });
+  await expect(columns.getByTestId("compare-plan-summary")).toHaveCount(2);
+  const waiting = await request.get("/api/runs?status=awaiting_approval,awaiting_clarification,awaiting_fix_decision,paused&limit=100", { headers: authHeaders });
+  await expect(page.getByTestId("inbox-count")).toHaveText(String(((await waiting.json()).runs as unknown[]).length), { timeout: 30_000 });
+  await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
+  expect(polled).toEqual([]);
   await page.goto("/compare?group=grp_does_not_exist");
   await expect(page.getByTestId("compare-group-error")).toContainText("No such run group");
 });

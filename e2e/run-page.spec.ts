@@ -121,6 +121,28 @@ test("run page: short title, request as collapsible Markdown, the plan once besi
   await page.screenshot({ path: `${SHOTS}/runs-list.png`, fullPage: true });
 });
 
+test("first load renders from one snapshot: with no stream or event fetch at all, the timeline and the plan agree with the approval card", async ({ page, request }) => {
+  const project = await createProject(request, "snapshot");
+  const run = await startRun(request, project.id, `Snapshot\n\n${"```"}file:snap.md\nsnap\n${"```"}`, { trustMode: { planning: "manual" } });
+  await expect
+    .poll(async () => ((await (await request.get(`/api/runs/${run.id}`, { headers: authHeaders })).json()) as { run: { status: string } }).run.status, { timeout: 60_000 })
+    .toBe("awaiting_approval");
+  const errors = consoleErrors(page);
+  await signIn(page);
+  // Nothing after the first render may reach the page: what it shows is the server's snapshot.
+  await page.route("**/api/runs/*/stream**", (route) => route.abort());
+  await page.route("**/api/runs/*/events**", (route) => route.abort());
+  await page.goto(`/runs/${run.id}`);
+  await expect(page.getByTestId("approval-card")).toBeVisible();
+  const timeline = page.getByTestId("timeline");
+  await expect(timeline.getByText("No events yet.")).toHaveCount(0);
+  await expect(timeline.locator('[data-testid="timeline-item"][data-type="PLAN_CREATED"]')).toHaveCount(1);
+  await expect(timeline.locator('[data-testid="timeline-item"][data-type="APPROVAL_REQUESTED"]')).toHaveCount(1);
+  await expect(page.getByTestId("plan-in-approval")).toBeAttached();
+  await expect(page.getByText(/No plan yet/)).toHaveCount(0);
+  expect(errors.filter((e) => /hydrat|did not match/i.test(e))).toEqual([]);
+});
+
 test("toasts: one inbox toast for runs that start waiting, none for the run on screen", async ({ page, request }) => {
   const project = await createProject(request, "toasts");
   await signIn(page);

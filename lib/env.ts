@@ -138,6 +138,12 @@ const schema = z.object({
 
   // Runs
   MAX_CONCURRENT_RUNS_PER_USER: positiveInt("MAX_CONCURRENT_RUNS_PER_USER", 5),
+  /** Days after a run failed or was cancelled before the daily sweep deletes its branch and worktree; 0 keeps them. */
+  GATEHOUSE_CLEANUP_AFTER_DAYS: z.coerce
+    .number({ error: "GATEHOUSE_CLEANUP_AFTER_DAYS must be a whole number of days (0 keeps them forever)" })
+    .int("GATEHOUSE_CLEANUP_AFTER_DAYS must be a whole number of days")
+    .min(0, "GATEHOUSE_CLEANUP_AFTER_DAYS must be 0 or more")
+    .default(30),
   GATEHOUSE_MAX_BODY_BYTES: positiveInt("GATEHOUSE_MAX_BODY_BYTES", 1_000_000),
   /** Per-user rate limits (requests per minute, bursts up to the same number): run creation and gate decisions. */
   GATEHOUSE_RATE_LIMIT_RUNS: positiveInt("GATEHOUSE_RATE_LIMIT_RUNS", 30),

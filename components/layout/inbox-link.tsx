@@ -10,11 +10,16 @@ import { runsQuery } from "@/lib/dashboard/filters";
 
 const LIMIT = 100;
 
-/** The runs a page shows (/runs/<id>, /compare?runs=a,b), whose own cards already ask for the decision. */
-function runsOnScreen(pathname: string | null, compared: string | null): string[] {
+/**
+ * The runs a page shows (/runs/<id>, /compare?runs=a,b, /compare?group=<id> with the group's runs), whose own cards
+ * already ask for the decision.
+ */
+function runsOnScreen(pathname: string | null, compared: string | null, groupRuns: string[] | undefined): string[] {
   const one = /^\/runs\/(run_[^/]+)$/.exec(pathname ?? "")?.[1];
   if (one) return [one];
-  return pathname === "/compare" && compared ? compared.split(",") : [];
+  if (pathname !== "/compare") return [];
+  if (compared) return compared.split(",");
+  return groupRuns ?? [];
 }
 
 /**
@@ -30,8 +35,17 @@ export function InboxLink() {
     refetchInterval: 4_000,
   });
   const seen = useRef<Set<string> | null>(null);
-  const compared = useSearchParams().get("runs");
-  const onScreen = useMemo(() => runsOnScreen(pathname, compared), [pathname, compared]);
+  const search = useSearchParams();
+  const compared = search.get("runs");
+  const group = pathname === "/compare" && !compared ? search.get("group") : null;
+  // The same query (and cache entry) as the comparison view's own: no second request for the group.
+  const groupRuns = useQuery({
+    queryKey: ["run-groups", group ?? ""],
+    queryFn: () => apiGet<{ groupId: string; runs: Run[] }>(`/api/run-groups/${encodeURIComponent(group!)}`),
+    enabled: !!group,
+    select: (g) => g.runs.map((r) => r.id),
+  }).data;
+  const onScreen = useMemo(() => runsOnScreen(pathname, compared, groupRuns), [pathname, compared, groupRuns]);
 
   useEffect(() => {
     if (!data) return;

@@ -28,12 +28,21 @@ import { Timeline } from "./timeline";
 import { useDecision } from "./use-decision";
 import { useRunEvents } from "./use-run-events";
 
-export function RunView({ runId }: { runId: string }) {
+/** The run and its events 1..N as the server read them together (getRunSnapshot): the page's first render. */
+export type RunSnapshot = RunDetail & { events: ApiEvent[] };
+
+export function RunView({ runId, initial }: { runId: string; initial?: RunSnapshot }) {
   const queryClient = useQueryClient();
-  const { events, connection, error: streamError } = useRunEvents(runId);
+  const { events, connection, error: streamError } = useRunEvents(runId, initial?.events);
+  const [initialDetail] = useState(() => {
+    if (!initial) return undefined;
+    const { events: _events, ...rest } = initial;
+    return rest as RunDetail;
+  });
   const detail = useQuery({
     queryKey: runKeys.detail(runId),
     queryFn: () => apiGet<RunDetail>(`/api/runs/${runId}`),
+    initialData: initialDetail,
     refetchInterval: (q) => (q.state.data && isTerminal(q.state.data.run.status) ? false : 5_000),
   });
   const lastSequence = events.at(-1)?.sequence ?? 0;

@@ -2,8 +2,9 @@
 
 import Link from "next/link";
 import { useRouter } from "next/navigation";
-import { useState } from "react";
+import { useEffect, useState } from "react";
 import { useQueries, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useRunsEvents } from "@/components/run/use-run-events";
 import { toast } from "sonner";
 import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
@@ -13,7 +14,7 @@ import { BranchDiff } from "@/components/run/branch-diff";
 import { MermaidDiagram } from "@/components/run/mermaid-diagram";
 import { isTerminal } from "@/lib/dashboard/filters";
 import { formatTokens, formatUsd, humanize } from "@/lib/dashboard/format";
-import { planVersions, validations, type ApiEvent } from "@/lib/dashboard/timeline";
+import { planVersions, validations } from "@/lib/dashboard/timeline";
 import { apiGet, apiSend, runKeys, type Run, type RunDetail } from "./api";
 import { Markdown } from "./markdown";
 import { StatusBadge } from "./status-badge";
@@ -38,28 +39,29 @@ export function CompareGroup({ groupId }: { groupId: string }) {
 
 /** Runs started together ("explore N approaches"), side by side: plan, diff, validation, cost. */
 export function CompareView({ runIds }: { runIds: string[] }) {
+  // The runs' events stream in (one SSE per run); each new event refreshes that run's projection, as on the run page.
+  const eventsByRun = useRunsEvents(runIds);
   const details = useQueries({
     queries: runIds.map((id) => ({
       queryKey: runKeys.detail(id),
       queryFn: () => apiGet<RunDetail>(`/api/runs/${id}`),
-      refetchInterval: (q: { state: { data?: RunDetail } }) => (q.state.data && isTerminal(q.state.data.run.status) ? false : 3_000),
     })),
   });
-  const events = useQueries({
-    queries: runIds.map((id, i) => ({
-      queryKey: [...runKeys.events(id), "all"],
-      queryFn: () => apiGet<{ events: ApiEvent[] }>(`/api/runs/${id}/events?after=0&limit=2000`).then((b) => b.events),
-      // Keep polling until a finished run's events have all been loaded (the run row may finish before our last fetch).
-      refetchInterval: (q: { state: { data?: ApiEvent[] } }) => {
-        const run = details[i]?.data?.run;
-        const seen = q.state.data?.at(-1)?.sequence ?? 0;
-        return run && isTerminal(run.status) && seen >= run.lastSequence ? false : 3_000;
-      },
-    })),
-  });
+  const queryClient = useQueryClient();
+  // A run whose stream has gone past the sequence its projection was read at is refreshed (as on the run page).
+  // Keyed by id and streamed sequence, so a refresh that came back still behind is retried at the next event.
+  const behind = runIds
+    .map((id, i) => ({ id, streamed: eventsByRun[id]?.at(-1)?.sequence ?? 0, read: details[i]?.data?.run.lastSequence }))
+    .filter((r) => r.read !== undefined && r.streamed > r.read)
+    .map((r) => `${r.id}:${r.streamed}`)
+    .join(",");
+  useEffect(() => {
+    for (const entry of behind.split(",").filter(Boolean)) {
+      void queryClient.invalidateQueries({ queryKey: runKeys.detail(entry.slice(0, entry.lastIndexOf(":"))) });
+    }
+  }, [behind, queryClient]);
 
   const router = useRouter();
-  const queryClient = useQueryClient();
   const [busy, setBusy] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   /** Runs other than `keep` that are still going (a finished run has nothing to cancel). */
@@ -104,8 +106,8 @@ export function CompareView({ runIds }: { runIds: string[] }) {
         {runIds.map((id, i) => {
           const d = details[i]!;
           // Until a column's events have loaded, its plan and validation are unknown, not absent.
-          const eventsLoading = events[i]?.isPending ?? true;
-          const ev = events[i]?.data ?? [];
+          const eventsLoading = !eventsByRun[id];
+          const ev = eventsByRun[id] ?? [];
           const ended = !!d.data && isTerminal(d.data.run.status);
           const plan = planVersions(ev).at(-1);
           const validation = validations(ev).at(-1);

@@ -120,6 +120,15 @@ export const runWorkflow = inngest.createFunction(
       return resumed;
     }
 
+    /**
+     * A pause a person asked for while no implementation turn was left to honour it (during validation, or the last
+     * turn): honoured here, at a stage boundary, before the next stage starts.
+     */
+    async function honourPauseRequest(key: string, stage: Stage) {
+      const asked = await runStep(`${key}:pause-request`, () => ops.pauseRequested({ runId }));
+      if (asked) await pauseUntilResumed(`${key}:pause-request`, "by_person", asked.message, stage);
+    }
+
     /** A gate: opened with its context, decided by a person. */
     async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
       const opened = await runStep(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
@@ -347,6 +356,7 @@ export const runWorkflow = inngest.createFunction(
 
         let verdict: Extract<ops.ValidateStepResult, { kind: "result" }> | null = null;
         if (!failure) {
+          await honourPauseRequest(`validate:${attempt}`, "validation");
           const validationStart = await runStep(`validate:${attempt}:start`, () =>
             ops.startStage({ runId, stage: "validation", attempt, stepKey: `validate:${attempt}:start` }),
           );
@@ -391,6 +401,7 @@ export const runWorkflow = inngest.createFunction(
       }
 
       // ---- Deliver
+      await honourPauseRequest("delivery", "delivery");
       await runStep("delivery:start", () => ops.startStage({ runId, stage: "delivery", stepKey: "delivery:start" }));
       if (run.github) {
         await github("deliver:github", "delivery", (key) => githubOps.deliverGitHub({ runId, stepKey: key }));

@@ -146,6 +146,11 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { by, reason } = p(event, "RUN_CANCELLED");
       return item("Run cancelled", "danger", [by && `by ${name(by)}`, text(reason)].filter(Boolean).join(" — ") || undefined);
     }
+    case "RUN_CLEANED_UP": {
+      const { branch, branchDeleted, worktreeRemoved, olderThanDays } = p(event, "RUN_CLEANED_UP");
+      const removed = [branchDeleted && branch ? `branch ${branch}` : null, worktreeRemoved ? "worktree" : null].filter(Boolean).join(" and ");
+      return item("Cleaned up", "info", `${removed || "nothing left"} removed, ${olderThanDays} days after the run ended`);
+    }
     default:
       return item(event.type.replaceAll("_", " ").toLowerCase(), "info");
   }

@@ -5,18 +5,29 @@ import { git, resolveCommit } from "./run";
 /**
  * Create the run's branch `autonomous/<run-id>-<slug>` from the latest base branch (the remote-tracking copy when it is
  * ahead of the local one, e.g. after `git fetch`). Idempotent: an existing branch is returned as it is.
+ *
+ * A follow-up run (`existingBranch`, a pull request's branch) creates nothing: it continues that branch, and its
+ * starting point (`baseSha`, what its diff and checks measure from) is the branch's tip, so the earlier run's work is
+ * not counted as its own.
  */
 export async function createRunBranch({
   repoPath,
   runId,
   request,
   baseBranch,
+  existingBranch,
 }: {
   repoPath: string;
   runId: string;
   request: string;
   baseBranch: string;
+  existingBranch?: string;
 }): Promise<{ branch: string; baseSha: string; created: boolean }> {
+  if (existingBranch) {
+    const tip = await resolveCommit(repoPath, `refs/heads/${existingBranch}`);
+    if (!tip) throw new AppError("not_found:git", `The branch ${existingBranch} this follow-up run continues does not exist any more.`);
+    return { branch: existingBranch, baseSha: tip, created: false };
+  }
   const branch = branchNameFor({ runId, request });
   const existing = await resolveCommit(repoPath, `refs/heads/${branch}`);
   const baseSha = await latestBase({ repoPath, baseBranch });

@@ -69,10 +69,19 @@ export async function repositoryInfo(ref: RepositoryRef): Promise<{ cloneUrl: st
 }
 
 /**
- * Bring the cache clone up to date with the base branch on GitHub (creating the clone on first use). Returns its
- * path and the base commit.
+ * Bring the cache clone up to date with the base branch on GitHub (creating the clone on first use), and with
+ * `branches` (a follow-up run's pull request branch), forced: GitHub's copy is the truth. Returns its path and the base
+ * commit.
  */
-export async function syncRepository({ ref, baseBranch }: { ref: RepositoryRef; baseBranch: string }): Promise<{ repoPath: string; baseSha: string }> {
+export async function syncRepository({
+  ref,
+  baseBranch,
+  branches = [],
+}: {
+  ref: RepositoryRef;
+  baseBranch: string;
+  branches?: string[];
+}): Promise<{ repoPath: string; baseSha: string }> {
   const repoPath = cachePath(ref);
   const { cloneUrl } = await repositoryInfo(ref);
   return exclusive(repoPath, async () => {
@@ -84,7 +93,12 @@ export async function syncRepository({ ref, baseBranch }: { ref: RepositoryRef; 
       ref,
       `fetching ${baseBranch}`,
       (token) =>
-        remoteGit(repoPath, ["fetch", "--quiet", "--no-tags", "--update-head-ok", cloneUrl, `+refs/heads/${baseBranch}:refs/heads/${baseBranch}`], token, "fetch"),
+        remoteGit(
+          repoPath,
+          ["fetch", "--quiet", "--no-tags", "--update-head-ok", cloneUrl, ...[baseBranch, ...branches].map((b) => `+refs/heads/${b}:refs/heads/${b}`)],
+          token,
+          "fetch",
+        ),
       isUnauthorized,
     );
     const baseSha = await resolveCommit(repoPath, `refs/heads/${baseBranch}`);

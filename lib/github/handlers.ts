@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { accounts, githubDeliveries, githubRepositories, projects, users, workflowRuns } from "@/lib/db/schema";
 import { appendEvents, getRunState } from "@/lib/db/queries/runs";
@@ -11,6 +11,7 @@ import { startRun } from "@/lib/runs/service";
 import { runConfigSchema } from "@/lib/workflow";
 import { isGitHubAuthError } from "./app";
 import { syncRepository } from "./git";
+import { listReviewComments, type ReviewComment } from "./pulls";
 
 /*
  * What a webhook delivery does, run by the github-webhook Inngest function. Each handler returns a one-line outcome
@@ -117,7 +118,10 @@ async function projectsFor(ref: { owner: string; repo: string; id: number | null
   return [];
 }
 
-/** The run whose branch a pull request comes from (run branches are unique per run). */
+/**
+ * The run whose branch a pull request comes from: the newest one, since follow-up runs continue the branch of the run
+ * they follow (a merge or a further review belongs to the latest work on it).
+ */
 async function runForPullRequest(payload: Json) {
   const ref = repositoryOf(payload);
   const branch = str(obj(obj(payload.pull_request).head).ref);
@@ -129,6 +133,7 @@ async function runForPullRequest(payload: Json) {
     .select({ id: workflowRuns.id, projectId: workflowRuns.projectId })
     .from(workflowRuns)
     .where(and(eq(workflowRuns.branch, branch), inArray(workflowRuns.projectId, candidates.map((p) => p.id))))
+    .orderBy(desc(workflowRuns.createdAt), desc(workflowRuns.id))
     .limit(1);
   if (!row) return null;
   const state = await getRunState({ id: row.id });
@@ -200,14 +205,54 @@ function followUpEnabled(defaultConfig: Record<string, unknown>): boolean {
   return parsed.success && parsed.data?.followUpOnReview === true;
 }
 
+/** At most this many inline comments go into a follow-up's request (a huge review would crowd out the rest). */
+const MAX_REVIEW_COMMENTS = 50;
+
+/**
+ * The review's inline comments, fetched with the App's token (the webhook carries only the summary). When GitHub
+ * refuses the App's credentials or answers 4xx (the review or pull request is gone) the follow-up still starts, with
+ * the summary and a note; other failures (5xx, network) throw, so the delivery's step is retried.
+ */
+async function reviewComments(ref: { owner: string; repo: string }, number: number | null, reviewId: number | null) {
+  if (!number || !reviewId) return { comments: [] as ReviewComment[], note: null };
+  try {
+    return { comments: await listReviewComments(ref, { number, reviewId }), note: null };
+  } catch (error) {
+    const status = (error as { status?: number }).status;
+    if (!isGitHubAuthError(error) && !(typeof status === "number" && status >= 400 && status < 500)) throw error;
+    log.warn("could not fetch a review's inline comments", { owner: ref.owner, repo: ref.repo, number, status: status ?? null });
+    return { comments: [] as ReviewComment[], note: "(The review's inline comments could not be fetched; see the pull request.)" };
+  }
+}
+
+function describeComments(comments: ReviewComment[]): string[] {
+  if (!comments.length) return [];
+  const shown = comments.slice(0, MAX_REVIEW_COMMENTS).map((c) => {
+    const body = c.body.trim().replace(/\n+/g, " ").slice(0, 2_000);
+    return `- ${c.path}${c.line !== null ? `:${c.line}` : ""} — ${body}`;
+  });
+  const more = comments.length > MAX_REVIEW_COMMENTS ? [`- … and ${comments.length - MAX_REVIEW_COMMENTS} more on the pull request`] : [];
+  return ["", "Inline comments (file:line — comment):", ...shown, ...more];
+}
+
+/**
+ * A follow-up run continues the pull request: it works on the PR's branch (the run's own, refreshed from GitHub),
+ * with the review's summary and inline comments in its request, and pushes to the same pull request.
+ */
 async function changesRequested(payload: Json, delivery: Delivery): Promise<DeliveryOutcome> {
   const found = await runForPullRequest(payload);
   if (!found) return ignored("review on a pull request of no Gatehouse run");
-  const { state, project } = found;
+  const { state, project, ref } = found;
   if (!followUpEnabled(project.defaultConfig)) return ignored("follow-up on review is not enabled for the project");
+  const pr = obj(payload.pull_request);
+  if (str(pr.state) === "closed") return ignored(`review on closed pull request of run ${state.id}`);
+  if (!state.branch) return ignored(`run ${state.id} has no branch to follow up on`);
   const review = obj(payload.review);
   const reviewer = str(obj(review.user).login) ?? "a reviewer";
-  const number = num(obj(payload.pull_request).number);
+  const number = num(pr.number);
+  const runId = deliveryRunId(delivery);
+  if (await startedBefore(runId)) return { outcome: `follow_up ${runId} of ${state.id}`, startRuns: [runId] };
+  const { comments, note } = await reviewComments(ref, number, num(review.id));
   const request = [
     state.originalRequest,
     "",
@@ -215,17 +260,18 @@ async function changesRequested(payload: Json, delivery: Delivery): Promise<Deli
     `Follow-up to run ${state.id}${number ? ` (pull request #${number})` : ""}: @${reviewer} requested changes.`,
     "",
     "Reviewer feedback:",
-    (str(review.body) ?? "").trim() || "(no summary given; see the review comments on the pull request)",
+    (str(review.body) ?? "").trim() || "(no summary given; see the review comments)",
+    ...describeComments(comments),
+    ...(note ? ["", note] : []),
   ].join("\n");
   const { modelRouting, ...config } = state.config as Record<string, unknown>;
-  const runId = deliveryRunId(delivery);
-  if (await startedBefore(runId)) return { outcome: `follow_up ${runId} of ${state.id}`, startRuns: [runId] };
   const run = await startRunOnce({
     id: runId,
     user: { id: state.userId, name: null, via: "api-token" },
     projectId: project.id,
     request,
     config: { ...config, modelRouting },
+    followUp: { runId: state.id, pullRequest: number, branch: state.branch },
   }).catch((error) => {
     if (isAppError(error)) return null;
     throw error;

@@ -157,3 +157,25 @@ export async function squashMergePullRequest(ref: RepositoryRef, { number, title
     throw error;
   }
 }
+
+export type ReviewComment = { path: string; line: number | null; body: string };
+
+/**
+ * The inline comments of one pull request review (file, line, body), in the order GitHub lists them. `line` is the
+ * line in the pull request's head; null for a comment on a line the diff no longer shows (GitHub reports it as
+ * outdated) or on the whole file.
+ */
+export async function listReviewComments(ref: RepositoryRef, { number, reviewId }: { number: number; reviewId: number }): Promise<ReviewComment[]> {
+  // One page of 100: a follow-up's request shows at most 50 of them anyway.
+  const { data: comments } = await repoOctokit(ref).request("GET /repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}/comments", {
+    owner: ref.owner,
+    repo: ref.repo,
+    pull_number: number,
+    review_id: reviewId,
+    per_page: 100,
+  });
+  return comments.map((c) => {
+    const line = (c as { line?: number | null }).line ?? (c as { original_line?: number | null }).original_line ?? null;
+    return { path: c.path, line: typeof line === "number" ? line : null, body: c.body ?? "" };
+  });
+}

@@ -291,6 +291,11 @@ export async function requestPause({ user, runId, note }: { user: SessionUser; r
   if (run.status !== "running") {
     throw new AppError("conflict:run", `The run is ${run.status.replaceAll("_", " ")}; only a running run can be paused.`);
   }
+  // Planning, implementation and validation pause at their next step boundary (an implementation turn, or the start of
+  // the next stage). Delivery is the run's last step, with no boundary left to stop at.
+  if (run.currentStage === "delivery") {
+    throw new AppError("conflict:run", "The run is delivering its work (its last step) and cannot pause now; let it finish, or cancel it.");
+  }
   if (await pendingPauseRequest({ runId })) throw new AppError("conflict:run", "A pause is already requested; the run pauses at its next step.");
   const { state } = await write((tx) =>
     appendEventsTx(tx, runId, [{ type: "PAUSE_REQUESTED", payload: { by: user.id, note: note ? redact(note) : null } }]),

@@ -22,7 +22,7 @@ import { log } from "@/lib/log";
 import { redact } from "@/lib/security/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import type { PlanDocument } from "@/lib/workflow";
-import { append, decisionsOf, firstLine, lastValidationReport, loadRun, writeRecords, type RunContext } from "./workflow-ops";
+import { append, decisionsOf, firstLine, followUpOf, lastValidationReport, loadRun, writeRecords, type RunContext } from "./workflow-ops";
 
 /*
  * The GitHub side of a run, as durable step bodies (see workflow-ops.ts): sync the cache clone before branching, push
@@ -50,11 +50,15 @@ function refOf(run: RunContext): RepositoryRef {
   return run.github;
 }
 
-/** Before the run branch is created: the cache clone has GitHub's latest base branch. */
+/**
+ * Before the run branch is created: the cache clone has GitHub's latest base branch, and for a follow-up run the pull
+ * request's branch as GitHub has it (a person may have pushed to it since).
+ */
 export async function syncGitHub({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
+  const followUp = await followUpOf({ runId });
   return guarded(async () => {
-    const { baseSha } = await syncRepository({ ref: refOf(run), baseBranch: run.config.git.baseBranch });
+    const { baseSha } = await syncRepository({ ref: refOf(run), baseBranch: run.config.git.baseBranch, ...(followUp ? { branches: [run.branch] } : {}) });
     return { baseSha };
   });
 }

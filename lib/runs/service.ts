@@ -2,7 +2,7 @@ import { and, eq, or, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
 import { AppError, describeIssues } from "@/lib/errors";
-import { createRun, decodeCursor, getRunState, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
+import { createRun, decodeCursor, getRunState, listEvents, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
 import { newId } from "@/lib/ids";
 import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
@@ -54,13 +54,16 @@ async function resolveNewRun({ user, projectId, config }: Omit<NewRun, "request"
 /** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */
 export async function startRun({
   id,
+  followUp,
   ...input
 }: NewRun & {
   /** A caller-chosen run id (webhooks: one stable id per delivery, so a retry cannot start a second run). */
   id?: string;
+  /** A follow-up to a pull request review: work on that pull request's branch and push to it (see RUN_CREATED). */
+  followUp?: { runId: string; pullRequest: number | null; branch: string };
 }) {
   const config = await resolveNewRun(input);
-  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}) });
+  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}), ...(followUp ? { followUp } : {}) });
 }
 
 /**
@@ -160,6 +163,27 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };
 }
+
+/** How many events a snapshot carries at most; a longer log's remainder arrives through the stream, from the last one. */
+const SNAPSHOT_EVENTS = 2_000;
+
+/**
+ * The run page's first render: the run as its projection stands at sequence N and its events 1..N, one consistent
+ * picture (events are append-only, so those read after the projection are exactly the ones it was folded from, and
+ * any newer one is left for the stream, which resumes after the last event given here). As JSON, like the API sends it.
+ */
+export async function getRunSnapshot({ user, runId }: { user: SessionUser; runId: string }) {
+  const detail = await getRunDetail({ user, runId });
+  const upTo = detail.run.lastSequence;
+  const events = (await listEvents({ runId, after: 0, limit: SNAPSHOT_EVENTS }))
+    .filter((e) => e.sequence <= upTo)
+    .map((e) => ({ sequence: e.sequence, type: e.type, payload: e.payload, timestamp: new Date(e.timestamp).toISOString() }));
+  return JSON.parse(JSON.stringify({ ...detail, events })) as typeof detail extends infer D ? Jsonified<D> & { events: SnapshotEvent[] } : never;
+}
+
+type SnapshotEvent = { sequence: number; type: string; payload: Record<string, unknown>; timestamp: string };
+/** What a value becomes through JSON.stringify/parse: dates become strings. */
+type Jsonified<T> = T extends Date ? string : T extends Array<infer U> ? Jsonified<U>[] : T extends object ? { [K in keyof T]: Jsonified<T[K]> } : T;
 
 export async function listRunsForUser({
   user,

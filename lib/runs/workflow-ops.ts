@@ -220,13 +220,21 @@ export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey
   });
 }
 
+/** The pull request review this run follows up on (RUN_CREATED.followUp), or null for a run of its own. */
+export async function followUpOf({ runId }: { runId: string }) {
+  const [created] = await listEvents({ runId, limit: 1 });
+  return created?.type === "RUN_CREATED" ? (created.payload.followUp ?? null) : null;
+}
+
 export async function createBranch({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
+  const followUp = await followUpOf({ runId });
   const { branch, baseSha } = await createRunBranch({
     repoPath: run.repoPath,
     runId,
     request: run.request,
     baseBranch: run.config.git.baseBranch,
+    ...(followUp ? { existingBranch: run.branch } : {}),
   });
   await append(runId, "branch", [{ type: "BRANCH_CREATED", payload: { branch, baseSha } }]);
   return { branch, baseSha };
@@ -618,6 +626,16 @@ export async function pause({
   const tree = await parkSandbox(run, `paused: ${reason}`, stepKey);
   await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage } }]);
   return { tree };
+}
+
+/**
+ * A pause a person asked for that no implementation turn has honoured yet (it came during validation, or during the
+ * implementation's last turn): the workflow honours it at the next stage boundary, with the message to show.
+ */
+export async function pauseRequested({ runId }: { runId: string }): Promise<{ message: string } | null> {
+  const request = await pendingPauseRequest({ runId });
+  if (!request) return null;
+  return { message: `Paused by a person${request.note ? `: ${redact(request.note)}` : ""}. Resume it to continue where it stopped.` };
 }
 
 export async function readResume({ runId }: { runId: string }): Promise<WaitResult<{ action: "retry" | "extend"; now: number }>> {

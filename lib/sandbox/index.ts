@@ -8,7 +8,7 @@ import { LocalSandbox, type Isolation } from "./local";
 import type { Sandbox } from "./types";
 
 export * from "./types";
-export { LocalSandbox, type Isolation } from "./local";
+export { LocalSandbox, removeRunWorktree, type Isolation } from "./local";
 export { E2BSandbox, shellQuote, type E2BClient, type E2BRemote } from "./e2b";
 export { resolveInside } from "./paths";
 

@@ -243,6 +243,19 @@ async function worktreeOnBranch(repoPath: string, dir: string, branch: string): 
 }
 
 /**
+ * Remove a run's worktree (and its sandbox home) if one is left on disk, e.g. by a run that failed mid-step. True when
+ * there was one.
+ */
+export async function removeRunWorktree({ runId, repoPath }: { runId: string; repoPath: string }): Promise<boolean> {
+  const dir = worktreeDir(runId);
+  const existed = !!(await fs.stat(dir).catch(() => null)) || !!(await fs.stat(`${dir}.home`).catch(() => null));
+  if (!existed) return false;
+  await removeWorktree(repoPath, dir);
+  await fs.rm(`${dir}.home`, { recursive: true, force: true });
+  return true;
+}
+
+/**
  * Delete the worktree's files first, then let git forget it: git never looks inside a directory that a sandbox wrote
  * (`git worktree remove` would read the worktree's own `.git` and index).
  */

@@ -23,6 +23,11 @@ export type RunEventPayloads = {
     branch?: string | null;
     /** Runs started together to explore approaches share a group (GET /api/run-groups/:id). */
     groupId?: string | null;
+    /**
+     * A follow-up to a pull request review: the run works on the pull request's existing branch (`branch`) from its
+     * current tip and pushes to the same pull request, instead of branching from the base.
+     */
+    followUp?: { runId: string; pullRequest: number | null } | null;
   };
   RUN_STARTED: Record<string, never> | { by?: string };
   /** A computing run went back to the queue (it resumed from a wait while its user's concurrency limit was full). */
@@ -70,6 +75,11 @@ export type RunEventPayloads = {
   RUN_COMPLETED: { summary?: string };
   RUN_FAILED: { reason: string; stage?: Stage | null };
   RUN_CANCELLED: { by: string; reason?: string };
+  /**
+   * The cleanup sweep removed what a failed or cancelled run left behind, `olderThanDays` after it ended: its branch in
+   * the local repository (or the GitHub project's cache clone; never on GitHub) and its worktree.
+   */
+  RUN_CLEANED_UP: { branch: string | null; branchDeleted: boolean; worktreeRemoved: boolean; olderThanDays: number };
 };
 
 export type RunEventType = keyof RunEventPayloads;
@@ -109,6 +119,7 @@ export const RUN_EVENT_TYPES = [
   "RUN_COMPLETED",
   "RUN_FAILED",
   "RUN_CANCELLED",
+  "RUN_CLEANED_UP",
 ] as const satisfies readonly RunEventType[];
 
 /** An event as the reducer sees it: type, payload and the time it happened. */

@@ -248,6 +248,10 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       notTerminal();
       return next({ status: "cancelled", completedAt: at, pendingGate: null, pendingClarification: null });
 
+    case "RUN_CLEANED_UP":
+      requireStatus("failed", "cancelled");
+      return next({});
+
     default: {
       const unknown: never = event;
       throw new IllegalTransitionError((unknown as { type: string }).type, state.status, "unknown event type");

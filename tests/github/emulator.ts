@@ -42,6 +42,14 @@ export type EmulatedPull = {
   history: string[];
 };
 
+export type EmulatedReview = {
+  id: number;
+  user: string;
+  state: "CHANGES_REQUESTED" | "APPROVED" | "COMMENTED";
+  body: string;
+  comments: Array<{ path: string; line: number | null; body: string }>;
+};
+
 function run(cwd: string, ...args: string[]): string {
   return execFileSync("git", ["-c", "user.name=Octo", "-c", "user.email=octo@example.com", ...args], { cwd, encoding: "utf8" }).trim();
 }
@@ -62,6 +70,8 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
   const tokens = new Map<string, Token>();
   const pulls: EmulatedPull[] = [];
   const people = new Map<number, GitHubUser>();
+  /** Pull request reviews with their inline comments, by "owner/repo#number". */
+  const reviews = new Map<string, EmulatedReview[]>();
   /** Every request, as "METHOD /path" (git requests included). */
   const requests: string[] = [];
   /** Failures to inject: the next `count` requests whose "METHOD /path" matches answer with `status`. */
@@ -314,6 +324,30 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
         pulls.push(pr);
         return send(res, 201, pullJson(pr));
       }
+      if ((m = /^\/pulls\/(\d+)\/reviews(?:\/(\d+)\/comments)?$/.exec(rest)) && req.method === "GET") {
+        const pr = pulls.find((p) => p.repo === full && p.number === Number(m![1]));
+        if (!pr) return notFound(res);
+        const list = reviews.get(`${full}#${pr.number}`) ?? [];
+        if (!m[2]) {
+          return send(res, 200, list.map((r) => ({ id: r.id, node_id: `PRR_${r.id}`, user: { login: r.user, type: "User" }, body: r.body, state: r.state })));
+        }
+        const review = list.find((r) => r.id === Number(m![2]));
+        if (!review) return notFound(res);
+        return send(
+          res,
+          200,
+          review.comments.map((c, i) => ({
+            id: review.id * 100 + i,
+            pull_request_review_id: review.id,
+            path: c.path,
+            // GitHub: `line` is null for an outdated comment; `original_line` keeps where it was written.
+            line: c.line,
+            original_line: c.line,
+            body: c.body,
+            user: { login: review.user, type: "User" },
+          })),
+        );
+      }
       if ((m = /^\/pulls\/(\d+)(\/merge)?$/.exec(rest))) {
         const pr = pulls.find((p) => p.repo === full && p.number === Number(m![1]));
         if (!pr) return notFound(res);
@@ -444,6 +478,11 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
     mergeByHand(full: string, number: number) {
       const pr = pulls.find((p) => p.repo === full && p.number === number)!;
       return squash(pr, `${pr.title} (#${number})`);
+    },
+    /** A person submits a review with inline comments on a pull request (what the reviews endpoints then list). */
+    addReview(full: string, number: number, review: EmulatedReview) {
+      const key = `${full}#${number}`;
+      reviews.set(key, [...(reviews.get(key) ?? []), review]);
     },
     pull: (full: string, number: number) => pulls.find((p) => p.repo === full && p.number === number),
     pullJson: (p: EmulatedPull) => pullJson(p),

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
-import { projects } from "@/lib/db/schema";
+import { projects, workflowRuns } from "@/lib/db/schema";
 import { createProject } from "@/lib/db/queries/projects";
 import { getRunState } from "@/lib/db/queries/runs";
 import { cachePath } from "@/lib/github/git";
@@ -150,6 +150,81 @@ describe("a run on a GitHub project", () => {
     }, "the project memory to be updated");
     expect(row.memory).toContain(run.id);
     await expectRunConsistent(run.id);
+  });
+
+  it("changes requested: the follow-up run works on the PR's branch with the inline comments in its request and pushes to the same PR", async () => {
+    gh.addRepository({ owner: "acme", name: "reviewed" });
+    const project = await createProject({
+      name: "reviewed",
+      ownerId: h.user.id,
+      repository: { type: "github", owner: "acme", repo: "reviewed" },
+      defaultConfig: { github: { followUpOnReview: true } },
+    });
+    const original = await launch(h.user, project.id, `Add a badge\n\n${fileBlock("src/badge.txt", "red")}`, { trustMode: { planning: "auto" } });
+    expect((await waitForStatus(original.id, ["completed", "failed", "paused"])).status).toBe("completed");
+    await waitForWorkflow(original.id);
+    const delivered = gh.git("acme", "reviewed", "rev-parse", `refs/heads/${original.branch}`);
+
+    gh.addReview("acme/reviewed", 1, {
+      id: 77,
+      user: "reviewer",
+      state: "CHANGES_REQUESTED",
+      body: `Use the design token for the badge colour.\n\n${fileBlock("src/badge.txt", "var(--accent)")}`,
+      comments: [
+        { path: "src/badge.txt", line: 1, body: "Not a raw colour:\nuse var(--accent)." },
+        { path: "README.md", line: null, body: "Mention the badge." },
+      ],
+    });
+    const payload = JSON.stringify({
+      action: "submitted",
+      review: { id: 77, state: "changes_requested", body: "Use the design token for the badge colour.\n\n" + fileBlock("src/badge.txt", "var(--accent)"), user: { login: "reviewer", id: 505 } },
+      pull_request: gh.pullJson(gh.pull("acme/reviewed", 1)!),
+      repository: gh.repoJson("acme/reviewed"),
+    });
+    const response = await webhook(
+      new Request("http://127.0.0.1/api/github/webhook", {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-github-event": "pull_request_review",
+          "x-github-delivery": "review-delivery-1",
+          "x-hub-signature-256": signPayload(WEBHOOK_SECRET, payload),
+        },
+        body: payload,
+      }),
+      { params: Promise.resolve({}) },
+    );
+    expect(response.status).toBe(202);
+    const db = await getDb();
+    const followUpRow = await until(async () => {
+      const rows = await db.select().from(workflowRuns).where(eq(workflowRuns.projectId, project.id));
+      return rows.find((r) => r.id !== original.id) ?? null;
+    }, "the follow-up run to start");
+    // The inline comments were fetched with the App's token and are in the request, file and line with each.
+    expect(gh.requests).toContain("GET /repos/acme/reviewed/pulls/1/reviews/77/comments");
+    expect(followUpRow.originalRequest).toContain("Inline comments (file:line — comment):");
+    expect(followUpRow.originalRequest).toContain("- src/badge.txt:1 — Not a raw colour: use var(--accent).");
+    expect(followUpRow.originalRequest).toContain("- README.md — Mention the badge.");
+    expect(followUpRow.branch).toBe(original.branch);
+
+    const done = await waitForStatus(followUpRow.id, ["completed", "failed", "paused"]);
+    expect(done.status).toBe("completed");
+    await waitForWorkflow(followUpRow.id);
+    // The same pull request, refreshed: no second one, and no branch of the follow-up's own on GitHub.
+    expect(gh.pulls.filter((p) => p.repo === "acme/reviewed")).toHaveLength(1);
+    expect(done.pullRequest).toMatchObject({ number: 1, state: "open" });
+    expect(gh.pull("acme/reviewed", 1)!.body).toContain(followUpRow.id);
+    expect(gh.git("acme", "reviewed", "for-each-ref", "--format=%(refname)", "refs/heads/").split("\n").sort()).toEqual(
+      [`refs/heads/${original.branch}`, "refs/heads/main"].sort(),
+    );
+    // The PR's branch moved forward from what the first run delivered, and has the reviewer's change.
+    expect(gh.git("acme", "reviewed", "show", `${original.branch}:src/badge.txt`)).toBe("var(--accent)");
+    gh.git("acme", "reviewed", "merge-base", "--is-ancestor", delivered, `refs/heads/${original.branch}`);
+    expect(gh.git("acme", "reviewed", "rev-parse", `refs/heads/${original.branch}`)).not.toBe(delivered);
+    // It measured its own work from the branch's tip, not from main.
+    const events = await expectRunConsistent(followUpRow.id);
+    expect(events.find((e) => e.type === "BRANCH_CREATED")!.payload).toMatchObject({ branch: original.branch, baseSha: delivered });
+    expect(events[0]!.payload).toMatchObject({ followUp: { runId: original.id, pullRequest: 1 } });
   });
 
   it("a 401 GitHub keeps answering pauses the run with a message; fixed and resumed, it completes", async () => {

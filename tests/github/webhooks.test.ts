@@ -167,6 +167,9 @@ describe("webhook effects", () => {
     const followUp = runs.find((r) => r.id !== original!.id)!;
     expect(followUp.originalRequest).toContain(`Follow-up to run ${original!.id} (pull request #3): @reviewer requested changes.`);
     expect(followUp.originalRequest).toContain("Use the design token for the badge colour.");
+    // It continues the pull request's branch; GitHub has no such review (404), so the request says the comments are missing.
+    expect(followUp.branch).toBe(original!.branch);
+    expect(followUp.originalRequest).toContain("The review's inline comments could not be fetched");
 
     // The same review on a project that has not enabled follow-ups does nothing.
     const db = await getDb();

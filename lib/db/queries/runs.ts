@@ -119,6 +119,7 @@ export async function createRun({
   id = newId("run"),
   tx,
   groupId,
+  followUp,
 }: {
   projectId: string;
   userId: string;
@@ -127,6 +128,8 @@ export async function createRun({
   id?: string;
   tx?: Tx;
   groupId?: string;
+  /** A follow-up works on an existing branch (a pull request's), not a new one. */
+  followUp?: { runId: string; pullRequest: number | null; branch: string };
 }): Promise<RunState> {
   // A secret in the request never reaches the run row, the RUN_CREATED event viewers read, the branch name, a model
   // prompt or a committed file: everything downstream is derived from the redacted text.
@@ -135,7 +138,15 @@ export async function createRun({
   const run = async (t: Tx) => {
     const event: RunEvent = {
       type: "RUN_CREATED",
-      payload: { projectId, userId, request, config, branch: branchNameFor({ runId: id, request }), ...(groupId ? { groupId } : {}) },
+      payload: {
+        projectId,
+        userId,
+        request,
+        config,
+        branch: followUp?.branch ?? branchNameFor({ runId: id, request }),
+        ...(groupId ? { groupId } : {}),
+        ...(followUp ? { followUp: { runId: followUp.runId, pullRequest: followUp.pullRequest } } : {}),
+      },
       timestamp: Date.now(),
     };
     const state = apply(null, event, { runId: id, sequence: 1 });

@@ -1,18 +1,20 @@
 import { notFound } from "next/navigation";
 import { requirePageUser } from "@/app/_server/session";
-import { RunView } from "@/components/run/run-view";
+import { RunView, type RunSnapshot } from "@/components/run/run-view";
 import { AppError } from "@/lib/errors";
-import { getVisibleRun } from "@/lib/runs/service";
+import { getRunSnapshot } from "@/lib/runs/service";
 
 export default async function RunPage({ params }: { params: Promise<{ id: string }> }) {
   const { id } = await params;
   const user = await requirePageUser(`/runs/${id}`);
   // A run that does not exist (or that this user may not see) is a real 404, not a page that fails to load it.
+  // The page renders from one snapshot (the run and its events up to the same sequence), then streams from there.
+  let snapshot: RunSnapshot;
   try {
-    await getVisibleRun({ user, runId: id });
+    snapshot = (await getRunSnapshot({ user, runId: id })) as unknown as RunSnapshot;
   } catch (error) {
     if (error instanceof AppError && error.status === 404) notFound();
     throw error;
   }
-  return <RunView runId={id} />;
+  return <RunView runId={id} initial={snapshot} />;
 }
