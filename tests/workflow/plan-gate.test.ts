@@ -227,3 +227,24 @@ describe("the escalated-question gate takes the same typed answer as the questio
     expect(errorText(refused.body)).toMatch(/only an escalated question takes a typed response/);
   });
 });
+
+describe("validation's deterministic plan constraints: required commands present", () => {
+  it("a command that exits 0 without its script passes the review but fails the constraint; the run goes to a person", async () => {
+    const { project } = await newProject(h.user);
+    // `|| true` makes the check exit 0 although ./scripts/check.sh was never written: the demo review (which trusts
+    // green checks) passes, and only Gatehouse's own check notices the missing script.
+    const run = await launch(h.user, project.id, `Write a note\n[check: ./scripts/check.sh || true]\n\n${fileBlock("notes/a.txt", "a")}`, {
+      trustMode: { planning: "auto", fixes: "auto" },
+    });
+    const fix = await waitForPendingGate(run.id, 120_000);
+    expect(fix.kind).toBe("fix");
+    const context = fix.context as { findings: Array<{ severity: string; criterion: string; evidence: string }>; majorFindings: boolean };
+    // A major finding: never retried automatically, even under fixes=auto.
+    expect(context.majorFindings).toBe(true);
+    expect(context.findings).toEqual([
+      expect.objectContaining({ severity: "major", criterion: "plan:commands", evidence: expect.stringContaining("./scripts/check.sh does not exist") }),
+    ]);
+    const events = await expectRunConsistent(run.id);
+    expect(events.filter((e) => e.type === "VALIDATION_FAILED")).toHaveLength(1);
+  });
+});
