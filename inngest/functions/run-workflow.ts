@@ -111,8 +111,14 @@ export const runWorkflow = inngest.createFunction(
     }
 
     /** Pause (outage, timeout, invalid plan) until a person retries or extends; the sandbox is parked meanwhile. */
-    async function pauseUntilResumed(key: string, reason: Parameters<typeof ops.pause>[0]["reason"], message: string, stage: Stage | null) {
-      const parked = await runStep(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage }));
+    async function pauseUntilResumed(
+      key: string,
+      reason: Parameters<typeof ops.pause>[0]["reason"],
+      message: string,
+      stage: Stage | null,
+      plan?: PlanDocument | null,
+    ) {
+      const parked = await runStep(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }));
       await releaseSlot(`${key}:pause`);
       const resumed = await waitFor(`${key}:resume`, () => ops.readResume({ runId }), runResumed.name);
       await reacquireSlot(`${key}:resume`);
@@ -160,7 +166,8 @@ export const runWorkflow = inngest.createFunction(
         if (decided.decision === "reject") {
           throw new NonRetriableError(`The escalated question was rejected: ${decided.notes ?? "no reason given"}`);
         }
-        answer = decided.notes?.trim() || "No answer was given; proceed with your best judgement and note the assumption.";
+        // The typed answer (the same form as the question's), else the notes as free text.
+        answer = decided.answer ?? (decided.notes?.trim() || "No answer was given; proceed with your best judgement and note the assumption.");
       }
       await reacquireSlot(`${key}:answered`);
       if (asked.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: asked.tree! }));
@@ -197,13 +204,19 @@ export const runWorkflow = inngest.createFunction(
       let diagramAttempt = 0;
       let version = 0;
       let plan: PlanDocument;
+      // "Ask back": a person's question on the last plan gate, answered by the next planner call (not a rejection).
+      let question: { gateId: string; question: string; plan: PlanDocument } | null = null;
       for (let round = 0; ; round++) {
-        let drafted: Extract<ops.PlanStepResult, { kind: "plan" }>;
+        let drafted: Extract<ops.PlanStepResult, { kind: "plan" }> | null = null;
+        // An invalid diagram a person fixed by hand from the pause (POST /resume with editedPlan).
+        let handFixed: { plan: PlanDocument; by: string } | null = null;
+        let answered: { question: string; answer: string } | null = null;
         for (let t = 0; ; t++) {
           const key = `plan:${round}:${t}`;
           const planningDeadline = deadline(stageStart, "planning");
+          const planQuestion = question ? { question: question.question, plan: question.plan } : undefined;
           const result = await runStep(key, () =>
-            ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt, deadline: planningDeadline }),
+            ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt, deadline: planningDeadline, planQuestion }),
           );
           if (result.kind === "timeout") {
             // The planner's model call was cut at the deadline: a person extends (plan again) or cancels.
@@ -217,8 +230,16 @@ export const runWorkflow = inngest.createFunction(
             continue;
           }
           if (result.kind === "invalid") {
-            await pauseUntilResumed(key, "invalid_plan", `The planner's diagram is not valid Mermaid: ${result.message}`, "planning");
-            continue;
+            const resumed = await pauseUntilResumed(
+              key,
+              "invalid_plan",
+              `The planner's diagram is not valid Mermaid: ${result.message}`,
+              "planning",
+              result.draft,
+            );
+            if (!resumed.editedPlan) continue;
+            handFixed = { plan: resumed.editedPlan, by: resumed.by ?? "unknown" };
+            break;
           }
           if (result.kind === "clarification") {
             const answer = await clarify(`${key}:q`, "planning", result);
@@ -233,27 +254,50 @@ export const runWorkflow = inngest.createFunction(
           break;
         }
         version += 1;
-        plan = drafted.plan;
         const recordKey = `plan:${round}:record`;
-        await runStep(recordKey, () =>
-          ops.recordPlan({ runId, stepKey: recordKey, plan: drafted.plan, version, feedback: feedback.at(-1) ?? null }),
-        );
+        if (handFixed) {
+          // Checked against Mermaid's grammar when it was submitted; recorded as a person's edit (PLAN_EDITED).
+          plan = handFixed.plan;
+          const fixed = handFixed;
+          const fixedVersion = version;
+          await runStep(recordKey, () => ops.recordPlan({ runId, stepKey: recordKey, plan: fixed.plan, version: fixedVersion, edited: true, by: fixed.by }));
+        } else {
+          const draft = drafted!;
+          plan = draft.plan;
+          const asked = question;
+          const reply = asked ? { gateId: asked.gateId, question: asked.question, answer: draft.answer ?? "(The planner gave no answer.)" } : undefined;
+          const draftVersion = version;
+          await runStep(recordKey, () =>
+            ops.recordPlan({ runId, stepKey: recordKey, plan: draft.plan, version: draftVersion, feedback: asked ? null : (feedback.at(-1) ?? null), answered: reply }),
+          );
+          if (reply) {
+            // Later plans (after a rejection, say) keep what was asked and answered.
+            answered = { question: reply.question, answer: reply.answer };
+            answers.push(answered);
+          }
+        }
+        question = null;
         if (config.trustMode.planning === "auto") break;
 
-        const decision = await gate(`plan-gate:${round}`, "plan", { plan, version });
+        const decision = await gate(`plan-gate:${round}`, "plan", { plan, version, ...(answered ? { answered } : {}) });
         if (decision.decision === "approve") {
           if (decision.editedPlan) {
             version += 1;
-            plan = { ...plan, ...decision.editedPlan, acceptanceCriteria: plan.acceptanceCriteria, risks: plan.risks };
-            if (decision.editedPlan.tasks.length === 0) plan.tasks = drafted.plan.tasks;
-            if (!decision.editedPlan.summary) plan.summary = drafted.plan.summary;
+            // Tasks (with their files: the scope), acceptance commands and summary as edited; what was left out stays.
+            plan = ops.applyPlanEdits({ drafted: plan, edited: decision.editedPlan });
             const editedKey = `plan:${round}:edited`;
             const edited = plan;
+            const editedVersion = version;
             await runStep(editedKey, () =>
-              ops.recordPlan({ runId, stepKey: editedKey, plan: edited, version, edited: true, by: decision.decidedBy ?? "unknown" }),
+              ops.recordPlan({ runId, stepKey: editedKey, plan: edited, version: editedVersion, edited: true, by: decision.decidedBy ?? "unknown" }),
             );
           }
           break;
+        }
+        if (decision.decision === "ask") {
+          // Not a rejection: it does not count toward limits.maxReplans.
+          question = { gateId: decision.gateId, question: decision.notes ?? "", plan };
+          continue;
         }
         feedback.push(decision.notes ?? "The plan was rejected without feedback.");
         if (feedback.length > config.limits.maxReplans) {

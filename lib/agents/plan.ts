@@ -36,6 +36,14 @@ export const plannerOutputSchema = z.object({
   risks: z.array(z.string()),
 });
 
+/**
+ * The planner's output when a person asked it a question on the plan gate ("ask back"): the answer, plus the whole
+ * plan again, revised where the question shows it should be.
+ */
+export const plannerAnswerSchema = plannerOutputSchema.extend({
+  answer: z.string().min(1).describe("Your answer to the person's question in <plan-question>, for them to read on the plan card"),
+});
+
 export type PlannerOutput = z.infer<typeof plannerOutputSchema>;
 export type PlanTask = z.infer<typeof taskSchema>;
 export type AcceptanceCriterion = { id: string; description: string; command?: string };

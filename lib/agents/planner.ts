@@ -4,7 +4,7 @@ import { section } from "@/lib/ai/prompt-sections";
 import { AppError } from "@/lib/errors";
 import { extractConstraints, MermaidError, sanitizeDiagram, stripFence } from "@/lib/mermaid";
 import { redactDeep } from "@/lib/security/redact";
-import { plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
+import { plannerAnswerSchema, plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
 
 export type PlannerInput = {
   request: string;
@@ -18,10 +18,15 @@ export type PlannerInput = {
   repositoryFiles?: string[];
   /** Diagrams this run's planner already produced (the workflow adds `diagramsProduced` after each call). */
   diagramAttempt?: number;
+  /**
+   * "Ask back": a person's question on the plan gate about the plan shown to them. The planner answers it and returns
+   * the plan revised (or unchanged, when the answer needs no change).
+   */
+  planQuestion?: { question: string; plan: string };
 };
 
 export type PlannerResult =
-  | { kind: "plan"; plan: Plan; diagramsProduced: number }
+  | { kind: "plan"; plan: Plan; diagramsProduced: number; /** The answer to `planQuestion`, when one was asked. */ answer?: string }
   | {
       kind: "clarification";
       question: string;
@@ -39,6 +44,8 @@ export class PlannerError extends AppError {
     readonly mermaid: string,
     readonly line: number | undefined,
     readonly diagramsProduced: number,
+    /** The rest of the plan that came with the invalid diagram, for a person to fix the diagram by hand. */
+    readonly draft?: Omit<Plan, "constraints" | "mermaid">,
   ) {
     super("bad_request:mermaid", message, { details: { reason: "invalid_mermaid", line, diagramsProduced } });
     this.name = "PlannerError";
@@ -52,7 +59,9 @@ Turn the request into a plan another agent will implement and a third will valid
   changes outside it fail validation.
 - Acceptance criteria are checkable; give a command that proves one when possible (it runs in the repository, exit 0 = pass).
 - Ask a clarification (kind "clarification") only when the request cannot be planned without an answer.
-- Respect the project memory and address any rejection feedback.`;
+- Respect the project memory and address any rejection feedback.
+- When a <plan-question> is given, a person asked it about the plan in <current-plan>: answer it in "answer", and return
+  the whole plan, revised where the answer calls for a change.`;
 
 function userPrompt(input: PlannerInput, diagramAttempt: number, previousError?: { mermaid: string; message: string }): string {
   const parts = [section("request", input.request)];
@@ -64,6 +73,10 @@ function userPrompt(input: PlannerInput, diagramAttempt: number, previousError?:
     parts.push(section("rejection-feedback", input.rejectionFeedback.map((f, i) => `${i + 1}. ${f}`).join("\n")));
   }
   if (input.repositoryFiles?.length) parts.push(section("repository-files", input.repositoryFiles.slice(0, 400).join("\n")));
+  if (input.planQuestion) {
+    parts.push(section("current-plan", input.planQuestion.plan));
+    parts.push(section("plan-question", input.planQuestion.question));
+  }
   parts.push(section("diagram-attempt", String(diagramAttempt)));
   if (previousError) {
     parts.push(
@@ -76,11 +89,11 @@ function userPrompt(input: PlannerInput, diagramAttempt: number, previousError?:
   return parts.join("\n\n");
 }
 
-function toPlan(out: PlannerOutput, constraints: Plan["constraints"], mermaid: string): Plan {
+/** The plan's parts other than its diagram: tasks with dependencies on real tasks only, criteria with ids. */
+function draftOf(out: PlannerOutput): Omit<Plan, "constraints" | "mermaid"> {
   const ids = new Set(out.tasks.map((t) => t.id));
   return {
     summary: out.summary,
-    mermaid,
     tasks: out.tasks.map((t) => ({ ...t, dependsOn: t.dependsOn.filter((d) => ids.has(d) && d !== t.id) })),
     acceptanceCriteria: out.acceptanceCriteria.map((c, i) => ({
       id: c.id?.trim() || `AC${i + 1}`,
@@ -88,8 +101,11 @@ function toPlan(out: PlannerOutput, constraints: Plan["constraints"], mermaid: s
       ...(c.command?.trim() ? { command: c.command.trim() } : {}),
     })),
     risks: out.risks,
-    constraints,
   };
+}
+
+function toPlan(out: PlannerOutput, constraints: Plan["constraints"], mermaid: string): Plan {
+  return { ...draftOf(out), mermaid, constraints };
 }
 
 /**
@@ -113,6 +129,7 @@ export async function runPlanner({
 }): Promise<PlannerResult> {
   const firstAttempt = input.diagramAttempt ?? 0;
   let previousError: { mermaid: string; message: string; line?: number } | undefined;
+  let lastDraft: Omit<Plan, "constraints" | "mermaid"> | undefined;
   for (let n = 0; n < 2; n++) {
     const out = await callModel({
       modelId,
@@ -124,7 +141,8 @@ export async function runPlanner({
           model,
           system: SYSTEM,
           prompt: userPrompt(input, firstAttempt + n, previousError),
-          output: Output.object({ schema: plannerOutputSchema }),
+          // A question asks for the answer alongside the plan; otherwise the plan alone.
+          output: Output.object({ schema: input.planQuestion ? plannerAnswerSchema : plannerOutputSchema }),
           maxRetries: 0,
           abortSignal: signal,
         });
@@ -146,10 +164,12 @@ export async function runPlanner({
     const mermaid = sanitizeDiagram(stripFence(out.mermaid));
     try {
       const constraints = await extractConstraints(mermaid);
-      return { kind: "plan", plan: toPlan(out, constraints, mermaid), diagramsProduced: n + 1 };
+      const answer = "answer" in out && typeof out.answer === "string" ? out.answer : undefined;
+      return { kind: "plan", plan: toPlan(out, constraints, mermaid), diagramsProduced: n + 1, ...(answer ? { answer } : {}) };
     } catch (error) {
       if (!(error instanceof MermaidError)) throw error;
       previousError = { mermaid, message: error.message, line: error.line };
+      lastDraft = draftOf(out);
     }
   }
   throw new PlannerError(
@@ -157,5 +177,6 @@ export async function runPlanner({
     previousError!.mermaid,
     previousError!.line,
     2,
+    lastDraft,
   );
 }

@@ -159,4 +159,31 @@ describe("plan constraints checked by Gatehouse, not by the model", () => {
     expect(right.passed).toBe(true);
     expect(right.planChecks.every((c) => c.passed)).toBe(true);
   });
+
+  it("required commands present: a missing program or npm script fails though the command exits 0; present ones pass", async () => {
+    await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
+    await sandbox.writeFile("package.json", JSON.stringify({ scripts: { test: "true" } }));
+    const p = planOf({
+      tasks: [{ id: "T1", files: ["src/"] }],
+      criteria: [
+        { id: "AC1", description: "present", command: "test -f src/app.ts" },
+        { id: "AC2", description: "no such script", command: "./scripts/check.sh || true" },
+        { id: "AC3", description: "no such program", command: "definitely-not-a-program-xyz --version || true" },
+        { id: "AC4", description: "no such npm script", command: "npm run lint --if-present || true" },
+      ],
+    });
+    const r = await validate(reviewer({ passed: true, alignmentScore: 10 }).model, p);
+    expect(r.checks.every((c) => c.passed)).toBe(true);
+    expect(r.passed).toBe(false);
+    const commands = r.planChecks.find((c) => c.kind === "commands")!;
+    expect(commands.passed).toBe(false);
+    expect(commands.detail).toContain("./scripts/check.sh does not exist");
+    expect(commands.detail).toContain("definitely-not-a-program-xyz is not installed");
+    expect(commands.detail).toContain('package.json has no "lint" script');
+    expect(commands.detail).not.toContain("AC1");
+
+    await sandbox.writeFile("scripts/check.sh", "#!/bin/sh\nexit 0\n");
+    const ok = planOf({ tasks: [{ id: "T1", files: ["src/", "scripts/"] }], criteria: [{ id: "AC1", description: "script", command: "./scripts/check.sh || true" }] });
+    expect((await validate(reviewer({ passed: true, alignmentScore: 10 }).model, ok)).planChecks.find((c) => c.kind === "commands")?.passed).toBe(true);
+  });
 });

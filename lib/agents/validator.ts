@@ -67,11 +67,52 @@ export type ValidationResult = {
 };
 
 /** One deterministic check of the plan's constraints; a failed one is a major finding no review can override. */
-export type PlanCheck = { kind: "scope" | "files" | "order"; passed: boolean; detail: string };
+export type PlanCheck = { kind: "scope" | "files" | "order" | "commands"; passed: boolean; detail: string };
+
+/**
+ * What an acceptance command needs before it can prove anything: its program (a path in the repository, or a name on
+ * PATH), and for `npm|pnpm|yarn run <script>` / `npm test` the package.json script. A line like `./check.sh || true`
+ * exits 0 without its script, so the command's exit code alone cannot tell.
+ */
+async function missingCommandParts({
+  command,
+  sandbox,
+}: {
+  command: string;
+  sandbox: Pick<Sandbox, "readFile" | "exec">;
+}): Promise<string | null> {
+  const words = command.trim().split(/[|&;<>()\n]/)[0]!.trim().split(/\s+/).filter(Boolean);
+  // Leading VAR=value assignments are not the program.
+  while (words.length > 1 && /^[A-Za-z_][A-Za-z0-9_]*=/.test(words[0]!)) words.shift();
+  const program = words[0];
+  if (!program) return null;
+  if (program.includes("/")) {
+    const exists = await sandbox.readFile(program.replace(/^\.\//, "")).then(() => true, () => false);
+    return exists ? null : `${program} does not exist`;
+  }
+  const found = await sandbox.exec("sh", ["-c", 'command -v -- "$1" >/dev/null', "sh", program]).then((r) => r.exitCode === 0, () => false);
+  if (!found) return `${program} is not installed`;
+  if (["npm", "pnpm", "yarn"].includes(program)) {
+    const script = words[1] === "run" || words[1] === "run-script" ? words[2] : words[1] === "test" ? "test" : undefined;
+    if (!script || script.startsWith("-")) return null;
+    const scripts = await sandbox.readFile("package.json").then(
+      (text) => {
+        try {
+          return (JSON.parse(text) as { scripts?: Record<string, string> }).scripts ?? {};
+        } catch {
+          return {};
+        }
+      },
+      () => ({}) as Record<string, string>,
+    );
+    if (!(script in scripts)) return `package.json has no "${script}" script`;
+  }
+  return null;
+}
 
 /**
  * What can be checked without a model: every changed file is in the plan's scope, every file a task names exists
- * (unless the diff deleted it), and tasks finished in an order their dependencies allow (`completedOrder`, task ids in
+ * (unless the diff deleted it), every acceptance command's program (and npm script) is present, and tasks finished in an order their dependencies allow (`completedOrder`, task ids in
  * the order the implementer finished them, when known).
  */
 export async function checkPlanConstraints({
@@ -82,8 +123,8 @@ export async function checkPlanConstraints({
   deletedFiles,
   completedOrder,
 }: {
-  plan: Pick<Plan, "tasks">;
-  sandbox: Pick<Sandbox, "readFile" | "listFiles">;
+  plan: Pick<Plan, "tasks"> & Partial<Pick<Plan, "acceptanceCriteria">>;
+  sandbox: Pick<Sandbox, "readFile" | "listFiles" | "exec">;
   changedFiles: string[];
   outOfScopeFiles: string[];
   deletedFiles: string[];
@@ -111,6 +152,19 @@ export async function checkPlanConstraints({
       ? { kind: "files", passed: false, detail: `Files the plan's tasks name do not exist: ${missing.join(", ")}.` }
       : { kind: "files", passed: true, detail: "Every file the plan's tasks name exists." },
   );
+  const commands = (plan.acceptanceCriteria ?? []).filter((c) => c.command);
+  if (commands.length) {
+    const absent: string[] = [];
+    for (const c of commands) {
+      const missing = await missingCommandParts({ command: c.command!, sandbox });
+      if (missing) absent.push(`${c.id} (\`${c.command}\`): ${missing}`);
+    }
+    checks.push(
+      absent.length
+        ? { kind: "commands", passed: false, detail: `Commands the plan requires are not present: ${absent.join("; ")}.` }
+        : { kind: "commands", passed: true, detail: `Every acceptance command's program is present (${commands.length}).` },
+    );
+  }
   if (completedOrder?.length) {
     const position = new Map(completedOrder.map((id, i) => [id, i]));
     const early: string[] = [];

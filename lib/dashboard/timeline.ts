@@ -64,6 +64,14 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { by, feedback } = p(event, "APPROVAL_REJECTED");
       return item("Rejected", "danger", [by && `by ${name(by)}`, text(feedback)].filter(Boolean).join(" — ") || undefined);
     }
+    case "PLAN_QUESTION_ASKED": {
+      const { by, question } = p(event, "PLAN_QUESTION_ASKED");
+      return item("Question to the planner", "waiting", [by && `by ${name(by)}`, text(question)].filter(Boolean).join(" — ") || undefined);
+    }
+    case "PLAN_QUESTION_ANSWERED": {
+      const { answer, version } = p(event, "PLAN_QUESTION_ANSWERED");
+      return item(`Planner answered → plan v${version ?? "?"}`, "info", text(answer) || undefined);
+    }
     case "FIX_DECISION_MADE": {
       const { decision, by } = p(event, "FIX_DECISION_MADE");
       const label = decision === "retry" ? "Retry the fix" : decision === "accept" ? "Accepted anyway" : "Cancel";

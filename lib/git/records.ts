@@ -272,6 +272,9 @@ export function buildRunContext({
       case "APPROVAL_REJECTED":
         decisions.push({ at: e.timestamp, kind: "rejection", by: e.payload.by, decision: "rejected", gateId: e.payload.gateId, notes: e.payload.feedback });
         break;
+      case "PLAN_QUESTION_ASKED":
+        decisions.push({ at: e.timestamp, kind: "other", by: e.payload.by, decision: "asked the planner", gateId: e.payload.gateId, notes: e.payload.question });
+        break;
       case "FIX_DECISION_MADE":
         decisions.push({ at: e.timestamp, kind: "fix_decision", by: e.payload.by, decision: e.payload.decision, gateId: e.payload.gateId, notes: null });
         break;

@@ -12,6 +12,7 @@ import { redact, redactBase64File, redactDeep } from "@/lib/security/redact";
 const redacted = <T>(value: T): T => redactDeep(value);
 import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/workflow";
 import { getVisibleRun } from "./service";
+import { applyPlanEdits } from "./plan-edits";
 
 /*
  * Human decisions. Each is written to the database first — the gate/clarification row and the run's event in ONE
@@ -28,18 +29,79 @@ export const planTaskSchema = z.strictObject({
   files: z.array(z.string().max(1000)).max(500).optional(),
 });
 
-export const editedPlanSchema = z.strictObject({
-  // Stored as sanitized: no external images or links in labels (see lib/mermaid/sanitize.ts).
-  mermaid: z.string().trim().min(1, "must not be empty").max(100_000).transform(sanitizeDiagram),
-  tasks: z.array(planTaskSchema).max(200).optional(),
-  summary: z.string().max(5_000).optional(),
+export const acceptanceCriterionSchema = z.strictObject({
+  id: z.string().trim().min(1).max(100).optional(),
+  description: z.string().trim().min(1, "must say what is checked").max(5_000),
+  /** Runs in the repository during validation; exit 0 = the criterion holds. */
+  command: z.string().trim().min(1, "must not be empty (leave it out for a criterion without a command)").max(2_000).optional(),
 });
+
+/** A scope entry: a relative path inside the repository (a file or a folder), never absolute or climbing out. */
+const scopePath = z
+  .string()
+  .trim()
+  .min(1, "must not be empty")
+  .max(1000)
+  .refine((p) => !p.startsWith("/") && !/^[A-Za-z]:/.test(p) && !p.split(/[\\/]/).includes(".."), "must be a path inside the repository (relative, no ..)");
+
+export const editedPlanSchema = z
+  .strictObject({
+    // Stored as sanitized: no external images or links in labels (see lib/mermaid/sanitize.ts).
+    mermaid: z.string().trim().min(1, "must not be empty").max(100_000).transform(sanitizeDiagram),
+    // Each task's `files` is its scope: validation fails changes outside the union of them.
+    tasks: z.array(planTaskSchema.extend({ files: z.array(scopePath).max(500).optional() })).max(200).optional(),
+    acceptanceCriteria: z.array(acceptanceCriterionSchema).min(1, "keep at least one criterion").max(100).optional(),
+    summary: z.string().max(5_000).optional(),
+  })
+  .superRefine((plan, ctx) => {
+    const ids = new Set<string>();
+    for (const [i, task] of (plan.tasks ?? []).entries()) {
+      if (ids.has(task.id)) ctx.addIssue({ code: "custom", path: ["tasks", i, "id"], message: `"${task.id}" is used by another task; ids must be unique` });
+      ids.add(task.id);
+    }
+    for (const [i, task] of (plan.tasks ?? []).entries()) {
+      for (const dep of task.dependsOn ?? []) {
+        if (dep === task.id) ctx.addIssue({ code: "custom", path: ["tasks", i, "dependsOn"], message: "a task cannot depend on itself" });
+        else if (!ids.has(dep)) ctx.addIssue({ code: "custom", path: ["tasks", i, "dependsOn"], message: `"${dep}" is not a task of this plan` });
+      }
+    }
+    const criteria = new Set<string>();
+    for (const [i, c] of (plan.acceptanceCriteria ?? []).entries()) {
+      if (c.id && criteria.has(c.id)) ctx.addIssue({ code: "custom", path: ["acceptanceCriteria", i, "id"], message: `"${c.id}" is used by another criterion` });
+      if (c.id) criteria.add(c.id);
+    }
+    if (plan.tasks && hasCycle(plan.tasks)) ctx.addIssue({ code: "custom", path: ["tasks"], message: "the dependencies form a cycle; tasks must have an order" });
+  });
+
+/** Whether tasks' dependsOn form a cycle (then no order does them all). */
+function hasCycle(tasks: Array<{ id: string; dependsOn?: string[] }>): boolean {
+  const deps = new Map(tasks.map((t) => [t.id, t.dependsOn ?? []]));
+  const state = new Map<string, "visiting" | "done">();
+  const visit = (id: string): boolean => {
+    if (state.get(id) === "done") return false;
+    if (state.get(id) === "visiting") return true;
+    state.set(id, "visiting");
+    if ((deps.get(id) ?? []).some((d) => deps.has(d) && visit(d))) return true;
+    state.set(id, "done");
+    return false;
+  };
+  return tasks.some((t) => visit(t.id));
+}
 
 export const approveSchema = z
   .strictObject({
     gateId: z.string().max(100).optional(),
     notes: z.string().max(20_000).optional(),
     editedPlan: editedPlanSchema.optional(),
+    /** An escalated question's answer, typed as the question asked it (see answerSchema). */
+    response: z.lazy(() => responseSchema).optional(),
+  })
+  .transform(redacted);
+
+export const askBackSchema = z
+  .strictObject({
+    gateId: z.string().max(100).optional(),
+    question: z.string({ error: "is required" }).trim().min(1, "must ask the planner something").max(5_000),
   })
   .transform(redacted);
 
@@ -63,6 +125,8 @@ export const resumeSchema = z
   .strictObject({
     minutes: z.number().int().min(1).max(60 * 24 * 7).optional(),
     notes: z.string().max(2_000).optional(),
+    /** Only for a run paused with an invalid plan: the plan fixed by hand, which the run then uses. */
+    editedPlan: editedPlanSchema.optional(),
   })
   .transform(redacted);
 
@@ -170,12 +234,22 @@ export async function approveGate({
       if (input.editedPlan && gate.kind !== "plan") {
         throw new AppError("bad_request:gate", "editedPlan: only a plan gate takes an edited plan.");
       }
+      if (input.response !== undefined) {
+        if (gate.kind !== "escalation") throw new AppError("bad_request:gate", "response: only an escalated question takes a typed response.");
+        // Checked as the question asked it: a chosen option must be one offered, a file must be a file.
+        const context = (gate.context ?? {}) as { responseType?: string; options?: string[] };
+        checkAnswer({ responseType: context.responseType ?? "text", options: context.options?.length ? context.options : null }, input.response);
+      }
     },
     claim: {
       status: "approved",
       decision: "approve",
       notes: input.notes ?? null,
-      payload: input.editedPlan ? { editedPlan: input.editedPlan } : undefined,
+      payload: input.editedPlan
+        ? { editedPlan: input.editedPlan }
+        : input.response !== undefined
+          ? { response: redactAnswer(input.response) }
+          : undefined,
     },
     events: (gate) => [
       {
@@ -183,6 +257,24 @@ export async function approveGate({
         payload: { gateId: gate.id, by: user.id, notes: input.notes ?? null, editedPlan: !!input.editedPlan },
       },
     ],
+  });
+}
+
+/**
+ * "Ask back" on a plan gate: a person's question to the planner (PLAN_QUESTION_ASKED). The planner answers it and
+ * gives a revised plan (a new version, at a new plan gate, with PLAN_QUESTION_ANSWERED); unlike a rejection it does
+ * not count toward limits.maxReplans.
+ */
+export async function askBack({ user, runId, input }: { user: SessionUser; runId: string; input: z.output<typeof askBackSchema> }) {
+  return decide({
+    user,
+    runId,
+    gateId: input.gateId,
+    check: (gate) => {
+      if (gate.kind !== "plan") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate; only a plan gate takes a question to the planner.`);
+    },
+    claim: { status: "asked", decision: "ask", notes: input.question },
+    events: (gate) => [{ type: "PLAN_QUESTION_ASKED", payload: { gateId: gate.id, by: user.id, question: input.question } }],
   });
 }
 
@@ -303,15 +395,21 @@ export async function requestPause({ user, runId, note }: { user: SessionUser; r
   return state;
 }
 
-/** Resume a paused run: `retry` after a model outage or failure, `extend` after a stage timeout. */
+/**
+ * Resume a paused run: `retry` after a model outage or failure, `extend` after a stage timeout. A run paused for an
+ * invalid plan may instead be resumed with the plan fixed by hand (`editedPlan`, checked with Mermaid's grammar): the
+ * planner's draft with these edits becomes the run's next plan version.
+ */
 export async function resumeRun({
   user,
   runId,
   action,
+  editedPlan,
 }: {
   user: SessionUser;
   runId: string;
   action: "retry" | "extend";
+  editedPlan?: z.output<typeof editedPlanSchema>;
 }) {
   const run = await getVisibleRun({ user, runId, action: "decide" });
   if (run.status !== "paused") {
@@ -320,8 +418,23 @@ export async function resumeRun({
   if (action === "extend" && run.pauseReason?.reason !== "timeout") {
     throw new AppError("conflict:run", `The run is paused for ${run.pauseReason?.reason ?? "another reason"}, not a timeout; use retry.`);
   }
+  let fixed: PlanDocument | null = null;
+  if (editedPlan) {
+    if (run.pauseReason?.reason !== "invalid_plan") {
+      throw new AppError(
+        "conflict:run",
+        `editedPlan: the run is paused for ${run.pauseReason?.reason?.replaceAll("_", " ") ?? "another reason"}, not an invalid plan; resume it without a plan.`,
+      );
+    }
+    await checkEditedPlan(editedPlan);
+    const draft: PlanDocument = run.pauseReason.plan ?? { summary: "", mermaid: "", tasks: [], acceptanceCriteria: [] };
+    fixed = applyPlanEdits({ drafted: draft, edited: editedPlan });
+    if (fixed.tasks.length === 0) {
+      throw new AppError("bad_request:api", "editedPlan.tasks: the planner's draft has no tasks to keep; give at least one task.");
+    }
+  }
   const { state } = await write((tx) =>
-    appendEventsTx(tx, runId, [{ type: "RUN_RESUMED", payload: { by: user.id, action } }]),
+    appendEventsTx(tx, runId, [{ type: "RUN_RESUMED", payload: { by: user.id, action, ...(fixed ? { editedPlan: fixed } : {}) } }]),
   );
   return state;
 }
@@ -331,8 +444,7 @@ export async function resumeRun({
 
 const MAX_UPLOAD_BYTES = 256 * 1024;
 
-export const answerSchema = z.strictObject({
-  response: z.union(
+const responseSchema = z.union(
     [
       z.string().trim().min(1, "must not be empty").max(20_000),
       z.array(z.string().max(1_000)).min(1, "choose at least one option").max(50),
@@ -347,8 +459,9 @@ export const answerSchema = z.strictObject({
       }),
     ],
     { error: "must be text, a list of chosen options, or a file {fileName, contentBase64}" },
-  ),
-});
+  );
+
+export const answerSchema = z.strictObject({ response: responseSchema });
 
 /** An answer as it may be stored and shown to a model: redacted, an uploaded file in its decoded text (re-encoded). */
 function redactAnswer(response: z.output<typeof answerSchema>["response"]): z.output<typeof answerSchema>["response"] {

@@ -1,4 +1,5 @@
 import { and, asc, eq, inArray, ne, sql } from "drizzle-orm";
+import type { EditedPlan } from "./plan-edits";
 import { NonRetriableError } from "inngest";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, projects, workflowRuns } from "@/lib/db/schema";
@@ -257,10 +258,10 @@ export async function completeStage({ runId, stage, stepKey }: { runId: string; 
 type WithNow<T> = T & { now: number };
 
 export type PlanStepResult =
-  | WithNow<{ kind: "plan"; plan: PlanDocument; diagramsProduced: number }>
+  | WithNow<{ kind: "plan"; plan: PlanDocument; diagramsProduced: number; answer?: string }>
   | WithNow<{ kind: "timeout" }>
   | WithNow<Extract<PlannerResult, { kind: "clarification" }>>
-  | WithNow<{ kind: "invalid"; message: string; diagramsProduced: number }>
+  | WithNow<{ kind: "invalid"; message: string; diagramsProduced: number; /** The plan with its invalid diagram, to fix by hand. */ draft: PlanDocument | null }>
   | WithNow<{ kind: "model_error"; reason: string; message: string }>;
 
 async function repositoryFiles(repoPath: string, ref: string): Promise<string[]> {
@@ -275,12 +276,15 @@ export async function plan({
   clarifications,
   diagramAttempt,
   deadline,
+  planQuestion,
 }: {
   runId: string;
   stepKey: string;
   feedback: string[];
   clarifications: Array<{ question: string; answer: string }>;
   diagramAttempt: number;
+  /** "Ask back": a person's question about `plan`; the planner answers it and revises the plan. */
+  planQuestion?: { question: string; plan: PlanDocument };
   /** The planning stage's deadline (epoch ms): the model call is aborted when it passes, and the step says timeout. */
   deadline?: number;
 }): Promise<PlanStepResult> {
@@ -297,18 +301,23 @@ export async function plan({
         rejectionFeedback: feedback,
         repositoryFiles: await repositoryFiles(run.repoPath, run.branch),
         diagramAttempt,
+        ...(planQuestion ? { planQuestion: { question: planQuestion.question, plan: describePlanDocument(planQuestion.plan) } } : {}),
       },
       modelId: run.config.modelRouting.planner,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       signal: stage.signal,
     });
-    if (result.kind === "plan") return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, now: workflowClock.now() };
+    if (result.kind === "plan") {
+      const answer = result.answer ? redact(result.answer) : undefined;
+      return { kind: "plan", plan: toPlanDocument(result.plan), diagramsProduced: result.diagramsProduced, ...(answer ? { answer } : {}), now: workflowClock.now() };
+    }
     return { ...result, now: workflowClock.now() };
   } catch (error) {
     if (stage.cancelled()) throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
     if (stage.overtime()) return { kind: "timeout", now: Math.max(workflowClock.now(), deadline ?? 0) + 1 };
     if (error instanceof PlannerError) {
-      return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, now: workflowClock.now() };
+      const draft = error.draft ? toPlanDocument({ ...error.draft, mermaid: error.mermaid }) : null;
+      return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, draft, now: workflowClock.now() };
     }
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
@@ -317,7 +326,18 @@ export async function plan({
   }
 }
 
-function toPlanDocument(plan: Plan): PlanDocument {
+/** A stored plan as the planner reads it back when a person asks about it. */
+function describePlanDocument(doc: PlanDocument): string {
+  const lines = [`Summary: ${doc.summary}`, "", "Tasks:"];
+  for (const t of doc.tasks) {
+    lines.push(`- ${t.id}: ${t.title}${t.dependsOn?.length ? ` (after ${t.dependsOn.join(", ")})` : ""}${t.files?.length ? ` [files: ${t.files.join(", ")}]` : ""}`);
+  }
+  lines.push("", "Acceptance criteria:", ...doc.acceptanceCriteria.map((c) => `- ${c.description}${c.command ? ` (\`${c.command}\`)` : ""}`));
+  lines.push("", "Diagram:", doc.mermaid);
+  return lines.join("\n");
+}
+
+function toPlanDocument(plan: Omit<Plan, "constraints">): PlanDocument {
   return {
     summary: plan.summary,
     mermaid: plan.mermaid,
@@ -347,6 +367,7 @@ export async function recordPlan({
   edited,
   by,
   feedback,
+  answered,
 }: {
   runId: string;
   stepKey: string;
@@ -355,6 +376,8 @@ export async function recordPlan({
   edited?: boolean;
   by?: string;
   feedback?: string | null;
+  /** This version answers a person's question on a plan gate: PLAN_QUESTION_ANSWERED is recorded with it. */
+  answered?: { gateId: string; question: string; answer: string };
 }) {
   const run = await loadRun({ runId });
   const spec = await commitSpec({
@@ -379,6 +402,7 @@ export async function recordPlan({
         edited
           ? { type: "PLAN_EDITED", payload: { version, by: by ?? "unknown", plan: doc, path: spec.path, commitSha: spec.sha } }
           : { type: "PLAN_CREATED", payload: { version, plan: doc, path: spec.path, commitSha: spec.sha, feedback: feedback ?? null } },
+        ...(answered ? [{ type: "PLAN_QUESTION_ANSWERED" as const, payload: { ...answered, version } }] : []),
       ],
       { stepKey },
     );
@@ -470,6 +494,8 @@ export async function openGate({
   return { gateId, tree };
 }
 
+export { applyPlanEdits, type EditedPlan } from "./plan-edits";
+
 export type WaitResult<T> = { state: "pending" } | { state: "ended"; status: string } | ({ state: "done" } & T);
 
 export async function readGate({
@@ -478,7 +504,7 @@ export async function readGate({
 }: {
   runId: string;
   gateId: string;
-}): Promise<WaitResult<{ decision: string; notes: string | null; decidedBy: string | null; editedPlan: PlanDocument | null; now: number }>> {
+}): Promise<WaitResult<{ gateId: string; decision: string; notes: string | null; decidedBy: string | null; editedPlan: EditedPlan | null; /** An escalated question's typed answer, as text. */ answer: string | null; now: number }>> {
   const db = await getDb();
   const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
   if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
@@ -490,13 +516,15 @@ export async function readGate({
   }
   if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
   await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
-  const edited = (gate.payload as { editedPlan?: { mermaid: string; tasks?: PlanDocument["tasks"]; summary?: string } } | null)?.editedPlan;
+  const payload = gate.payload as { editedPlan?: EditedPlan; response?: unknown } | null;
   return {
     state: "done",
+    gateId: gate.id,
     decision: gate.decision ?? gate.status,
     notes: gate.notes,
     decidedBy: gate.decidedBy,
-    editedPlan: edited ? { summary: edited.summary ?? "", mermaid: edited.mermaid, tasks: edited.tasks ?? [], acceptanceCriteria: [] } : null,
+    editedPlan: payload?.editedPlan ?? null,
+    answer: payload?.response !== undefined && payload?.response !== null ? answerText(payload.response) : null,
     now: workflowClock.now(),
   };
 }
@@ -615,16 +643,19 @@ export async function pause({
   reason,
   message,
   stage,
+  plan: draft,
 }: {
   runId: string;
   stepKey: string;
+  /** invalid_plan: the plan with its invalid diagram, shown in the editor so a person can fix it by hand. */
+  plan?: PlanDocument | null;
   reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "other";
   message: string;
   stage: Stage | null;
 }): Promise<{ tree: string | null }> {
   const run = await loadRun({ runId });
   const tree = await parkSandbox(run, `paused: ${reason}`, stepKey);
-  await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage } }]);
+  await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage, ...(draft ? { plan: draft } : {}) } }]);
   return { tree };
 }
 
@@ -638,7 +669,11 @@ export async function pauseRequested({ runId }: { runId: string }): Promise<{ me
   return { message: `Paused by a person${request.note ? `: ${redact(request.note)}` : ""}. Resume it to continue where it stopped.` };
 }
 
-export async function readResume({ runId }: { runId: string }): Promise<WaitResult<{ action: "retry" | "extend"; now: number }>> {
+export async function readResume({
+  runId,
+}: {
+  runId: string;
+}): Promise<WaitResult<{ action: "retry" | "extend"; editedPlan: PlanDocument | null; by: string | null; now: number }>> {
   const run = await getRunState({ id: runId });
   if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
   if (TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
@@ -650,7 +685,9 @@ export async function readResume({ runId }: { runId: string }): Promise<WaitResu
   const resumed = [...events].reverse().find((e) => e.type === "RUN_RESUMED");
   if (resumed) await acknowledgeDecision({ runId, key: decisionKey.resume(resumed.sequence) });
   const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
-  return { state: "done", action, now: workflowClock.now() };
+  const editedPlan = resumed?.type === "RUN_RESUMED" ? (resumed.payload.editedPlan ?? null) : null;
+  const by = resumed?.type === "RUN_RESUMED" ? resumed.payload.by : null;
+  return { state: "done", action, editedPlan, by, now: workflowClock.now() };
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

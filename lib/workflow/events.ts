@@ -39,6 +39,10 @@ export type RunEventPayloads = {
   APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null };
   APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean };
   APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
+  /** "Ask back" on a plan gate: a person asked the planner a question; it answers and revises the plan (not a rejection). */
+  PLAN_QUESTION_ASKED: { gateId: string; by: string; question: string };
+  /** The planner's answer to a PLAN_QUESTION_ASKED, with the version of the revised plan it gave alongside. */
+  PLAN_QUESTION_ANSWERED: { gateId: string; question: string; answer: string; version: number };
   FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" };
   CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
@@ -58,8 +62,11 @@ export type RunEventPayloads = {
     reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "other";
     message: string;
     stage?: Stage | null;
+    /** invalid_plan: the planner's plan with its invalid diagram, for a person to fix by hand (POST /resume). */
+    plan?: PlanDocument;
   };
-  RUN_RESUMED: { by: string; action?: "retry" | "extend" };
+  /** `editedPlan`: the run was paused for an invalid plan and a person fixed it by hand; the run goes on with that plan. */
+  RUN_RESUMED: { by: string; action?: "retry" | "extend"; editedPlan?: PlanDocument | null };
   /** A person asked a computing run to pause; it parks at its next turn boundary (RUN_PAUSED, reason by_person). */
   PAUSE_REQUESTED: { by: string; note?: string | null };
   BRANCH_CREATED: { branch: string; baseSha?: string };
@@ -95,6 +102,8 @@ export const RUN_EVENT_TYPES = [
   "APPROVAL_REQUESTED",
   "APPROVAL_GRANTED",
   "APPROVAL_REJECTED",
+  "PLAN_QUESTION_ASKED",
+  "PLAN_QUESTION_ANSWERED",
   "FIX_DECISION_MADE",
   "CLARIFICATION_REQUESTED",
   "CLARIFICATION_ANSWERED",

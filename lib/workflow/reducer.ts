@@ -123,6 +123,16 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         rejections: event.type === "APPROVAL_REJECTED" ? state.rejections + 1 : state.rejections,
       });
 
+    case "PLAN_QUESTION_ASKED":
+      // Like a rejection it sends the planner back to work, but it is not one: `rejections` stays.
+      requireStatus("awaiting_approval");
+      if (!state.pendingGate || state.pendingGate.gateId !== event.payload.gateId) fail("no such gate is pending");
+      return next({ status: "running", pendingGate: null, resumedAt: at });
+
+    case "PLAN_QUESTION_ANSWERED":
+      requireStatus("running");
+      return next({});
+
     case "FIX_DECISION_MADE":
       requireStatus("awaiting_fix_decision");
       if (!state.pendingGate || state.pendingGate.gateId !== event.payload.gateId) fail("no such gate is pending");
@@ -192,6 +202,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
           reason: event.payload.reason,
           message: event.payload.message,
           stage: event.payload.stage ?? state.currentStage,
+          ...(event.payload.plan ? { plan: event.payload.plan } : {}),
         },
       });
 

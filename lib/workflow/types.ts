@@ -1,4 +1,5 @@
 import type { Stage } from "./config";
+import type { PlanDocument } from "./events";
 
 export type RunStatus =
   | "queued"
@@ -52,7 +53,7 @@ export type RunState = {
   branch: string | null;
   pendingGate: { gateId: string; gateNumber: number; kind: GateKind } | null;
   pendingClarification: { clarificationId: string; stage: Stage } | null;
-  pauseReason: { reason: string; message: string; stage: Stage | null } | null;
+  pauseReason: { reason: string; message: string; stage: Stage | null; plan?: PlanDocument } | null;
   planVersion: number;
   rejections: number;
   implementationAttempts: number;

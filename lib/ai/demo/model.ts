@@ -22,6 +22,7 @@ function demoRespond(options: LanguageModelV3CallOptions): ScriptedReply {
   if (tools.includes("write_file")) return implementerReply(ins, options.prompt, text);
   const schema = options.responseFormat?.type === "json" ? options.responseFormat.schema : undefined;
   const props = Object.keys((schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+  if (props.includes("mermaid") && props.includes("answer")) return { text: JSON.stringify(planAnswerReply(ins, text)) };
   if (props.includes("mermaid")) return { text: JSON.stringify(planReply(ins, text)) };
   if (props.includes("findings")) return { text: JSON.stringify(reviewReply(ins, text)) };
   if (props.includes("alignmentScore")) return { text: JSON.stringify(alignmentReply(ins, text)) };
@@ -92,6 +93,22 @@ function planReply(ins: DemoInstructions, prompt: string) {
       ...ins.checks.map((command, i) => ({ id: `AC${ins.files.length + 2 + i}`, description: `\`${command}\` succeeds`, command })),
     ],
     risks: ["Demo model: the plan follows the request's instructions literally."],
+  };
+}
+
+/**
+ * "Ask back" on the plan gate: the demo answers deterministically (it repeats the question and says what it changed)
+ * and revises its plan visibly: the question joins the plan's risks, so the new version differs from the last.
+ */
+function planAnswerReply(ins: DemoInstructions, prompt: string) {
+  const question = (readSection(prompt, "plan-question") ?? "").trim();
+  const plan = planReply(ins, prompt);
+  if (plan.kind !== "plan") return { ...plan, answer: "I need an answer to my own question first." };
+  return {
+    ...plan,
+    summary: `${plan.summary} (revised after a question)`,
+    risks: [...plan.risks, `Asked on the plan card: ${question}`],
+    answer: `Demo answer (scripted, not AI): you asked "${question}". The plan follows the request's instructions literally; the revised plan lists your question under its risks.`,
   };
 }
 

@@ -11,8 +11,8 @@ export const dynamic = "force-dynamic";
 /** Resume a paused run where it stopped (the same as /retry; named for runs a person paused). */
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
-  await readOptionalJson(request, resumeSchema);
-  const run = await resumeRun({ user, runId: params.id, action: "retry" });
+  const input = await readOptionalJson(request, resumeSchema);
+  const run = await resumeRun({ user, runId: params.id, action: "retry", editedPlan: input.editedPlan });
   await announceDecision({ event: runResumed.create({ runId: params.id, action: "retry" }), key: decisionKey.resume(run.lastSequence) });
   return json({ run: toRunDto(run) });
 });

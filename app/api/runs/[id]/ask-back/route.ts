@@ -1,0 +1,16 @@
+import { json, readJson, route } from "@/lib/http";
+import { askBack, askBackSchema } from "@/lib/runs/decisions";
+import { announce } from "@/inngest/announce";
+import { gateDecided } from "@/inngest/events";
+import { rateLimit } from "@/lib/security/rate-limit";
+
+export const dynamic = "force-dynamic";
+
+/** "Ask back" on a plan gate: the planner answers the question and gives a revised plan; not a rejection. */
+export const POST = route<{ id: string }>(async ({ request, params, user }) => {
+  await rateLimit({ user, bucket: "decisions" });
+  const input = await readJson(request, askBackSchema);
+  const gate = await askBack({ user, runId: params.id, input });
+  await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: "ask" }));
+  return json({ gate });
+});
