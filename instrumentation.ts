@@ -18,6 +18,14 @@ export async function register(): Promise<void> {
   await getDb();
   step(`database ready: ${env.databaseUrl.startsWith("file:") ? "file" : "server"}, migrations applied (${Date.now() - dbStarted} ms)`);
 
+  if (env.NODE_ENV === "production") {
+    // Configuration problems in the log before the first run fails on them; never blocks or crashes the start.
+    const [{ logDoctorAtStart }, { log }] = await Promise.all([import("./lib/ops/doctor"), import("./lib/log")]);
+    void logDoctorAtStart({ env, logger: log }).catch((error: unknown) => {
+      log.warn("doctor: could not run the start-up checks", { error: error instanceof Error ? error.message : String(error) });
+    });
+  }
+
   const { sandboxCapabilities } = await import("./lib/sandbox");
   const sandbox = sandboxCapabilities();
   if (sandbox.warning) console.warn(`[sandbox] ${sandbox.warning}`);
