@@ -53,6 +53,8 @@ const schema = z.object({
     "DATABASE_URL must start with file:, libsql:, http(s): or ws(s):",
   ),
   DATABASE_AUTH_TOKEN: optionalString,
+  /** Set by Vercel on its builds and functions ("1"): no long-lived process, a read-only disk except /tmp. */
+  VERCEL: optionalString,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   /**
    * The app runs behind a reverse proxy that sets X-Forwarded-Host / X-Forwarded-Proto. Only then are those headers
@@ -233,6 +235,16 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
     raw.INNGEST_EVENT_KEY || raw.INNGEST_SIGNING_KEY || raw.INNGEST_BASE_URL ? "inngest" : "embedded";
   const publicUrl = raw.GATEHOUSE_PUBLIC_URL ?? `http://${raw.HOST === "0.0.0.0" ? "127.0.0.1" : raw.HOST}:${raw.PORT}`;
   return { ...raw, dataDir, databaseUrl, executionMode, publicUrl, appDir: process.cwd() };
+}
+
+/**
+ * Build-time choice for next.config.ts: GATEHOUSE_STANDALONE=1 makes `next build` emit the standalone server
+ * (.next/standalone, what the Dockerfile ships). Read here rather than through getEnv(): the build must not need the
+ * runtime's secrets.
+ */
+export function standaloneBuild(): boolean {
+  const v = process.env.GATEHOUSE_STANDALONE;
+  return v === "1" || v === "true";
 }
 
 let cached: Env | undefined;

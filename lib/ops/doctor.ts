@@ -119,6 +119,28 @@ export function checkExecutorKey({ env }: { env: Env }): CheckResult {
   return ok(name, `generated into ${env.dataDir}/executor-key`);
 }
 
+/**
+ * Vercel runs functions, not a server: no process outlives a request (so no embedded executor), and the disk is
+ * read-only except an instance's own /tmp (so no database file, and the data directory holds only scratch work).
+ */
+export function checkHosting({ env }: { env: Env }): CheckResult {
+  const name = "hosting";
+  if (!env.VERCEL) return ok(name, "a long-lived server process (embedded executor and local files possible)");
+  if (env.executionMode === "embedded") {
+    return fail(name, "on Vercel no process outlives a request, so the embedded executor cannot drive runs", "Connect Inngest Cloud (the Vercel integration sets INNGEST_EVENT_KEY and INNGEST_SIGNING_KEY)");
+  }
+  if (env.databaseUrl.startsWith("file:")) {
+    return fail(name, "on Vercel a database file is lost with the instance (and the disk is read-only outside /tmp)", "Create a Turso database and set DATABASE_URL=libsql://… and DATABASE_AUTH_TOKEN");
+  }
+  if (env.dataDir !== "/tmp" && !env.dataDir.startsWith("/tmp/")) {
+    return fail(name, `GATEHOUSE_DATA_DIR is ${env.dataDir}, but on Vercel only /tmp is writable`, "Set GATEHOUSE_DATA_DIR=/tmp/gatehouse (scratch space: worktrees and clones, re-created when missing)");
+  }
+  if (env.GATEHOUSE_SANDBOX !== "e2b" && !env.E2B_API_KEY) {
+    return warn(name, "on Vercel agent commands would run in the function's own container (no bubblewrap, shared with the app)", "Set E2B_API_KEY (and GATEHOUSE_SANDBOX=e2b) so agent commands run in E2B sandboxes");
+  }
+  return ok(name, "Vercel with Inngest and a remote database");
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 // Database
 
@@ -361,6 +383,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
     ...(await guard("auth secret", () => checkAuthSecret({ env }))),
     ...(await guard("executor key", () => checkExecutorKey({ env }))),
     ...(await guard("proxy and cookies", () => checkProxy({ env }))),
+    ...(await guard("hosting", () => checkHosting({ env }))),
     ...(await guard("database", () => checkDatabase(options))),
     ...(await guard("inngest", () => checkInngest(options))),
     ...(await guard("e2b sandbox", () => checkE2B(options))),

@@ -13,6 +13,7 @@ import {
   checkE2B,
   checkExecutorKey,
   checkGitHubApp,
+  checkHosting,
   checkInngest,
   checkModels,
   checkProxy,
@@ -84,6 +85,27 @@ describe("public URL, auth secret, executor key, proxy", () => {
     expect(https.status).toBe("warn");
     expect(https.fix).toMatch(/GATEHOUSE_TRUST_PROXY=true/);
     expect(checkProxy({ env: envWith({ NODE_ENV: "production", GATEHOUSE_PUBLIC_URL: "https://gh.example.com", GATEHOUSE_TRUST_PROXY: "1" }) }).status).toBe("ok");
+  });
+});
+
+describe("hosting", () => {
+  it("on Vercel: the embedded executor, a database file and a data directory outside /tmp each fail with the fix", () => {
+    const embedded = checkHosting({ env: envWith({ VERCEL: "1" }) });
+    expect(embedded.status).toBe("fail");
+    expect(embedded.fix).toMatch(/Inngest Cloud/);
+    const inngest = { VERCEL: "1", INNGEST_EVENT_KEY: "e", INNGEST_SIGNING_KEY: "signkey-prod-00" };
+    const file = checkHosting({ env: envWith(inngest) });
+    expect(file.status).toBe("fail");
+    expect(file.fix).toMatch(/Turso/);
+    const remote = { ...inngest, DATABASE_URL: "libsql://db-org.turso.io", DATABASE_AUTH_TOKEN: "t" };
+    const disk = checkHosting({ env: envWith({ ...remote, GATEHOUSE_DATA_DIR: "/var/lib/gatehouse" }) });
+    expect(disk.status).toBe("fail");
+    expect(disk.fix).toContain("GATEHOUSE_DATA_DIR=/tmp/gatehouse");
+    const local = checkHosting({ env: envWith({ ...remote, GATEHOUSE_DATA_DIR: "/tmp/gatehouse" }) });
+    expect(local.status).toBe("warn");
+    expect(local.fix).toMatch(/E2B_API_KEY/);
+    expect(checkHosting({ env: envWith({ ...remote, GATEHOUSE_DATA_DIR: "/tmp/gatehouse", E2B_API_KEY: "e2b_key" }) }).status).toBe("ok");
+    expect(checkHosting({ env: envWith({}) }).status).toBe("ok");
   });
 });
 
@@ -359,7 +381,7 @@ describe("runDoctor", () => {
   it("runs every check and formats each with its fix", async () => {
     const file = path.join(tmp, "all.db");
     const results = await runDoctor({ env: envWith({ DATABASE_URL: `file:${file}`, GITHUB_APP_ID: "4242" }), live: true });
-    expect(results.map((r) => r.name)).toEqual(["public URL", "auth secret", "executor key", "proxy and cookies", "database", "inngest", "e2b sandbox", "github app", "models"]);
+    expect(results.map((r) => r.name)).toEqual(["public URL", "auth secret", "executor key", "proxy and cookies", "hosting", "database", "inngest", "e2b sandbox", "github app", "models"]);
     const text = formatResults(results);
     expect(text).toMatch(/FAIL {2}github app: .*GITHUB_APP_PRIVATE_KEY is missing\n {8}fix: /);
   });
