@@ -71,7 +71,7 @@ export function checkPublicUrl({ env }: { env: Env }): CheckResult {
 }
 
 export function checkAuthSecret({ env }: { env: Env }): CheckResult {
-  const name = "auth secret";
+  const name = "session signing";
   if (env.AUTH_SECRET) return ok(name, "AUTH_SECRET is set");
   const fix = "Set AUTH_SECRET to a random string of at least 32 characters (`openssl rand -base64 32`), the same on every app instance";
   if (requiresEnvSecrets(env)) {
@@ -380,7 +380,7 @@ export async function runDoctor(options: DoctorOptions): Promise<CheckResult[]> 
   const { env } = options;
   return [
     ...(await guard("public URL", () => checkPublicUrl({ env }))),
-    ...(await guard("auth secret", () => checkAuthSecret({ env }))),
+    ...(await guard("session signing", () => checkAuthSecret({ env }))),
     ...(await guard("executor key", () => checkExecutorKey({ env }))),
     ...(await guard("proxy and cookies", () => checkProxy({ env }))),
     ...(await guard("hosting", () => checkHosting({ env }))),

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { createClient } from "@libsql/client";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { parseEnv, type Env } from "@/lib/env";
 import { openDatabase, migrationsFolder } from "@/lib/db";
 import {
@@ -381,7 +381,7 @@ describe("runDoctor", () => {
   it("runs every check and formats each with its fix", async () => {
     const file = path.join(tmp, "all.db");
     const results = await runDoctor({ env: envWith({ DATABASE_URL: `file:${file}`, GITHUB_APP_ID: "4242" }), live: true });
-    expect(results.map((r) => r.name)).toEqual(["public URL", "auth secret", "executor key", "proxy and cookies", "hosting", "database", "inngest", "e2b sandbox", "github app", "models"]);
+    expect(results.map((r) => r.name)).toEqual(["public URL", "session signing", "executor key", "proxy and cookies", "hosting", "database", "inngest", "e2b sandbox", "github app", "models"]);
     const text = formatResults(results);
     expect(text).toMatch(/FAIL {2}github app: .*GITHUB_APP_PRIVATE_KEY is missing\n {8}fix: /);
   });
@@ -401,5 +401,22 @@ describe("at start", () => {
     expect(error?.msg).toMatch(/^doctor: github app: .*GITHUB_APP_PRIVATE_KEY is missing/);
     expect(String(error?.fields?.fix)).toMatch(/private key/);
     expect(lines.at(-1)).toMatchObject({ level: "info", msg: expect.stringMatching(/^doctor: 1 failed/) });
+  });
+});
+
+describe("through the real log", () => {
+  it("the findings survive the log's redaction: the variable to set is still named", async () => {
+    const { logDoctorAtStart } = await import("@/lib/ops/doctor");
+    const { log } = await import("@/lib/log");
+    const seen: string[] = [];
+    const spy = vi.spyOn(console, "warn").mockImplementation((line: unknown) => void seen.push(String(line)));
+    try {
+      await logDoctorAtStart({ env: envWith({ NODE_ENV: "production", DATABASE_URL: `file:${path.join(tmp, "redact.db")}` }), logger: log });
+    } finally {
+      spy.mockRestore();
+    }
+    const line = seen.map((l) => JSON.parse(l) as { msg: string; fix?: string }).find((l) => l.msg.startsWith("doctor: session signing"));
+    expect(line?.msg).toContain("AUTH_SECRET is not set");
+    expect(line?.fix).toContain("Set AUTH_SECRET");
   });
 });
