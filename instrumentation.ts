@@ -8,9 +8,14 @@ export async function register(): Promise<void> {
   // it keeps the Node-only executor out of the edge bundle.
   if (process.env.NEXT_RUNTIME !== "nodejs") return;
   const started = Date.now();
-  const step = (line: string) => console.log(`[gatehouse] ${line}`);
   const { getEnv } = await import("./lib/env");
   const env = getEnv();
+  // In production these lines are JSON log lines like every other (one per event, for the log pipeline); in dev they stay
+  // plain text for the person watching the terminal.
+  const { log } = await import("./lib/log");
+  const production = env.NODE_ENV === "production";
+  const step = (line: string) => (production ? log.info(line) : console.log(`[gatehouse] ${line}`));
+  const warn = (scope: string, line: string) => (production ? log.warn(`${scope}: ${line}`) : console.warn(`[${scope}] ${line}`));
   step(`starting (${env.executionMode} executor, data in ${env.dataDir})`);
 
   const { getDb } = await import("./lib/db");
@@ -18,9 +23,17 @@ export async function register(): Promise<void> {
   await getDb();
   step(`database ready: ${env.databaseUrl.startsWith("file:") ? "file" : "server"}, migrations applied (${Date.now() - dbStarted} ms)`);
 
+  if (production) {
+    // Configuration problems in the log before the first run fails on them; never blocks or crashes the start.
+    const { logDoctorAtStart } = await import("./lib/ops/doctor");
+    void logDoctorAtStart({ env, logger: log }).catch((error: unknown) => {
+      log.warn("doctor: could not run the start-up checks", { error: error instanceof Error ? error.message : String(error) });
+    });
+  }
+
   const { sandboxCapabilities } = await import("./lib/sandbox");
   const sandbox = sandboxCapabilities();
-  if (sandbox.warning) console.warn(`[sandbox] ${sandbox.warning}`);
+  if (sandbox.warning) warn("sandbox", sandbox.warning);
 
   let stopExecutor = async () => {};
   if (env.executionMode === "embedded" && env.GATEHOUSE_EMBEDDED_WORKER) {
@@ -29,7 +42,7 @@ export async function register(): Promise<void> {
     stopExecutor = () => executor.stop();
     const status = await executor.status();
     for (const app of status.apps) {
-      if (app.error) console.warn(`[executor] ${app.url}: ${app.error} (retrying)`);
+      if (app.error) warn("executor", `${app.url}: ${app.error} (retrying)`);
     }
     step("embedded executor started");
   }

@@ -11,6 +11,7 @@ import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ISSUER, OIDC_NAME } from "./e2
 const PORT = E2E_PORT;
 const baseURL = `http://127.0.0.1:${PORT}`;
 const artifacts = path.join(import.meta.dirname, "e2e", ".artifacts");
+const standaloneDir = process.env.E2E_STANDALONE_DIR;
 
 function chromiumPath(): string | undefined {
   for (const name of ["chromium", "chromium-browser"]) {
@@ -51,7 +52,11 @@ export default defineConfig({
     },
   },
   webServer: {
-    command: `rm -rf ${path.join(artifacts, "data")} && npm run build && npm start`,
+    // E2E_STANDALONE_DIR: the runtime directory scripts/docker-build-check.sh assembled (what the Docker image ships):
+    // the specs run against its `node server.js` instead of building here.
+    command: standaloneDir
+      ? `rm -rf ${path.join(artifacts, "data")} && cd ${JSON.stringify(standaloneDir)} && NEXT_MANUAL_SIG_HANDLE=true node server.js`
+      : `rm -rf ${path.join(artifacts, "data")} && npm run build && npm start`,
     url: `${baseURL}/api/health`,
     timeout: 300_000,
     reuseExistingServer: false,
@@ -59,6 +64,8 @@ export default defineConfig({
     env: {
       PORT: String(PORT),
       HOST: "127.0.0.1",
+      // The standalone server.js listens on HOSTNAME (next start on --hostname).
+      HOSTNAME: "127.0.0.1",
       GATEHOUSE_DATA_DIR: path.join(artifacts, "data"),
       GATEHOUSE_ADMIN_PASSWORD: E2E_ADMIN_PASSWORD,
       GATEHOUSE_ADMIN_TOKEN: E2E_ADMIN_TOKEN,

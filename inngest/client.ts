@@ -1,6 +1,7 @@
 import { Inngest } from "inngest";
 import { getEnv } from "@/lib/env";
 import { handleCheckpointRequest, handleEventRequest } from "@/lib/executor";
+import { LogContextMiddleware } from "./log-context";
 
 /**
  * The app's Inngest client. With no INNGEST_* settings (embedded mode) it is a dev-mode client whose event API is
@@ -33,5 +34,6 @@ export const inngest =
         fetch: embeddedFetch(env.publicUrl),
         // Steps run back to back in one call and are checkpointed to the embedded executor (Inngest's default, stated).
         checkpointing: true,
+        middleware: [LogContextMiddleware],
       })
-    : new Inngest({ id: "gatehouse" });
+    : new Inngest({ id: "gatehouse", middleware: [LogContextMiddleware] });

@@ -3,6 +3,7 @@ import { getEnv } from "@/lib/env";
 import { startExecutor, type AppTarget, type Executor } from "@/lib/executor";
 import { executorHeadersFor } from "@/lib/security/executor-key";
 import { inngest } from "./client";
+import { executorLog } from "./log-context";
 import { functions } from "./index";
 
 /**
@@ -17,5 +18,5 @@ export async function startEmbeddedExecutor(): Promise<Executor> {
     env.GATEHOUSE_EXECUTOR_TRANSPORT === "in-process"
       ? { url, handler: serve({ client: inngest, functions }) as unknown as (request: Request) => Promise<Response> }
       : { url, headers: executorHeadersFor(url) };
-  return startExecutor({ apps: [target] });
+  return startExecutor({ apps: [target], log: executorLog });
 }

@@ -53,6 +53,8 @@ const schema = z.object({
     "DATABASE_URL must start with file:, libsql:, http(s): or ws(s):",
   ),
   DATABASE_AUTH_TOKEN: optionalString,
+  /** Set by Vercel on its builds and functions ("1"): no long-lived process, a read-only disk except /tmp. */
+  VERCEL: optionalString,
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   /**
    * The app runs behind a reverse proxy that sets X-Forwarded-Host / X-Forwarded-Proto. Only then are those headers
@@ -100,6 +102,14 @@ const schema = z.object({
   INNGEST_BASE_URL: url("INNGEST_BASE_URL"),
   INNGEST_ENV: optionalString,
   INNGEST_DEV: optionalString,
+  /**
+   * The key Gatehouse's own executor presents to /api/inngest and /e/:key (embedded mode). Unset: generated once into the
+   * data directory. Required in production with a remote database (Turso, sqld), where instances share no data directory.
+   */
+  GATEHOUSE_EXECUTOR_KEY: optionalString.refine(
+    (v) => v === undefined || v.length >= 32,
+    "GATEHOUSE_EXECUTOR_KEY must be at least 32 characters (e.g. `openssl rand -hex 32`)",
+  ),
   /** Extra Inngest serve URLs (comma separated) the embedded executor drives besides Gatehouse's own. */
   GATEHOUSE_EXECUTOR_APPS: optionalString,
   /** Set to false to run the web server without the in-process executor (then run `npm run worker`). */
@@ -192,6 +202,17 @@ const schema = z.object({
     const missing = v.AUTH_GITHUB_ID ? "AUTH_GITHUB_SECRET" : "AUTH_GITHUB_ID";
     ctx.addIssue({ code: "custom", path: [missing], message: `${missing} must be set together with ${missing === "AUTH_GITHUB_ID" ? "AUTH_GITHUB_SECRET" : "AUTH_GITHUB_ID"} (GitHub OAuth sign-in)` });
   }
+  // Production on a remote database (Vercel + Turso, several replicas on sqld): no data directory is shared, so the
+  // secrets Gatehouse would otherwise generate into it must come from the environment, the same on every instance.
+  if (v.NODE_ENV === "production" && v.DATABASE_URL && !v.DATABASE_URL.startsWith("file:")) {
+    if (!v.AUTH_SECRET) {
+      ctx.addIssue({ code: "custom", path: ["AUTH_SECRET"], message: "AUTH_SECRET is required in production with a remote DATABASE_URL (instances share no data directory to keep a generated one): set it to a random string of at least 32 characters (`openssl rand -base64 32`)" });
+    }
+    const embedded = !(v.INNGEST_EVENT_KEY || v.INNGEST_SIGNING_KEY || v.INNGEST_BASE_URL);
+    if (embedded && !v.GATEHOUSE_EXECUTOR_KEY) {
+      ctx.addIssue({ code: "custom", path: ["GATEHOUSE_EXECUTOR_KEY"], message: "GATEHOUSE_EXECUTOR_KEY is required in production with a remote DATABASE_URL and the embedded executor: set it to a random string of at least 32 characters (`openssl rand -hex 32`), the same on every instance" });
+    }
+  }
   const oidc = ["AUTH_OIDC_ISSUER", "AUTH_OIDC_CLIENT_ID", "AUTH_OIDC_CLIENT_SECRET"] as const;
   const set = oidc.filter((name) => !!v[name]);
   if (set.length > 0 && set.length < oidc.length) {
@@ -243,6 +264,16 @@ export function parseEnv(source: Record<string, string | undefined>): Env {
   return { ...raw, dataDir, databaseUrl, executionMode, publicUrl, appDir: process.cwd() };
 }
 
+/**
+ * Build-time choice for next.config.ts: GATEHOUSE_STANDALONE=1 makes `next build` emit the standalone server
+ * (.next/standalone, what the Dockerfile ships). Read here rather than through getEnv(): the build must not need the
+ * runtime's secrets.
+ */
+export function standaloneBuild(): boolean {
+  const v = process.env.GATEHOUSE_STANDALONE;
+  return v === "1" || v === "true";
+}
+
 let cached: Env | undefined;
 
 export function getEnv(): Env {
@@ -261,6 +292,7 @@ export const SECRET_ENV_NAMES = [
   "DATABASE_AUTH_TOKEN",
   "GATEHOUSE_ADMIN_TOKEN",
   "GATEHOUSE_ADMIN_PASSWORD",
+  "GATEHOUSE_EXECUTOR_KEY",
   "INNGEST_EVENT_KEY",
   "INNGEST_SIGNING_KEY",
   "INNGEST_SIGNING_KEY_FALLBACK",

@@ -2,8 +2,11 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { getEnv } from "@/lib/env";
 import { redact } from "@/lib/security/redact";
 
-/** Fields every log line written inside withLogContext() carries: the request's id, the run it works on. */
-type LogContext = { requestId?: string; runId?: string };
+/**
+ * Fields every log line written inside withLogContext() carries: the request's id, the run it works on, and the Inngest
+ * function working on it.
+ */
+type LogContext = { requestId?: string; runId?: string; fn?: string };
 const context = new AsyncLocalStorage<LogContext>();
 
 /** Run `fn` with these fields on every log line it (and whatever it awaits) writes. Nested contexts add to outer ones. */

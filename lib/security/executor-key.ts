@@ -14,6 +14,8 @@ export const EXECUTOR_KEY_HEADER = "x-gatehouse-executor-key";
 
 export function getExecutorKey(): string {
   const env = getEnv();
+  // Several instances without a shared data directory (Vercel + Turso, replicas on sqld) share the key through env.
+  if (env.GATEHOUSE_EXECUTOR_KEY) return env.GATEHOUSE_EXECUTOR_KEY;
   const file = path.join(env.dataDir, "executor-key");
   try {
     const existing = fs.readFileSync(file, "utf8").trim();

@@ -225,6 +225,10 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
       const inst = installations.get(repo.installationId)!;
       return send(res, 200, { id: inst.id, account: { login: inst.account }, app_id: Number(appId), target_type: "Organization", permissions: { contents: "write", pull_requests: "write", metadata: "read" } });
     }
+    if (u.pathname === "/app/installations" && req.method === "GET") {
+      if (!verifyAppJwt(auth)) return badCredentials(res);
+      return send(res, 200, [...installations.values()].map((i) => ({ id: i.id, account: { login: i.account, type: "Organization" }, app_id: Number(appId), target_type: "Organization" })));
+    }
     if ((m = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(u.pathname)) && req.method === "POST") {
       if (!verifyAppJwt(auth)) return badCredentials(res);
       const inst = installations.get(Number(m[1]));
