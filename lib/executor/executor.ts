@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import { newUlid as ulid } from "@/lib/ids";
 import { dispatchToken } from "./checkpoint";
-import { cancelRunInTx, DEDUPE_MS, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
+import { cancelRunInTx, DEDUPE_MS, hasListeners, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {
   callFunction,
   protocolError,
@@ -27,7 +27,6 @@ import {
   INVOKE_EVENT,
   invalidateRegistry,
   type RegisteredFunction,
-  type Registry,
   type StoredEvent,
   UnsupportedOptionError,
 } from "./registry";
@@ -298,7 +297,9 @@ export class Executor {
       [now],
     );
     if (expired.length === 0) return;
-    await tx(async (t) => {
+    const registry = await getRegistry();
+    const woken = await tx(async (t) => {
+      const woken: string[] = [];
       for (const { id } of expired) {
         // Re-checked in the write: the run may have started (new deadline) or finished since the read.
         const [still] = await rows<{ id: string }>(
@@ -306,9 +307,11 @@ export class Executor {
           `SELECT id FROM executor_runs WHERE id = ? AND timeout_at IS NOT NULL AND timeout_at <= ? AND status NOT IN ${TERMINAL_SQL}`,
           [id, now],
         );
-        if (still) await cancelRunInTx(t, id, now);
+        if (still) woken.push(...(await cancelRunInTx(t, id, now, registry)));
       }
+      return woken;
     });
+    this.wake(woken);
   }
 
   /**
@@ -871,7 +874,7 @@ export class Executor {
       const trigger = JSON.parse(run.event) as StoredEvent;
       // function.finished, for functions and waits that listen (a run started by a system function event announces
       // nothing, so a listener cannot trigger itself forever).
-      if (!trigger.name.startsWith("inngest/function.") && (await this.hasListeners(t, registry, FINISHED_EVENT))) {
+      if (!trigger.name.startsWith("inngest/function.") && (await hasListeners(t, registry, FINISHED_EVENT))) {
         const data = { function_id: run.fn_id, run_id: run.id, event: trigger, ...(status === "completed" ? { result: output ?? null } : { error }) };
         woken.push(...(await ingestInTx(t, [{ name: FINISHED_EVENT, data }], registry, now)).woken);
       }
@@ -891,15 +894,10 @@ export class Executor {
     this.opts.onRunFinished({ id: run.id, fnId: run.fn_id, status });
   }
 
-  private async hasListeners(t: Tx, registry: Registry, name: string): Promise<boolean> {
-    if (registry.byEvent.has(name)) return true;
-    const [wait] = await rows(t, "SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ? LIMIT 1", [name]);
-    return wait !== undefined;
-  }
-
   /** Cancel a run by id (API use; cancelOn events cancel through ingestion). */
   async cancel(runId: string): Promise<void> {
-    await tx((t) => cancelRunInTx(t, runId, Date.now()));
+    const registry = await getRegistry();
+    this.wake(await tx((t) => cancelRunInTx(t, runId, Date.now(), registry)));
   }
 }
 
