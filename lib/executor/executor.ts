@@ -431,6 +431,8 @@ export class Executor {
     );
     const run = acquired[0];
     if (!run) {
+      // A throttled, debounced or batching run woken by its event before it is due: its timer, not the next poll.
+      if (row.next_at > now) this.wakeAt(runId, Number(row.next_at));
       if ((limited || prioritized) && row.status !== "completed") {
         const set = this.blocked.get(row.fn_id) ?? new Set();
         set.add(runId);
