@@ -2,7 +2,7 @@ import { newUlid as ulid } from "@/lib/ids";
 import { z } from "zod";
 import { celMatches } from "./cel";
 import { parseDuration } from "./protocol";
-import { createRun, getRegistry, triggerMatches, type Registry, type StoredEvent } from "./registry";
+import { CANCELLED_EVENT, createRun, getRegistry, triggerMatches, type Registry, type StoredEvent } from "./registry";
 import { rows, TERMINAL_SQL, tx, type Tx } from "./store";
 
 /**
@@ -97,13 +97,15 @@ export async function ingestInTx(
     if (!seqRow) continue;
     const seq = Number(seqRow.seq);
 
+    const cancelled: string[] = [];
     for (const fn of registry.byEvent.get(event.name) ?? []) {
       if (!triggerMatches(fn, event)) continue;
-      const runId = await createRun(t, { fn, event, runId: ulid(), now, watermark: seq });
+      const runId = await createRun(t, { fn, event, runId: ulid(), now, watermark: seq, cancelled });
       if (runId) woken.push(runId);
     }
+    for (const id of cancelled) woken.push(...(await announceCancelled(t, registry, id, now)));
     woken.push(...(await resolveWaits(t, event, seq)));
-    await applyCancels(t, event, registry, now);
+    woken.push(...(await applyCancels(t, event, registry, now)));
   }
   return { ids, woken };
 }
@@ -248,7 +250,8 @@ export async function resolveWaitFromHistory(
   return false;
 }
 
-async function applyCancels(t: Tx, event: StoredEvent, registry: Registry, now: number): Promise<void> {
+async function applyCancels(t: Tx, event: StoredEvent, registry: Registry, now: number): Promise<string[]> {
+  const woken: string[] = [];
   for (const fn of registry.cancelsByEvent.get(event.name) ?? []) {
     for (const cancel of fn.config.cancel ?? []) {
       if (cancel.event !== event.name) continue;
@@ -262,19 +265,46 @@ async function applyCancels(t: Tx, event: StoredEvent, registry: Registry, now: 
       for (const run of runs) {
         if (windowMs !== null && now > Number(run.created_at) + windowMs) continue;
         if (cancel.if && !celMatches(cancel.if, { event: JSON.parse(run.event), async: event })) continue;
-        await cancelRunInTx(t, run.id, now);
+        woken.push(...(await cancelRunInTx(t, run.id, now, registry)));
       }
     }
   }
+  return woken;
 }
 
-export async function cancelRunInTx(t: Tx, runId: string, now: number): Promise<void> {
-  await t.execute({
+/**
+ * Cancel a run (cancelOn, timeouts, the API). With the registry, `inngest/function.cancelled` is announced; returns the
+ * runs that woke.
+ */
+export async function cancelRunInTx(t: Tx, runId: string, now: number, registry?: Registry): Promise<string[]> {
+  const r = await t.execute({
     sql: `UPDATE executor_runs SET status = 'cancelled', ended_at = ?, lease_owner = NULL, lease_until = 0
           WHERE id = ? AND status NOT IN ${TERMINAL_SQL}`,
     args: [now, runId],
   });
   await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ?", args: [runId] });
+  return r.rowsAffected > 0 && registry ? announceCancelled(t, registry, runId, now) : [];
+}
+
+/** Whether a system event would reach anyone: a function triggered by it, or a run waiting for it. */
+export async function hasListeners(t: Tx, registry: Registry, name: string): Promise<boolean> {
+  if (registry.byEvent.has(name)) return true;
+  const [wait] = await rows(t, "SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ? LIMIT 1", [name]);
+  return wait !== undefined;
+}
+
+/**
+ * `inngest/function.cancelled` (data: function_id, run_id, event, error "function cancelled"), as Inngest sends for
+ * cancelOn, timeouts and API cancellation. Only when someone listens; a run started by a system function event
+ * announces nothing, so a listener cannot trigger itself forever.
+ */
+async function announceCancelled(t: Tx, registry: Registry, runId: string, now: number): Promise<string[]> {
+  const [run] = await rows<{ fn_id: string; event: string }>(t, "SELECT fn_id, event FROM executor_runs WHERE id = ?", [runId]);
+  if (!run) return [];
+  const trigger = JSON.parse(run.event) as StoredEvent;
+  if (trigger.name.startsWith("inngest/function.") || !(await hasListeners(t, registry, CANCELLED_EVENT))) return [];
+  const data = { function_id: run.fn_id, run_id: runId, event: trigger, error: { name: "Error", message: "function cancelled" } };
+  return (await ingestInTx(t, [{ name: CANCELLED_EVENT, data }], registry, now)).woken;
 }
 
 function pathValue(value: unknown, path: string): unknown {

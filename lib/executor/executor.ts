@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import { newUlid as ulid } from "@/lib/ids";
 import { dispatchToken, MAX_RUN_STATE_BYTES, MAX_STEP_OUTPUT_BYTES } from "./checkpoint";
-import { cancelRunInTx, DEDUPE_MS, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
+import { cancelRunInTx, DEDUPE_MS, hasListeners, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {
   callFunction,
   protocolError,
@@ -27,7 +27,6 @@ import {
   INVOKE_EVENT,
   invalidateRegistry,
   type RegisteredFunction,
-  type Registry,
   type StoredEvent,
   UnsupportedOptionError,
 } from "./registry";
@@ -356,7 +355,9 @@ export class Executor {
       [now],
     );
     if (expired.length === 0) return;
-    await tx(async (t) => {
+    const registry = await getRegistry();
+    const woken = await tx(async (t) => {
+      const woken: string[] = [];
       for (const { id } of expired) {
         // Re-checked in the write: the run may have started (new deadline) or finished since the read.
         const [still] = await rows<{ id: string }>(
@@ -364,9 +365,11 @@ export class Executor {
           `SELECT id FROM executor_runs WHERE id = ? AND timeout_at IS NOT NULL AND timeout_at <= ? AND status NOT IN ${TERMINAL_SQL}`,
           [id, now],
         );
-        if (still) await cancelRunInTx(t, id, now);
+        if (still) woken.push(...(await cancelRunInTx(t, id, now, registry)));
       }
+      return woken;
     });
+    this.wake(woken);
   }
 
   /**
@@ -486,6 +489,8 @@ export class Executor {
     );
     const run = acquired[0];
     if (!run) {
+      // A throttled, debounced or batching run woken by its event before it is due: its timer, not the next poll.
+      if (row.next_at > now) this.wakeAt(runId, Number(row.next_at));
       if ((limited || prioritized) && row.status !== "completed") {
         const set = this.blocked.get(row.fn_id) ?? new Set();
         set.add(runId);
@@ -980,7 +985,7 @@ export class Executor {
       const trigger = JSON.parse(run.event) as StoredEvent;
       // function.finished, for functions and waits that listen (a run started by a system function event announces
       // nothing, so a listener cannot trigger itself forever).
-      if (!trigger.name.startsWith("inngest/function.") && (await this.hasListeners(t, registry, FINISHED_EVENT))) {
+      if (!trigger.name.startsWith("inngest/function.") && (await hasListeners(t, registry, FINISHED_EVENT))) {
         const data = { function_id: run.fn_id, run_id: run.id, event: trigger, ...(status === "completed" ? { result: output ?? null } : { error }) };
         woken.push(...(await ingestInTx(t, [{ name: FINISHED_EVENT, data }], registry, now)).woken);
       }
@@ -1000,15 +1005,10 @@ export class Executor {
     this.opts.onRunFinished({ id: run.id, fnId: run.fn_id, status });
   }
 
-  private async hasListeners(t: Tx, registry: Registry, name: string): Promise<boolean> {
-    if (registry.byEvent.has(name)) return true;
-    const [wait] = await rows(t, "SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ? LIMIT 1", [name]);
-    return wait !== undefined;
-  }
-
   /** Cancel a run by id (API use; cancelOn events cancel through ingestion). */
   async cancel(runId: string): Promise<void> {
-    await tx((t) => cancelRunInTx(t, runId, Date.now()));
+    const registry = await getRegistry();
+    this.wake(await tx((t) => cancelRunInTx(t, runId, Date.now(), registry)));
   }
 }
 

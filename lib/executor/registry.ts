@@ -12,6 +12,7 @@ export const DEFAULT_RETRIES = 4;
 export const FAILURE_EVENT = "inngest/function.failed";
 export const INVOKE_EVENT = "inngest/function.invoked";
 export const FINISHED_EVENT = "inngest/function.finished";
+export const CANCELLED_EVENT = "inngest/function.cancelled";
 export const CRON_EVENT = "inngest/scheduled.timer";
 
 /**
@@ -120,6 +121,7 @@ export async function createRun(
     now,
     watermark,
     parent,
+    cancelled,
   }: {
     fn: RegisteredFunction;
     event: StoredEvent;
@@ -127,6 +129,8 @@ export async function createRun(
     now: number;
     watermark: number;
     parent?: { runId: string; step: string };
+    /** Runs this one cancelled (singleton mode cancel), for the caller to announce. */
+    cancelled?: string[];
   },
 ): Promise<string | null> {
   let idempotencyKey: string | null = null;
@@ -203,6 +207,7 @@ export async function createRun(
             args: [now, id],
           });
           await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ?", args: [id] });
+          cancelled?.push(id);
         }
       }
     }

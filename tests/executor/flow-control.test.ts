@@ -133,6 +133,10 @@ function buildApp(origin: string) {
       { id: "on-finished", triggers: [{ event: "inngest/function.finished", if: "event.data.function_id == 'flow-finisher'" }] },
       async ({ event }) => ({ result: event.data.result, trigger: event.data.event.name }),
     ),
+    inngest.createFunction(
+      { id: "on-cancelled", triggers: [{ event: "inngest/function.cancelled", if: "event.data.function_id == 'flow-finish-timeout'" }] },
+      async ({ event }) => ({ message: (event.data.error as { message: string }).message, run: event.data.run_id }),
+    ),
     inngest.createFunction({ id: "breaker", retries: 0, triggers: [{ event: "flow/breaker" }] }, async () => {
       throw new Error("broke on purpose");
     }),
@@ -330,10 +334,12 @@ describe("timeouts and cancelOn timeout", () => {
     expect(started["start-timeout"]!.map((s) => s.n)).toEqual(["blocker"]);
   });
 
-  it("timeouts.finish cancels a run still going after it", async () => {
+  it("timeouts.finish cancels a run still going after it, and inngest/function.cancelled announces it", async () => {
     await send("flow/finish-timeout", [{}]);
     const [run] = await waitForRuns("finish-timeout");
     expect(run?.status).toBe("cancelled");
+    const [announced] = await waitForRuns("on-cancelled");
+    expect(announced?.output).toEqual({ message: "function cancelled", run: run?.id });
     await pause(2500); // past the 3 s sleep: the cancelled run must not resume
     expect(started["finish-timeout"]!.map((s) => s.n)).toEqual(["begin"]);
   });
