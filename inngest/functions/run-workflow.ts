@@ -2,6 +2,7 @@ import { NonRetriableError } from "inngest";
 import { inngest } from "../client";
 import { clarificationAnswered, gateDecided, mergeDecided, runCancelled, runResumed, runStarted, slotFreed } from "../events";
 import * as ops from "@/lib/runs/workflow-ops";
+import { slotFreedEvents } from "./decision-reannounce";
 import * as githubOps from "@/lib/runs/github-ops";
 import type { PlanDocument, Stage } from "@/lib/workflow";
 import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
@@ -41,7 +42,7 @@ export const runWorkflow = inngest.createFunction(
       const done = await step.run("record-failure", () =>
         ops.finishUnsuccessfully({ runId, reason: error.message, stepKey: "failure" }),
       );
-      if (done.userId) await step.sendEvent("free-slot", slotFreed.create({ runId, userId: done.userId }));
+      if (done.userId) await step.sendEvent("free-slot", slotFreedEvents({ runId, userId: done.userId }));
     },
   },
   async ({ event, step }) => {
@@ -100,7 +101,7 @@ export const runWorkflow = inngest.createFunction(
 
     /** The run now waits for a person and computes nothing: its slot is free for the user's queued runs. */
     async function releaseSlot(key: string) {
-      await step.sendEvent(`${key}:free-slot`, slotFreed.create({ runId, userId: run.userId }));
+      await step.sendEvent(`${key}:free-slot`, slotFreedEvents({ runId, userId: run.userId }));
     }
 
     /** Back from a wait: compute again only within the user's limit; otherwise queue until a slot frees. */
@@ -458,7 +459,7 @@ export const runWorkflow = inngest.createFunction(
         }
       }
       const done = await runStep("complete", () => ops.complete({ runId, stepKey: "complete" }));
-      await step.sendEvent("free-slot", slotFreed.create({ runId, userId: done.userId }));
+      await step.sendEvent("free-slot", slotFreedEvents({ runId, userId: done.userId }));
       return { status: "completed" };
     } catch (error) {
       if (error instanceof RunEnded) {
@@ -484,7 +485,7 @@ export const runCancelledCleanup = inngest.createFunction(
   { id: "run-cancelled-cleanup", name: "Run: clean up after a cancellation", triggers: [runCancelled], retries: 3 },
   async ({ event, step }) => {
     const done = await step.run("clean-up", () => ops.cleanUpCancelled({ runId: event.data.runId }));
-    if (done.userId) await step.sendEvent("free-slot", slotFreed.create({ runId: event.data.runId, userId: done.userId }));
+    if (done.userId) await step.sendEvent("free-slot", slotFreedEvents({ runId: event.data.runId, userId: done.userId }));
     return done;
   },
 );

@@ -41,4 +41,7 @@ export async function decisionSettled({ runId, key }: { runId: string; key: stri
  * the workflow stores its wait): the one moment where a decision's announcement has no wait to wake. Tests use it to
  * decide exactly then; in production it is never set.
  */
-export const waitCheckHooks: { afterPending?: (at: { runId: string; key: string }) => Promise<void> } = {};
+export const waitCheckHooks: {
+  /** `key`: the decision's key, "resume" for a paused run, "slot" for a queued run that found no free slot. */
+  afterPending?: (at: { runId: string; key: string }) => Promise<void>;
+} = {};

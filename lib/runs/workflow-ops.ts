@@ -184,7 +184,7 @@ function concurrencyLimit(config: unknown): { limit: number; name: string } {
  * and written in one transaction, so two runs never take the last slot together.
  */
 export async function tryStart({ runId, stepKey = "start" }: { runId: string; stepKey?: string }): Promise<{ started: boolean; status: string }> {
-  return write(async (tx) => {
+  const result = await write(async (tx): Promise<{ started: boolean; status: string }> => {
     const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
     const { limit } = concurrencyLimit(run.config);
@@ -197,6 +197,24 @@ export async function tryStart({ runId, stepKey = "start" }: { runId: string; st
     await appendEventsTx(tx, runId, [{ type: "RUN_STARTED", payload: {} }], { stepKey });
     return { started: true, status: "running" };
   });
+  if (!result.started && result.status === "queued") await waitCheckHooks.afterPending?.({ runId, key: "slot" });
+  return result;
+}
+
+/**
+ * Whether waking the user's queued runs is over: none of them could start now (there is none, or every one is at its
+ * limit). The re-announcer repeats a `run/slot-freed` until then, because a run that read "full" just before a slot
+ * freed stores its wait after the announcement, and Inngest's waits do not look back.
+ */
+export async function slotWakeSettled({ userId }: { userId: string }): Promise<boolean> {
+  const db = await getDb();
+  const queued = await db.query.workflowRuns.findMany({ where: and(eq(workflowRuns.userId, userId), eq(workflowRuns.status, "queued")) });
+  if (queued.length === 0) return true;
+  const [row] = await db
+    .select({ n: sql<number>`count(*)` })
+    .from(workflowRuns)
+    .where(and(eq(workflowRuns.userId, userId), inArray(workflowRuns.status, COMPUTING)));
+  return queued.every((run) => (row?.n ?? 0) >= concurrencyLimit(run.config).limit);
 }
 
 /**

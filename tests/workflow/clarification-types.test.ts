@@ -4,9 +4,10 @@ import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { answerClarification } from "@/lib/runs/decisions";
-import { inngest } from "@/inngest";
 import { clarificationAnswered } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {
@@ -52,7 +53,7 @@ describe("clarifications of every response type, end to end through the workflow
     const refused = await answerClarification({ user: h.user, clarificationId: question.id, response: "a" }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(AppError);
     await answerClarification({ user: h.user, clarificationId: question.id, response: ["a", "c"] });
-    await inngest.send(clarificationAnswered.create({ runId: run.id, clarificationId: question.id }));
+    await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question.id }), key: decisionKey.clarification(question.id) });
 
     const done = await waitForStatus(run.id, ["completed", "failed"]);
     expect(done.status).toBe("completed");
@@ -75,7 +76,7 @@ describe("clarifications of every response type, end to end through the workflow
       clarificationId: question.id,
       response: { fileName: "spec.md", contentBase64: Buffer.from(spec).toString("base64"), contentType: "text/markdown" },
     });
-    await inngest.send(clarificationAnswered.create({ runId: run.id, clarificationId: question.id }));
+    await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question.id }), key: decisionKey.clarification(question.id) });
 
     const done = await waitForStatus(run.id, ["completed", "failed"]);
     expect(done.status).toBe("completed");

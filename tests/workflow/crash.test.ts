@@ -11,9 +11,10 @@ import { listEvents } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { approveGate } from "@/lib/runs/decisions";
 import type { SessionUser } from "@/lib/auth/guard";
-import { inngest } from "@/inngest";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 /**
  * Crash safety of the run workflow with the app and its executor in a child process (the server), killed with SIGKILL
@@ -138,7 +139,7 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
     const gate = await waitForPendingGate(run.id);
     await kill(current!);
     await approveGate({ user, runId: run.id, input: { gateId: gate.id } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     await startApp();
     expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
     expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");

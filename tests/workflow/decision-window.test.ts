@@ -51,11 +51,12 @@ function decideInTheWindow(prefix: string, decide: (key: string, runId: string) 
 }
 
 /** The re-announcer's run for this decision, finished: it repeated the announcement until the workflow took it. */
-async function reannouncer(key: string) {
+async function reannouncer(key: string, announcedBy?: string) {
   return until(async () => {
     const [row] = await query<{ status: string; output: string | null }>(
-      "SELECT status, output FROM executor_runs WHERE fn_id LIKE '%-run-decision-reannounce' AND json_extract(event, '$.data.key') = ?",
-      [key],
+      `SELECT status, output FROM executor_runs WHERE fn_id LIKE '%-run-decision-reannounce' AND json_extract(event, '$.data.key') = ?1
+          AND (?2 IS NULL OR json_extract(event, '$.data.runId') = ?2)`,
+      [key, announcedBy ?? null],
     );
     return row?.status === "completed" ? (JSON.parse(row.output ?? "null") as { settled: boolean; repeats: number }) : null;
   }, `the re-announcer of ${key}`);
@@ -109,5 +110,25 @@ describe("a decision announced between the check and the wait, with no wait look
     const resumedAt = (await listEvents({ runId: run.id })).find((e) => e.type === "RUN_RESUMED")!.sequence;
     expect((await reannouncer(`resume:${resumedAt}`)).repeats).toBeGreaterThanOrEqual(1);
     await expectRunConsistent(run.id);
+  });
+
+  it("a slot freed between a queued run's check and its wait reaches the run", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const config = { trustMode: { planning: "auto" }, limits: { maxConcurrency: 1 } };
+    const first = await launch(h.user, project.id, "First\n[run: sleep 2]", config);
+    await waitForStatus(first.id, ["running"]);
+    let held = false;
+    waitCheckHooks.afterPending = async ({ runId, key }) => {
+      if (key !== "slot" || runId === first.id) return;
+      delete waitCheckHooks.afterPending;
+      held = true;
+      // The second run read "no free slot"; the first now finishes and announces its free slot before the wait exists.
+      await waitForWorkflow(first.id, 60_000);
+    };
+    const second = await launch(h.user, project.id, "Second", config);
+    expect((await waitForStatus(second.id, ["completed", "failed"], 60_000)).status).toBe("completed");
+    expect(held).toBe(true);
+    // The free slot was announced again once the second run's wait existed.
+    expect((await reannouncer(`slot:${h.user.id}`, first.id)).repeats).toBeGreaterThanOrEqual(1);
   });
 });

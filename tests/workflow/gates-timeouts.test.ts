@@ -22,6 +22,8 @@ import {
   waitForWorkflow,
 } from "./harness";
 import { scriptedImplementer, type Reply, useScriptedWorkflow } from "./model-server";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 const t = useScriptedWorkflow();
 
@@ -54,7 +56,7 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
     expect(fs.existsSync(workspace(run.id))).toBe(false);
 
     await approveGate({ user: t.h.user, runId: run.id, input: { gateId: gate.id } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     expect(await waitForWorkflow(run.id)).toBe("completed");
     expect(git(repo, "show", `${run.branch}:src/a.txt`)).toBe("alpha");
@@ -72,7 +74,7 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
     const first = await waitForPendingGate(run.id);
     expect(first.kind).toBe("implementation");
     await rejectGate({ user: t.h.user, runId: run.id, input: { gateId: first.id, feedback: "Use a different greeting" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: first.id, decision: "reject" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: first.id, decision: "reject" }), key: decisionKey.gate(first.id) });
 
     const second = await until(async () => {
       const g = await waitForPendingGate(run.id);
@@ -85,7 +87,7 @@ describe("implementation gate (trustMode.implementation = manual)", () => {
     expect(beforeApprove.filter((e) => e.type === "APPROVAL_REJECTED")).toHaveLength(1);
 
     await approveGate({ user: t.h.user, runId: run.id, input: { gateId: second.id } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }), key: decisionKey.gate(second.id) });
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     await waitForWorkflow(run.id);
     const events = await expectRunConsistent(run.id);
@@ -126,8 +128,8 @@ describe("stage timeouts (timeoutMinutes)", () => {
 
   it("an implementation that runs over pauses with reason timeout; extend continues to completion", async () => {
     const { run, repo } = await runOverImplementation();
-    await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
-    await inngest.send(runResumed.create({ runId: run.id, action: "extend" }));
+    const resumed = await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
+    await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     await waitForWorkflow(run.id);
     expect(git(repo, "show", `${run.branch}:docs/requests/slow-work.md`)).toContain("scripted model");
@@ -228,7 +230,7 @@ describe("decision races", () => {
         if (!gate) await new Promise((r) => setImmediate(r));
       }
       await approveGate({ user: t.h.user, runId: run.id, input: { gateId: gate.id } });
-      await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
+      await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
       return run;
     };
     const runs = [];

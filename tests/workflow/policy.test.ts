@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/queries/runs";
 import { createProject } from "@/lib/db/queries/projects";
 import { approveGate, rejectGate } from "@/lib/runs/decisions";
-import { inngest } from "@/inngest";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 /** The policy for risky actions, through the real workflow: the demo model's tool calls meet it like a model's would. */
 
@@ -37,14 +38,14 @@ describe("risky actions wait for a person", () => {
     expect(first.kind).toBe("policy");
     expect(first.context).toMatchObject({ action: { tool: "write_file", summary: ".github/workflows/ci.yml" }, reason: expect.stringMatching(/protected path \(\.github\/\*\*\)/) });
     await approveGate({ user: h.user, runId: run.id, input: { gateId: first.id } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: first.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: first.id, decision: "approve" }), key: decisionKey.gate(first.id) });
 
     await waitForStatus(run.id, ["awaiting_approval"]);
     const second = await waitForPendingGate(run.id);
     expect(second.id).not.toBe(first.id);
     expect(second.context).toMatchObject({ action: { tool: "run_command", summary: "rm -r old" }, reason: "The command deletes recursively." });
     await rejectGate({ user: h.user, runId: run.id, input: { gateId: second.id, feedback: "Keep the old folder." } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: second.id, decision: "reject" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: second.id, decision: "reject" }), key: decisionKey.gate(second.id) });
 
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);

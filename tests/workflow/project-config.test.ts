@@ -4,10 +4,11 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { decideFix } from "@/lib/runs/decisions";
-import { inngest } from "@/inngest";
 import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/db/queries/projects";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 /** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
 
@@ -59,7 +60,7 @@ describe("repository config (.autonomous/config.json)", () => {
 
     const gate = await waitForPendingGate(run.id);
     await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "retry" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "retry" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "retry" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     expect(committed().filter((f) => f.startsWith("secrets/") || f.endsWith(".log"))).toEqual([]);

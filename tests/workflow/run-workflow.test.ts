@@ -10,6 +10,8 @@ import { inngest } from "@/inngest";
 import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "@/inngest/events";
 import { getRunState } from "@/lib/db/queries/runs";
 import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {
@@ -75,7 +77,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(first.kind).toBe("plan");
     expect((first.context as { plan: { mermaid: string } }).plan.mermaid).toMatch(/flowchart|graph/);
     await rejectGate({ user: h.user, runId: run.id, input: { gateId: first.id, feedback: "Mention the reviewer" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: first.id, decision: "reject" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: first.id, decision: "reject" }), key: decisionKey.gate(first.id) });
 
     await waitForStatus(run.id, ["awaiting_approval"]);
     const second = await pendingGate(run.id);
@@ -86,7 +88,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
       runId: run.id,
       input: { gateId: second.id, editedPlan: { mermaid: "flowchart TD\n  A[Write the note] --> B[Done]" } },
     });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }), key: decisionKey.gate(second.id) });
     const done = await waitForStatus(run.id, ["completed", "failed"]);
     expect(done.status).toBe("completed");
     expect(done.planVersion).toBe(3);
@@ -107,7 +109,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     const [question] = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id));
     expect(question).toMatchObject({ question: "Which language?", responseType: "single_choice", options: ["English", "French"] });
     await answerClarification({ user: h.user, clarificationId: question!.id, response: "French" });
-    await inngest.send(clarificationAnswered.create({ runId: run.id, clarificationId: question!.id }));
+    await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question!.id }), key: decisionKey.clarification(question!.id) });
     const done = await waitForStatus(run.id, ["completed", "failed"]);
     expect(done.status).toBe("completed");
     const notes = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n").filter((f) => f.startsWith("docs/requests/"));
@@ -123,7 +125,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(gate.kind).toBe("escalation");
     expect(gate.context).toMatchObject({ question: "Formal or casual?" });
     await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id, notes: "casual" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
   });
 
@@ -160,7 +162,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     await waitForStatus(run.id, ["awaiting_fix_decision"]);
     const gate = await pendingGate(run.id);
     await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "accept" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }), key: decisionKey.gate(gate.id) });
     const done = await waitForStatus(run.id, ["completed", "failed"]);
     expect(done.status).toBe("completed");
     expect(done.merged).toBe(false);
@@ -180,7 +182,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     const gate = await pendingGate(run.id);
     await expect(decideMerge({ user: h.user, runId: run.id })).rejects.toMatchObject({ status: 409 });
     await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "accept" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed"])).merged).toBe(false);
     await waitForWorkflow(run.id);
 
@@ -226,7 +228,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     const { events } = await expectConsistent(run.id);
     expect(events.filter((e) => e.type === "VALIDATION_FAILED")).toHaveLength(1);
     await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "cancel" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "cancel" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "cancel" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["cancelled", "completed", "failed"])).status).toBe("cancelled");
   });
 
@@ -238,7 +240,7 @@ describe("the run workflow (embedded executor, demo model, local sandbox, real g
     expect(gate.kind).toBe("fix");
     expect((gate.context as { report: string }).report.length).toBeGreaterThan(0);
     await decideFix({ user: h.user, runId: run.id, input: { gateId: gate.id, decision: "retry" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "retry" }));
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "retry" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
   });
 

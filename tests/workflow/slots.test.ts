@@ -5,6 +5,8 @@ import { approveGate, cancelRun } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus } from "./harness";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 /** MAX_CONCURRENT_RUNS_PER_USER counts runs that compute, not runs that wait for a person. */
 
@@ -35,7 +37,7 @@ describe("concurrency slots (limit 1)", () => {
     await until(async () => (await listEvents({ runId: c.id })).some((e) => e.type === "TASK_STARTED"), "C implementing");
     const gate = await waitForPendingGate(a.id);
     await approveGate({ user: h.user, runId: a.id, input: { gateId: gate.id } });
-    await inngest.send(gateDecided.create({ runId: a.id, gateId: gate.id, decision: "approve" }));
+    await announceDecision({ event: gateDecided.create({ runId: a.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     const queued = await waitForStatus(a.id, ["queued", "completed"]);
     expect(queued.status).toBe("queued");
     const reason = (await listEvents({ runId: a.id })).find((e) => e.type === "RUN_QUEUED");

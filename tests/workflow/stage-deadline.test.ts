@@ -6,6 +6,8 @@ import { inngest } from "@/inngest";
 import { runCancelled, runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { type Reply, useScriptedWorkflow } from "./model-server";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 /*
  * A stage's deadline cuts a hung model call where it is: the planner's and the validator's calls get an abort signal
@@ -69,8 +71,8 @@ it("a validator call that never answers is aborted at the validation deadline; e
   expect(paused.status).toBe("paused");
   expect(paused.pauseReason).toMatchObject({ reason: "timeout", stage: "validation" });
 
-  await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
-  await inngest.send(runResumed.create({ runId: run.id, action: "extend" }));
+  const resumed = await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
+  await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
   expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
   await waitForWorkflow(run.id);
   const events = await expectRunConsistent(run.id);

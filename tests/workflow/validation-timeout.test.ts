@@ -1,10 +1,11 @@
 import { expect, it } from "vitest";
 import { resumeRun } from "@/lib/runs/decisions";
 import { workflowClock } from "@/lib/runs/workflow-ops";
-import { inngest } from "@/inngest";
 import { runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { type Reply, useScriptedWorkflow } from "./model-server";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 
 const t = useScriptedWorkflow();
 
@@ -36,8 +37,8 @@ it("a validation that runs over timeoutMinutes.validation pauses with reason tim
   expect(paused.status).toBe("paused");
   expect(paused.pauseReason).toMatchObject({ reason: "timeout", stage: "validation" });
 
-  await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
-  await inngest.send(runResumed.create({ runId: run.id, action: "extend" }));
+  const resumed = await resumeRun({ user: t.h.user, runId: run.id, action: "extend" });
+  await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
   expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
   await waitForWorkflow(run.id);
   const events = await expectRunConsistent(run.id);
