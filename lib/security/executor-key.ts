@@ -8,7 +8,7 @@ import type { AppTarget } from "@/lib/executor/protocol";
 import { bearerMatchesSigningKey } from "@/lib/executor/signing";
 
 /*
- * In embedded mode the Inngest SDK runs in dev mode (the executor does not sign requests), so Gatehouse guards its own
+ * In embedded mode Gatehouse's own app runs the Inngest SDK in dev mode (unsigned), so Gatehouse guards its own
  * executor endpoints with a key generated once into the data directory: the executor sends it on every HTTP call to
  * /api/inngest, and /e/:key only takes events sent with it. In-process calls never cross HTTP and need none.
  */
