@@ -1,7 +1,7 @@
 import { serve } from "inngest/next";
 import { getEnv } from "@/lib/env";
-import { startExecutor, type AppTarget, type Executor } from "@/lib/executor";
-import { executorHeadersFor } from "@/lib/security/executor-key";
+import { configuredAppUrls, startExecutor, type AppTarget, type Executor } from "@/lib/executor";
+import { executorHeadersFor, executorTargetFor } from "@/lib/security/executor-key";
 import { inngest } from "./client";
 import { executorLog } from "./log-context";
 import { functions } from "./index";
@@ -18,5 +18,6 @@ export async function startEmbeddedExecutor(): Promise<Executor> {
     env.GATEHOUSE_EXECUTOR_TRANSPORT === "in-process"
       ? { url, handler: serve({ client: inngest, functions }) as unknown as (request: Request) => Promise<Response> }
       : { url, headers: executorHeadersFor(url) };
-  return startExecutor({ apps: [target], log: executorLog });
+  // Other apps (GATEHOUSE_EXECUTOR_APPS) get signed calls, so apps in signed mode work as well as dev-mode ones.
+  return startExecutor({ apps: [...configuredAppUrls().map((u) => executorTargetFor(u)), target], log: executorLog });
 }

@@ -2,10 +2,8 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
-import { safeEqual } from "@/lib/auth/secret";
-import { EXECUTOR_KEY_HEADER, executorHeadersFor, getExecutorKey, hasExecutorKey } from "@/lib/security/executor-key";
+import { appBearerAccepted, EXECUTOR_KEY_HEADER, executorTargetFor, hasExecutorKey } from "@/lib/security/executor-key";
 import {
-  bearerCarriesKey,
   CHECKPOINT_PATH,
   configuredAppUrls,
   handleCheckpointRequest,
@@ -68,7 +66,7 @@ const server = http.createServer(async (req, res) => {
     }).catch(() => Response.json({ error: "The event could not be stored", status: 500 }, { status: 500 }));
   } else if (req.method === "POST" && CHECKPOINT_PATH.test(pathname)) {
     const request = new Request(`http://worker${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } });
-    response = !bearerCarriesKey(String(req.headers.authorization ?? ""), getExecutorKey(), safeEqual)
+    response = !appBearerAccepted(String(req.headers.authorization ?? ""))
       ? Response.json({ error: "Checkpoint calls need the executor key: set INNGEST_SIGNING_KEY=signkey-dev-<executor key>", status: 401 }, { status: 401 })
       : await handleCheckpointRequest(request).catch(() => Response.json({ error: "The checkpoint could not be stored", status: 500 }, { status: 500 }));
   } else if (req.method === "GET" && pathname === "/health") {
@@ -86,7 +84,7 @@ const server = http.createServer(async (req, res) => {
 await new Promise<void>((resolve) => server.listen(Number(values.port), values.host, resolve));
 const port = (server.address() as AddressInfo).port;
 executor = await startExecutor({
-  apps: urls.map((url) => ({ url, headers: executorHeadersFor(url), ...(values.checkpointing ? { checkpointing: true } : {}) })),
+  apps: urls.map((url) => ({ ...executorTargetFor(url), ...(values.checkpointing ? { checkpointing: true } : {}) })),
   workerId: values["worker-id"],
   leaseMs,
   pollMs,

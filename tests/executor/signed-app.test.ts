@@ -4,6 +4,8 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { bearerMatchesSigningKey, Executor, handleCheckpointRequest, handleEventRequest, hashSigningKey, signRequest } from "@/lib/executor";
+import { resetEnvCache } from "@/lib/env";
+import { appBearerAccepted, executorTargetFor, getExecutorKey } from "@/lib/security/executor-key";
 import { waitFor, waitForRuns } from "./harness";
 
 /**
@@ -35,7 +37,9 @@ beforeAll(async () => {
     let response: Response;
     if (req.url?.startsWith("/v1/checkpoint/")) {
       const header = request.headers.get("authorization");
-      response = bearerMatchesSigningKey(header, [KEY]) ? await handleCheckpointRequest(request) : Response.json({ error: "bad bearer" }, { status: 401 });
+      // As app/v1/checkpoint does (appBearerAccepted), plus the test key of the first app.
+      const ok = bearerMatchesSigningKey(header, [KEY]) || appBearerAccepted(header);
+      response = ok ? await handleCheckpointRequest(request) : Response.json({ error: "bad bearer" }, { status: 401 });
       checkpointAuth.push({ header, status: response.status });
     } else if (req.url?.startsWith("/e/")) {
       response = await handleEventRequest(request);
@@ -49,30 +53,41 @@ beforeAll(async () => {
   await new Promise<void>((r) => executorServer.listen(0, "127.0.0.1", r));
   origin = `http://127.0.0.1:${(executorServer.address() as AddressInfo).port}`;
 
-  fixture = spawn(process.execPath, ["--import", "tsx", path.join("tests", "fixtures", "inngest-app", "signed-server.ts"), "0", origin, KEY], {
+  const started = await spawnSignedApp(KEY);
+  fixture = started.child;
+  appUrl = started.url;
+});
+
+/** Start tests/fixtures/inngest-app/signed-server.ts in its own process, in signed mode with `key`. */
+async function spawnSignedApp(key: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", path.join("tests", "fixtures", "inngest-app", "signed-server.ts"), "0", origin, key], {
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, INNGEST_DEV: "", INNGEST_SIGNING_KEY: "", INNGEST_BASE_URL: "" },
   });
+  children.push(child);
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`signed app did not start: ${fixtureLog}`)), 30_000);
-    fixture.stdout!.on("data", (d: Buffer) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`signed app did not start: ${out}`)), 30_000);
+    child.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
       fixtureLog += d.toString();
-      const m = /LISTENING (\d+)/.exec(fixtureLog);
+      const m = /LISTENING (\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(Number(m[1]));
       }
     });
-    fixture.stderr!.on("data", (d: Buffer) => (fixtureLog += d.toString()));
+    child.stderr!.on("data", (d: Buffer) => (fixtureLog += d.toString()));
   });
-  appUrl = `http://127.0.0.1:${port}/api/inngest`;
-});
+  return { child, url: `http://127.0.0.1:${port}/api/inngest` };
+}
+const children: ChildProcess[] = [];
 afterEach(async () => {
   await executor?.stop();
   executor = undefined;
 });
 afterAll(async () => {
-  fixture?.kill("SIGKILL");
+  for (const child of children) child.kill("SIGKILL");
   await new Promise((r) => executorServer?.close(r));
 });
 
@@ -134,6 +149,42 @@ describe("an Inngest app in signed mode", () => {
   it("an unsigned executor is refused too, and told to give it the signing key", async () => {
     const ex = await start({});
     expect((await ex.status()).apps[0]?.error).toMatch(/GATEHOUSE_EXECUTOR_SIGNING_KEY/);
+  });
+});
+
+describe("one secret: the executor key is the signing key", () => {
+  it("an app with INNGEST_SIGNING_KEY=signkey-prod-<executor key> syncs, runs and checkpoints with Gatehouse's own executor target", async () => {
+    const own = await spawnSignedApp(`signkey-prod-${getExecutorKey()}`);
+    const before = checkpointAuth.length;
+    // executorTargetFor is what `npm run worker` and the embedded executor give GATEHOUSE_EXECUTOR_APPS and --app URLs.
+    executor = new Executor({ apps: [{ ...executorTargetFor(own.url), checkpointing: true }], pollMs: 50, leaseMs: 2000, backoff: () => 20, log: () => {} });
+    await executor.start();
+    const status = await executor.status();
+    expect(status.apps.find((a) => a.url === own.url)).toMatchObject({ appId: "signed-app", error: null });
+    await send({ name: "signed/steps", data: { n: 50 } });
+    const [run] = await waitForRuns("steps", { where: (r) => r.event.data.n === 50 });
+    expect(run).toMatchObject({ status: "completed", output: { a: 50, b: 100 } });
+    const calls = checkpointAuth.slice(before);
+    expect(calls.length).toBeGreaterThan(0);
+    expect(calls.every((c) => c.header === `Bearer ${hashSigningKey(`signkey-prod-${getExecutorKey()}`)}` && c.status === 200)).toBe(true);
+  });
+
+  it("the checkpoint endpoint takes the hashed GATEHOUSE_EXECUTOR_SIGNING_KEY and its fallback, not other keys", () => {
+    process.env.GATEHOUSE_EXECUTOR_SIGNING_KEY = KEY;
+    process.env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK = `signkey-prod-${"ef56".repeat(16)}`;
+    resetEnvCache();
+    try {
+      expect(appBearerAccepted(`Bearer ${hashSigningKey(KEY)}`)).toBe(true);
+      expect(appBearerAccepted(`Bearer ${hashSigningKey(`signkey-prod-${"ef56".repeat(16)}`)}`)).toBe(true);
+      expect(appBearerAccepted(`Bearer ${hashSigningKey(`signkey-prod-${getExecutorKey()}`)}`)).toBe(true);
+      expect(appBearerAccepted(`Bearer ${hashSigningKey(WRONG)}`)).toBe(false);
+      expect(appBearerAccepted(null)).toBe(false);
+      expect(executorTargetFor("http://127.0.0.1:1/api/inngest")).toMatchObject({ signingKey: KEY, signingKeyFallback: `signkey-prod-${"ef56".repeat(16)}` });
+    } finally {
+      delete process.env.GATEHOUSE_EXECUTOR_SIGNING_KEY;
+      delete process.env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK;
+      resetEnvCache();
+    }
   });
 });
 

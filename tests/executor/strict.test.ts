@@ -3,7 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { parseEnv } from "@/lib/env";
 import type { ExecutorOptions } from "@/lib/executor";
 import { query } from "@/lib/executor/store";
-import { startApp, waitFor, waitForRuns } from "./harness";
+import { checkpointStats } from "@/lib/executor/checkpoint";
+import { harness, startApp, waitFor, waitForRuns } from "./harness";
 
 /**
  * Strict "cloud" mode (GATEHOUSE_EXECUTOR_STRICT=cloud, or the Executor's `strict` option): no wait look-back, and
@@ -130,6 +131,23 @@ describe("Cloud's limits with Cloud's errors", () => {
     await a.send({ name: "lim-out/big-output", data: { size: 1000 } });
     const [, ok] = await waitForRuns("big-output", { count: 2 });
     expect(ok?.status).toBe("completed");
+  });
+
+  it("the same on the checkpoint path: a checkpointed step output over 4 MB fails the run with Inngest's error", async () => {
+    harness.mode = "checkpointed";
+    try {
+      const a = await start("lim-out-cp", { strict: "cloud" });
+      const stored = checkpointStats.stored;
+      await a.send({ name: "lim-out-cp/big-output", data: { size: 1000 } });
+      expect(await runOf("lim-out-cp", "big-output")).toMatchObject({ status: "completed" });
+      expect(checkpointStats.stored).toBeGreaterThan(stored);
+      await a.send({ name: "lim-out-cp/big-output", data: { size: 4 * 1024 * 1024 + 10 } });
+      const runs = await waitForRuns("big-output", { count: 2, where: (r) => r.fn_id === "lim-out-cp-big-output" });
+      const failed = runs.find((r) => r.status === "failed");
+      expect(failed?.error).toMatchObject({ name: "InngestErrStepOutputTooLarge", message: "step output size is greater than the limit" });
+    } finally {
+      harness.mode = "classic";
+    }
   });
 
   it("run state past the limit fails the run with InngestErrStateOverflowed", async () => {
