@@ -441,7 +441,18 @@ export function PausedCard({ run }: { run: Run }) {
               Retry
             </Button>
             {reason?.reason === "invalid_plan" && (
-              <Button variant="outline" data-testid="fix-plan" onClick={() => setFixing(true)}>
+              <Button
+                variant="outline"
+                data-testid="fix-plan"
+                onClick={() => {
+                  // Seeded from this pause's draft (the card may have stayed mounted since an earlier pause).
+                  const parts = editableParts(draft);
+                  setSource(draft?.mermaid ?? "");
+                  setTasks(parts.tasks);
+                  setCriteria(parts.criteria);
+                  setFixing(true);
+                }}
+              >
                 Fix the plan by hand
               </Button>
             )}
