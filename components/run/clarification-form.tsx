@@ -23,36 +23,89 @@ function toBase64(file: File): Promise<string> {
   });
 }
 
-/** A question from the run, answered in the form its response type asks for. */
-export function ClarificationForm({ run, clarification }: { run: Run; clarification: Clarification }) {
-  const decision = useDecision(run.id);
+/**
+ * The typed inputs of a question (single / multiple choice, file, text) and a reader of the answer they hold: shared by
+ * the question's own form and the escalated-question gate, so both ask in the same form.
+ */
+export function useTypedResponse({ responseType, options, idPrefix, labelledBy }: { responseType: string; options: string[]; idPrefix: string; labelledBy: string }) {
   const [text, setText] = useState("");
   const [single, setSingle] = useState("");
   const [multiple, setMultiple] = useState<string[]>([]);
   const [file, setFile] = useState<File | null>(null);
+  const type = responseType;
+
+  /** The answer as the API takes it, or what to fix. */
+  const read = async (): Promise<{ response: unknown } | { error: string }> => {
+    if (type === "single_choice") return single ? { response: single } : { error: "Choose one option." };
+    if (type === "multiple_choice") return multiple.length ? { response: multiple } : { error: "Choose at least one option." };
+    if (type === "file") {
+      if (!file) return { error: "Choose a file to upload." };
+      if (file.size > MAX_FILE_BYTES) return { error: `The file is ${Math.ceil(file.size / 1024)} KiB; the limit is 256 KiB.` };
+      return { response: { fileName: file.name, contentBase64: await toBase64(file), ...(file.type ? { contentType: file.type } : {}) } };
+    }
+    return text.trim() ? { response: text.trim() } : { error: "Write an answer." };
+  };
+
+  const inputs = (
+    <>
+      {type === "single_choice" && (
+        <RadioGroup value={single} onValueChange={setSingle} aria-labelledby={labelledBy}>
+          {options.map((option, i) => (
+            <div key={option} className="flex items-center gap-2">
+              <RadioGroupItem value={option} id={`${idPrefix}-opt-${i}`} />
+              <Label htmlFor={`${idPrefix}-opt-${i}`} className="font-normal">
+                {option}
+              </Label>
+            </div>
+          ))}
+        </RadioGroup>
+      )}
+      {type === "multiple_choice" && (
+        <fieldset className="space-y-2" aria-labelledby={labelledBy}>
+          {options.map((option, i) => (
+            <div key={option} className="flex items-center gap-2">
+              <Checkbox
+                id={`${idPrefix}-opt-${i}`}
+                checked={multiple.includes(option)}
+                onCheckedChange={(checked) => setMultiple((m) => (checked ? [...m, option] : m.filter((o) => o !== option)))}
+              />
+              <Label htmlFor={`${idPrefix}-opt-${i}`} className="font-normal">
+                {option}
+              </Label>
+            </div>
+          ))}
+        </fieldset>
+      )}
+      {type === "file" && (
+        <div className="grid gap-2">
+          <Label htmlFor={`${idPrefix}-file`}>File (up to 256 KiB)</Label>
+          <Input id={`${idPrefix}-file`} type="file" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />
+        </div>
+      )}
+      {type !== "single_choice" && type !== "multiple_choice" && type !== "file" && (
+        <div className="grid gap-2">
+          <Label htmlFor={`${idPrefix}-text`}>Your answer</Label>
+          <Textarea id={`${idPrefix}-text`} rows={4} value={text} onChange={(e) => setText(e.target.value)} />
+        </div>
+      )}
+    </>
+  );
+  return { inputs, read };
+}
+
+/** A question from the run, answered in the form its response type asks for. */
+export function ClarificationForm({ run, clarification }: { run: Run; clarification: Clarification }) {
+  const decision = useDecision(run.id);
   const [error, setError] = useState<string | null>(null);
-  const options = clarification.options ?? [];
   const type = clarification.responseType;
+  const typed = useTypedResponse({ responseType: type, options: clarification.options ?? [], idPrefix: "clr", labelledBy: "clarification-question" });
 
   const submit = async (event: React.FormEvent) => {
     event.preventDefault();
-    let response: unknown;
-    if (type === "single_choice") {
-      if (!single) return setError("Choose one option.");
-      response = single;
-    } else if (type === "multiple_choice") {
-      if (!multiple.length) return setError("Choose at least one option.");
-      response = multiple;
-    } else if (type === "file") {
-      if (!file) return setError("Choose a file to upload.");
-      if (file.size > MAX_FILE_BYTES) return setError(`The file is ${Math.ceil(file.size / 1024)} KiB; the limit is 256 KiB.`);
-      response = { fileName: file.name, contentBase64: await toBase64(file), ...(file.type ? { contentType: file.type } : {}) };
-    } else {
-      if (!text.trim()) return setError("Write an answer.");
-      response = text.trim();
-    }
+    const answer = await typed.read();
+    if ("error" in answer) return setError(answer.error);
     setError(null);
-    decision.mutate({ url: `/api/clarifications/${clarification.id}/answer`, body: { response }, success: "Answer sent; the run resumes" });
+    decision.mutate({ url: `/api/clarifications/${clarification.id}/answer`, body: { response: answer.response }, success: "Answer sent; the run resumes" });
   };
 
   return (
@@ -66,46 +119,7 @@ export function ClarificationForm({ run, clarification }: { run: Run; clarificat
           {clarification.context && <p className="text-muted-foreground text-sm whitespace-pre-wrap">{clarification.context}</p>}
         </CardHeader>
         <CardContent className="space-y-3 py-4">
-          {type === "single_choice" && (
-            <RadioGroup value={single} onValueChange={setSingle} aria-labelledby="clarification-question">
-              {options.map((option, i) => (
-                <div key={option} className="flex items-center gap-2">
-                  <RadioGroupItem value={option} id={`clr-opt-${i}`} />
-                  <Label htmlFor={`clr-opt-${i}`} className="font-normal">
-                    {option}
-                  </Label>
-                </div>
-              ))}
-            </RadioGroup>
-          )}
-          {type === "multiple_choice" && (
-            <fieldset className="space-y-2" aria-labelledby="clarification-question">
-              {options.map((option, i) => (
-                <div key={option} className="flex items-center gap-2">
-                  <Checkbox
-                    id={`clr-opt-${i}`}
-                    checked={multiple.includes(option)}
-                    onCheckedChange={(checked) => setMultiple((m) => (checked ? [...m, option] : m.filter((o) => o !== option)))}
-                  />
-                  <Label htmlFor={`clr-opt-${i}`} className="font-normal">
-                    {option}
-                  </Label>
-                </div>
-              ))}
-            </fieldset>
-          )}
-          {type === "file" && (
-            <div className="grid gap-2">
-              <Label htmlFor="clr-file">File (up to 256 KiB)</Label>
-              <Input id="clr-file" type="file" onChange={(e) => setFile(e.target.files?.[0] ?? null)} />
-            </div>
-          )}
-          {type !== "single_choice" && type !== "multiple_choice" && type !== "file" && (
-            <div className="grid gap-2">
-              <Label htmlFor="clr-text">Your answer</Label>
-              <Textarea id="clr-text" rows={4} value={text} onChange={(e) => setText(e.target.value)} />
-            </div>
-          )}
+          {typed.inputs}
           {error && (
             <p className="text-destructive text-xs" role="alert">
               {error}

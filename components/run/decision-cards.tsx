@@ -10,7 +10,8 @@ import { Markdown } from "@/components/runs/markdown";
 import type { Gate, Run } from "@/components/runs/api";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { PlanView } from "./plan-panel";
-import { PlanEditor, type Validity } from "./plan-editor";
+import { editedPlanBody, PlanEditor, PlanFieldsEditor, type EditableCriterion, type EditableTask, type Validity } from "./plan-editor";
+import { useTypedResponse } from "./clarification-form";
 import { useDecision } from "./use-decision";
 
 function ErrorNote({ error }: { error: Error | null }) {
@@ -23,36 +24,94 @@ function ErrorNote({ error }: { error: Error | null }) {
   );
 }
 
+/** A plan's tasks and criteria as the editor holds them. */
+function editableParts(plan: PlanDocument | null | undefined): { tasks: EditableTask[]; criteria: EditableCriterion[] } {
+  return {
+    tasks: (plan?.tasks ?? []).map((t) => ({ ...t, files: t.files ?? [], dependsOn: t.dependsOn ?? [] })),
+    criteria: (plan?.acceptanceCriteria ?? []).map((c) => ({ ...c })),
+  };
+}
+
 /**
  * The plan gate: the plan (shown here once, not again in the Plan tab) with the decision beside it — approve, approve an
- * edited plan (Mermaid editor, live preview, server validation), or reject with feedback.
+ * edited plan (Mermaid editor with live preview and server validation, tasks with their files and dependencies,
+ * acceptance commands), ask the planner a question (it answers and revises the plan; not a rejection), or reject with
+ * feedback.
  */
 export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Gate; plan: PlanDocument | null; children?: React.ReactNode }) {
   const decision = useDecision(run.id);
-  const [mode, setMode] = useState<"view" | "edit" | "reject">("view");
+  const [mode, setMode] = useState<"view" | "edit" | "reject" | "ask">("view");
   const [notes, setNotes] = useState("");
   const [feedback, setFeedback] = useState("");
+  const [question, setQuestion] = useState("");
   const [source, setSource] = useState(plan?.mermaid ?? "");
+  const [tasks, setTasks] = useState<EditableTask[]>(() => editableParts(plan).tasks);
+  const [criteria, setCriteria] = useState<EditableCriterion[]>(() => editableParts(plan).criteria);
   const [validity, setValidity] = useState<Validity>({ state: "checking" });
   const [feedbackError, setFeedbackError] = useState<string | null>(null);
   const base = { gateId: gate.id, ...(notes.trim() ? { notes: notes.trim() } : {}) };
+  const answered = (gate.context as { answered?: { question: string; answer: string } } | null)?.answered;
+  const startEditing = () => {
+    const parts = editableParts(plan);
+    setSource(plan?.mermaid ?? "");
+    setTasks(parts.tasks);
+    setCriteria(parts.criteria);
+    setMode("edit");
+  };
 
   return (
     <Card className="border-amber-500/50" data-testid="approval-card">
       <CardHeader>
         <CardTitle>Approve the plan{gate.artifactVersion ? ` (v${gate.artifactVersion})` : ""}</CardTitle>
-        <CardDescription>Nothing is implemented until you decide. Approve as is, edit the diagram first, or send it back with feedback.</CardDescription>
+        <CardDescription>
+          Nothing is implemented until you decide. Approve as is, edit the plan first, ask the planner a question, or send it back with feedback.
+        </CardDescription>
       </CardHeader>
       <CardContent className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_17rem]">
-        <div className="min-w-0" data-testid="approval-plan">
+        <div className="min-w-0 space-y-4" data-testid="approval-plan">
+          {answered && (
+            <div className="bg-muted/50 rounded-md border p-3 text-sm" data-testid="planner-answer">
+              <p>
+                <span className="font-medium">You asked: </span>
+                {answered.question}
+              </p>
+              <p className="mt-1">
+                <span className="font-medium">The planner answered: </span>
+                {answered.answer}
+              </p>
+              <p className="text-muted-foreground mt-1 text-xs">This is the plan it revised with that answer.</p>
+            </div>
+          )}
           {mode === "edit" ? (
-            <PlanEditor value={source} onChange={setSource} onValidity={setValidity} />
+            <>
+              <PlanEditor value={source} onChange={setSource} onValidity={setValidity} />
+              <PlanFieldsEditor tasks={tasks} criteria={criteria} onTasks={setTasks} onCriteria={setCriteria} />
+            </>
           ) : (
             (children ?? (plan ? <PlanView plan={plan} /> : <p className="text-muted-foreground text-sm">The plan is loading from the event log…</p>))
           )}
         </div>
         <div className="flex flex-col gap-4 lg:sticky lg:top-4 lg:self-start" data-testid="approval-decision">
-          {mode === "reject" ? (
+          {mode === "ask" ? (
+            <div className="grid gap-2">
+              <Label htmlFor="ask-back-question">Your question to the planner</Label>
+              <Textarea
+                id="ask-back-question"
+                value={question}
+                onChange={(e) => setQuestion(e.target.value)}
+                rows={4}
+                aria-invalid={!!feedbackError}
+                aria-describedby={feedbackError ? "ask-back-error" : undefined}
+                placeholder="e.g. Why does task 2 touch the router?"
+              />
+              <p className="text-muted-foreground text-xs">The planner answers here with a revised plan. This is not a rejection.</p>
+              {feedbackError && (
+                <p id="ask-back-error" className="text-destructive text-xs">
+                  {feedbackError}
+                </p>
+              )}
+            </div>
+          ) : mode === "reject" ? (
             <div className="grid gap-2">
               <Label htmlFor="reject-feedback">What should change?</Label>
               <Textarea
@@ -87,8 +146,11 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
                 >
                   Approve
                 </Button>
-                <Button variant="outline" data-testid="edit-plan" disabled={!plan} onClick={() => setMode("edit")}>
+                <Button variant="outline" data-testid="edit-plan" disabled={!plan} onClick={startEditing}>
                   Edit plan
+                </Button>
+                <Button variant="outline" data-testid="ask-back" onClick={() => setMode("ask")}>
+                  Ask back…
                 </Button>
                 <Button variant="outline" data-testid="reject" onClick={() => setMode("reject")}>
                   Reject…
@@ -103,7 +165,7 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
                   onClick={() =>
                     decision.mutate({
                       url: `/api/runs/${run.id}/approve`,
-                      body: { ...base, editedPlan: { mermaid: source, tasks: plan!.tasks, summary: plan!.summary } },
+                      body: { ...base, editedPlan: editedPlanBody({ mermaid: source, tasks, criteria, summary: plan!.summary }) },
                       success: "Edited plan approved",
                     })
                   }
@@ -112,6 +174,31 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
                 </Button>
                 <Button variant="ghost" onClick={() => { setMode("view"); setSource(plan?.mermaid ?? ""); }}>
                   Discard edits
+                </Button>
+              </>
+            )}
+            {mode === "ask" && (
+              <>
+                <Button
+                  data-testid="confirm-ask-back"
+                  disabled={decision.isPending}
+                  onClick={() => {
+                    if (!question.trim()) {
+                      setFeedbackError("Write the question for the planner.");
+                      return;
+                    }
+                    setFeedbackError(null);
+                    decision.mutate({
+                      url: `/api/runs/${run.id}/ask-back`,
+                      body: { gateId: gate.id, question: question.trim() },
+                      success: "Asked; the planner answers with a revised plan",
+                    });
+                  }}
+                >
+                  Ask the planner
+                </Button>
+                <Button variant="ghost" onClick={() => { setMode("view"); setFeedbackError(null); }}>
+                  Back
                 </Button>
               </>
             )}
@@ -209,17 +296,40 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
     policy: "A risky action needs your approval",
   };
   const str = (v: unknown) => (typeof v === "string" ? v : null);
+  // An escalated question is answered in the same typed form as the question itself (choice, file, text).
+  const escalation = gate.kind === "escalation";
+  const responseType = str(ctx.responseType) ?? "text";
+  const options = Array.isArray(ctx.options) ? (ctx.options as string[]) : [];
+  const typed = useTypedResponse({ responseType, options, idPrefix: "esc", labelledBy: "gate-question" });
+  const approve = async () => {
+    const body: Record<string, unknown> = { gateId: gate.id, ...(notes.trim() ? { notes: notes.trim() } : {}) };
+    if (escalation) {
+      const answer = await typed.read();
+      if ("error" in answer) return setError(answer.error);
+      body.response = answer.response;
+    }
+    setError(null);
+    decision.mutate({ url: `/api/runs/${run.id}/approve`, body, success: escalation ? "Answer sent; the run resumes" : "Approved" });
+  };
   return (
-    <Card className="border-amber-500/50" data-testid="gate-card" data-kind={gate.kind}>
+    <Card className="border-amber-500/50" data-testid="gate-card" data-kind={gate.kind} data-response-type={escalation ? responseType : undefined}>
       <CardHeader>
         <CardTitle>{title[gate.kind] ?? `Approve gate ${gate.gateNumber}`}</CardTitle>
-        <CardDescription>Approve to continue, or reject with a reason.</CardDescription>
+        <CardDescription>{escalation ? "Answer to continue, or reject with a reason." : "Approve to continue, or reject with a reason."}</CardDescription>
       </CardHeader>
       <CardContent className="space-y-3">
-        {str(ctx.question) && <p className="text-sm font-medium">{str(ctx.question)}</p>}
+        {str(ctx.question) && (
+          <p className="text-sm font-medium" id="gate-question">
+            {str(ctx.question)}
+          </p>
+        )}
         {str(ctx.context) && <p className="text-muted-foreground text-sm whitespace-pre-wrap">{str(ctx.context)}</p>}
-        {Array.isArray(ctx.options) && ctx.options.length > 0 && (
-          <p className="text-muted-foreground text-xs">Options suggested: {(ctx.options as string[]).join(" · ")}</p>
+        {escalation ? (
+          <div className="space-y-3" data-testid="escalation-answer">
+            {typed.inputs}
+          </div>
+        ) : (
+          options.length > 0 && <p className="text-muted-foreground text-xs">Options suggested: {options.join(" · ")}</p>
         )}
         {str(ctx.summary) && <Markdown>{str(ctx.summary)!}</Markdown>}
         {str(ctx.diffStat) && <pre className="bg-muted overflow-x-auto rounded p-2 text-xs">{str(ctx.diffStat)}</pre>}
@@ -237,7 +347,7 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
           </ul>
         )}
         <div className="grid gap-2">
-          <Label htmlFor="gate-notes">{gate.kind === "escalation" ? "Your answer / decision" : "Notes or reason"}</Label>
+          <Label htmlFor="gate-notes">{escalation ? "Notes, or the reason for a rejection" : "Notes or reason"}</Label>
           <Textarea id="gate-notes" value={notes} onChange={(e) => setNotes(e.target.value)} rows={3} aria-describedby={error ? "gate-notes-error" : undefined} />
           {error && (
             <p id="gate-notes-error" className="text-destructive text-xs">
@@ -251,9 +361,9 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
         <Button
           data-testid="gate-approve"
           disabled={decision.isPending}
-          onClick={() => decision.mutate({ url: `/api/runs/${run.id}/approve`, body: { gateId: gate.id, ...(notes.trim() ? { notes: notes.trim() } : {}) }, success: "Approved" })}
+          onClick={() => void approve()}
         >
-          Approve
+          {escalation ? "Send answer" : "Approve"}
         </Button>
         <Button
           variant="outline"
@@ -272,27 +382,86 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
   );
 }
 
-/** A paused run: why, and retry (or extend after a timeout). */
+/**
+ * A paused run: why, and retry (or extend after a timeout). Paused for an invalid plan, the planner's plan can also be
+ * fixed by hand: the diagram (checked against Mermaid's grammar), tasks and acceptance commands, and the run goes on
+ * with that plan.
+ */
 export function PausedCard({ run }: { run: Run }) {
   const decision = useDecision(run.id);
   const reason = run.pauseReason;
+  const draft = reason?.reason === "invalid_plan" ? (reason.plan ?? null) : null;
+  const [fixing, setFixing] = useState(false);
+  const [source, setSource] = useState(draft?.mermaid ?? "");
+  const [tasks, setTasks] = useState<EditableTask[]>(() => editableParts(draft).tasks);
+  const [criteria, setCriteria] = useState<EditableCriterion[]>(() => editableParts(draft).criteria);
+  const [validity, setValidity] = useState<Validity>({ state: "checking" });
   return (
     <Card className="border-amber-500/50" data-testid="paused-card">
       <CardHeader>
         <CardTitle>Paused{reason ? `: ${reason.reason.replaceAll("_", " ")}` : ""}</CardTitle>
         <CardDescription>{reason?.message ?? "The run is waiting to be resumed."}</CardDescription>
       </CardHeader>
-      <CardContent>
+      <CardContent className="space-y-4">
+        {fixing && (
+          <>
+            <PlanEditor value={source} onChange={setSource} onValidity={setValidity} />
+            {tasks.length > 0 && <PlanFieldsEditor tasks={tasks} criteria={criteria} onTasks={setTasks} onCriteria={setCriteria} />}
+          </>
+        )}
         <ErrorNote error={decision.error} />
       </CardContent>
       <CardFooter className="flex gap-2">
-        <Button disabled={decision.isPending} onClick={() => decision.mutate({ url: `/api/runs/${run.id}/retry`, success: "Resumed" })}>
-          Retry
-        </Button>
-        {reason?.reason === "timeout" && (
-          <Button variant="outline" disabled={decision.isPending} onClick={() => decision.mutate({ url: `/api/runs/${run.id}/extend`, success: "Given more time" })}>
-            Extend time
-          </Button>
+        {fixing ? (
+          <>
+            <Button
+              data-testid="resume-with-plan"
+              disabled={decision.isPending || validity.state !== "valid"}
+              onClick={() =>
+                decision.mutate({
+                  url: `/api/runs/${run.id}/resume`,
+                  body: {
+                    editedPlan: tasks.length
+                      ? editedPlanBody({ mermaid: source, tasks, criteria, summary: draft?.summary })
+                      : { mermaid: source },
+                  },
+                  success: "Resumed with the fixed plan",
+                })
+              }
+            >
+              Continue with this plan
+            </Button>
+            <Button variant="ghost" onClick={() => setFixing(false)}>
+              Back
+            </Button>
+          </>
+        ) : (
+          <>
+            <Button disabled={decision.isPending} onClick={() => decision.mutate({ url: `/api/runs/${run.id}/retry`, success: "Resumed" })}>
+              Retry
+            </Button>
+            {reason?.reason === "invalid_plan" && (
+              <Button
+                variant="outline"
+                data-testid="fix-plan"
+                onClick={() => {
+                  // Seeded from this pause's draft (the card may have stayed mounted since an earlier pause).
+                  const parts = editableParts(draft);
+                  setSource(draft?.mermaid ?? "");
+                  setTasks(parts.tasks);
+                  setCriteria(parts.criteria);
+                  setFixing(true);
+                }}
+              >
+                Fix the plan by hand
+              </Button>
+            )}
+            {reason?.reason === "timeout" && (
+              <Button variant="outline" disabled={decision.isPending} onClick={() => decision.mutate({ url: `/api/runs/${run.id}/extend`, success: "Given more time" })}>
+                Extend time
+              </Button>
+            )}
+          </>
         )}
       </CardFooter>
     </Card>

@@ -3,6 +3,8 @@
 import { useEffect, useState } from "react";
 import { Textarea } from "@/components/ui/textarea";
 import { Label } from "@/components/ui/label";
+import { Input } from "@/components/ui/input";
+import { Button } from "@/components/ui/button";
 import { apiSend } from "@/components/runs/api";
 import { MermaidDiagram } from "./mermaid-diagram";
 
@@ -66,4 +68,118 @@ export function PlanEditor({ value, onChange, onValidity }: { value: string; onC
       </div>
     </div>
   );
+}
+
+export type EditableTask = { id: string; title: string; description?: string; files?: string[]; dependsOn?: string[] };
+export type EditableCriterion = { id?: string; description: string; command?: string };
+
+/** "a, b , c" ↔ ["a", "b", "c"]: files and dependencies are edited as comma-separated lists. */
+const toList = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
+
+/**
+ * The plan's tasks (title, files = the scope validation holds the change to, dependencies) and acceptance criteria
+ * (with the command that proves each). The server checks them (unique ids, known dependencies, no cycle, paths inside
+ * the repository) and answers 400 naming the field.
+ */
+export function PlanFieldsEditor({
+  tasks,
+  criteria,
+  onTasks,
+  onCriteria,
+}: {
+  tasks: EditableTask[];
+  criteria: EditableCriterion[];
+  onTasks: (tasks: EditableTask[]) => void;
+  onCriteria: (criteria: EditableCriterion[]) => void;
+}) {
+  const setTask = (i: number, patch: Partial<EditableTask>) => onTasks(tasks.map((t, j) => (j === i ? { ...t, ...patch } : t)));
+  const setCriterion = (i: number, patch: Partial<EditableCriterion>) => onCriteria(criteria.map((c, j) => (j === i ? { ...c, ...patch } : c)));
+  const nextTaskId = () => {
+    for (let n = tasks.length + 1; ; n++) if (!tasks.some((t) => t.id === `T${n}`)) return `T${n}`;
+  };
+  return (
+    <div className="grid gap-6" data-testid="plan-fields-editor">
+      <fieldset className="grid gap-3">
+        <legend className="text-sm font-medium">Tasks (files are the scope: changes outside them fail validation)</legend>
+        {tasks.map((task, i) => (
+          // Keyed by id and place: the comma-separated inputs are uncontrolled (typing "a, " must not be re-joined), so a
+          // removal remounts the rows that moved with their own values.
+          <div key={`${task.id}-${i}`} className="grid gap-2 rounded-md border p-2 sm:grid-cols-[4rem_1fr]" data-testid="edit-task">
+            <span className="font-mono text-xs leading-9">{task.id}</span>
+            <div className="grid gap-2">
+              <Input aria-label={`Task ${task.id} title`} value={task.title} onChange={(e) => setTask(i, { title: e.target.value })} />
+              <Input
+                aria-label={`Task ${task.id} files`}
+                placeholder="Files or folders, comma-separated (e.g. src/app.ts, docs/)"
+                className="font-mono text-xs"
+                defaultValue={(task.files ?? []).join(", ")}
+                onChange={(e) => setTask(i, { files: toList(e.target.value) })}
+              />
+              <Input
+                aria-label={`Task ${task.id} depends on`}
+                placeholder="Depends on task ids, comma-separated (e.g. T1)"
+                className="font-mono text-xs"
+                defaultValue={(task.dependsOn ?? []).join(", ")}
+                onChange={(e) => setTask(i, { dependsOn: toList(e.target.value) })}
+              />
+              <div>
+                <Button type="button" variant="ghost" size="sm" onClick={() => onTasks(tasks.filter((_, j) => j !== i))} disabled={tasks.length <= 1}>
+                  Remove task
+                </Button>
+              </div>
+            </div>
+          </div>
+        ))}
+        <div>
+          <Button type="button" variant="outline" size="sm" data-testid="add-task" onClick={() => onTasks([...tasks, { id: nextTaskId(), title: "", files: [], dependsOn: [] }])}>
+            Add task
+          </Button>
+        </div>
+      </fieldset>
+      <fieldset className="grid gap-3">
+        <legend className="text-sm font-medium">Acceptance criteria (a command proves one when it exits 0)</legend>
+        {criteria.map((c, i) => (
+          <div key={i} className="grid gap-2 rounded-md border p-2" data-testid="edit-criterion">
+            <Input aria-label={`Criterion ${i + 1} description`} value={c.description} onChange={(e) => setCriterion(i, { description: e.target.value })} />
+            <Input
+              aria-label={`Criterion ${i + 1} command`}
+              placeholder="Command (optional), e.g. npm test"
+              className="font-mono text-xs"
+              value={c.command ?? ""}
+              onChange={(e) => setCriterion(i, { command: e.target.value || undefined })}
+            />
+            <div>
+              <Button type="button" variant="ghost" size="sm" onClick={() => onCriteria(criteria.filter((_, j) => j !== i))} disabled={criteria.length <= 1}>
+                Remove criterion
+              </Button>
+            </div>
+          </div>
+        ))}
+        <div>
+          <Button type="button" variant="outline" size="sm" data-testid="add-criterion" onClick={() => onCriteria([...criteria, { description: "", command: undefined }])}>
+            Add criterion
+          </Button>
+        </div>
+      </fieldset>
+    </div>
+  );
+}
+
+/** The edited plan as POST /approve and POST /resume take it (empty optional fields left out). */
+export function editedPlanBody({ mermaid, tasks, criteria, summary }: { mermaid: string; tasks: EditableTask[]; criteria: EditableCriterion[]; summary?: string }) {
+  return {
+    mermaid,
+    ...(summary ? { summary } : {}),
+    tasks: tasks.map((t) => ({
+      id: t.id,
+      title: t.title,
+      ...(t.description ? { description: t.description } : {}),
+      ...(t.files?.length ? { files: t.files } : {}),
+      ...(t.dependsOn?.length ? { dependsOn: t.dependsOn } : {}),
+    })),
+    // None at all (a draft without criteria) keeps the drafted ones rather than asking for an empty list.
+    ...(criteria.length
+      ? { acceptanceCriteria: criteria.map((c) => ({ ...(c.id ? { id: c.id } : {}), description: c.description, ...(c.command?.trim() ? { command: c.command.trim() } : {}) })) }
+      : {}),
+  };
 }

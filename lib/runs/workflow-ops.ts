@@ -585,7 +585,8 @@ export async function ask({
         question,
         context,
         options,
-        responseType,
+        // As a clarification stores it: options make a text question a single choice (the gate asks in that form).
+        responseType: options.length && responseType === "text" ? "single_choice" : responseType,
         stage,
         reason: `The run already asked ${run.config.maxClarifications} question(s), its limit.`,
         clarifications: earlier.map((c) => ({ question: c.question, response: c.response, status: c.status })),
