@@ -293,7 +293,7 @@ export async function checkGitHubApp({ env, live }: Pick<DoctorOptions, "env" | 
     const key = crypto.createPrivateKey(pem);
     if (key.asymmetricKeyType !== "rsa") throw new Error(`a ${key.asymmetricKeyType} key, GitHub Apps use RSA`);
   } catch (error) {
-    return fail(name, `GITHUB_APP_PRIVATE_KEY is not a usable private key: ${errorText(error)}`, "Paste the whole .pem file GitHub generated (-----BEGIN RSA PRIVATE KEY----- … END), with real newlines or \\n");
+    return fail(name, `GITHUB_APP_PRIVATE_KEY is not a usable private key: ${errorText(error)}`, "Paste the whole .pem file GitHub generated (from its BEGIN line to its END line), with real newlines or \\n");
   }
   const noSecret = !env.GITHUB_APP_WEBHOOK_SECRET;
   if (!live) {
