@@ -5,16 +5,19 @@
 #   3. runtime: .next/standalone + .next/static + public + drizzle, as the runtime stage copies them, in a fresh directory
 #   4. smoke:   `node server.js` from that directory (the container's CMD) answers /api/health, then exits 0 on SIGTERM;
 #               with --e2e, the e2e smoke spec (e2e/smoke.spec.ts) runs against that server (E2E_STANDALONE_DIR).
-# Usage: scripts/docker-build-check.sh [--e2e] [--keep]     (OUT=<dir> to choose where; default a temporary directory)
+# Usage: scripts/docker-build-check.sh [--e2e] [--keep] [--reuse]
+#   OUT=<dir> chooses where (default a temporary directory); --reuse skips steps 1-3 when OUT already holds a runtime.
 set -euo pipefail
 
 E2E=0
 KEEP=0
+REUSE=0
 for arg in "$@"; do
   case "$arg" in
     --e2e) E2E=1 ;;
     --keep) KEEP=1 ;;
-    *) echo "unknown argument: $arg (use --e2e, --keep)" >&2; exit 2 ;;
+    --reuse) REUSE=1 ;;
+    *) echo "unknown argument: $arg (use --e2e, --keep, --reuse)" >&2; exit 2 ;;
   esac
 done
 
@@ -29,8 +32,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "== deps: npm ci in a copy of the build context ($CONTEXT)"
 mkdir -p "$CONTEXT" "$RUNTIME" "$DATA"
+if [[ "$REUSE" == 1 && -f "$RUNTIME/server.js" ]]; then
+  echo "== reusing the runtime in $RUNTIME"
+else
+echo "== deps: npm ci in a copy of the build context ($CONTEXT)"
 (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard | tar --null -T - -c) | tar -x -C "$CONTEXT"
 (cd "$CONTEXT" && npm ci --no-audit --no-fund --prefer-offline >/dev/null)
 
@@ -45,6 +51,7 @@ cp -a "$CONTEXT/.next/static" "$RUNTIME/.next/static"
 cp -a "$CONTEXT/public" "$RUNTIME/public"
 cp -a "$CONTEXT/drizzle" "$RUNTIME/drizzle"
 echo "   $(du -sh "$RUNTIME" | cut -f1) (the build context with node_modules: $(du -sh "$CONTEXT" | cut -f1))"
+fi
 
 if [[ "$E2E" == 1 ]]; then
   echo "== e2e: e2e/smoke.spec.ts against node server.js"
@@ -54,7 +61,9 @@ fi
 
 PORT="${PORT:-$((20000 + RANDOM % 20000))}"
 echo "== smoke: node server.js on 127.0.0.1:$PORT"
-(cd "$RUNTIME" && env -i PATH="$PATH" HOME="$OUT" NODE_ENV=production HOSTNAME=127.0.0.1 HOST=127.0.0.1 PORT="$PORT" \
+rm -rf "$DATA" && mkdir -p "$DATA"
+# exec: $! is node itself (the container's PID 1 equivalent), so SIGTERM reaches it and not a wrapping shell.
+(cd "$RUNTIME" && exec env -i PATH="$PATH" HOME="$OUT" NODE_ENV=production HOSTNAME=127.0.0.1 HOST=127.0.0.1 PORT="$PORT" \
   GATEHOUSE_DATA_DIR="$DATA" NEXT_MANUAL_SIG_HANDLE=true NEXT_TELEMETRY_DISABLED=1 LOG_LEVEL=info \
   node server.js >"$OUT/server.log" 2>&1) &
 SERVER_PID=$!
@@ -66,6 +75,7 @@ done
 echo "   /api/health: ${body:-no answer}"
 [[ "${body:-}" == *'"ok":true'* ]] || { cat "$OUT/server.log"; exit 1; }
 grep -q '"msg":"database ready' "$OUT/server.log" || { cat "$OUT/server.log"; echo "no JSON start-up line (database ready)" >&2; exit 1; }
+grep -q '"msg":"doctor: ' "$OUT/server.log" || { cat "$OUT/server.log"; echo "no doctor line at start" >&2; exit 1; }
 code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/signin")"
 echo "   /signin: $code"
 [[ "$code" == 200 ]] || { cat "$OUT/server.log"; exit 1; }
@@ -74,4 +84,5 @@ wait "$SERVER_PID" && status=0 || status=$?
 SERVER_PID=
 echo "   exit status after SIGTERM: $status"
 [[ "$status" == 0 ]] || { cat "$OUT/server.log"; exit 1; }
+grep -q 'SIGTERM: stopping' "$OUT/server.log" || { cat "$OUT/server.log"; echo "no graceful shutdown on SIGTERM" >&2; exit 1; }
 echo "OK: the Dockerfile's build steps produce a standalone server that starts, migrates, answers and stops cleanly"

@@ -281,6 +281,10 @@ export async function checkGitHubApp({ env, live }: Pick<DoctorOptions, "env" | 
   const name = "github app";
   const set = (["GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY", "GITHUB_APP_WEBHOOK_SECRET"] as const).filter((k) => !!env[k]);
   if (set.length === 0) return skip(name, "not configured: runs deliver to local repositories only");
+  if (!env.GITHUB_APP_ID && !env.GITHUB_APP_PRIVATE_KEY) {
+    // Signed webhooks are accepted and recorded, but nothing can be delivered to GitHub without the App's id and key.
+    return warn(name, "only GITHUB_APP_WEBHOOK_SECRET is set: webhooks are accepted, but runs cannot push or open pull requests", "Set GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY (the App's settings page), or remove GITHUB_APP_WEBHOOK_SECRET");
+  }
   if (!env.GITHUB_APP_ID || !env.GITHUB_APP_PRIVATE_KEY) {
     const missing = !env.GITHUB_APP_ID ? "GITHUB_APP_ID" : "GITHUB_APP_PRIVATE_KEY";
     return fail(name, `${set.join(" and ")} ${set.length > 1 ? "are" : "is"} set but ${missing} is missing`, "Copy the App ID and generate a private key on the App's settings page (GitHub → Settings → Developer settings → GitHub Apps)");
@@ -293,7 +297,7 @@ export async function checkGitHubApp({ env, live }: Pick<DoctorOptions, "env" | 
     const key = crypto.createPrivateKey(pem);
     if (key.asymmetricKeyType !== "rsa") throw new Error(`a ${key.asymmetricKeyType} key, GitHub Apps use RSA`);
   } catch (error) {
-    return fail(name, `GITHUB_APP_PRIVATE_KEY is not a usable private key: ${errorText(error)}`, "Paste the whole .pem file GitHub generated (-----BEGIN RSA PRIVATE KEY----- … END), with real newlines or \\n");
+    return fail(name, `GITHUB_APP_PRIVATE_KEY is not a usable private key: ${errorText(error)}`, "Paste the whole .pem file GitHub generated (from its BEGIN line to its END line), with real newlines or \\n");
   }
   const noSecret = !env.GITHUB_APP_WEBHOOK_SECRET;
   if (!live) {

@@ -335,6 +335,9 @@ describe("github app", () => {
     const noKey = await checkGitHubApp({ env: envWith({ GITHUB_APP_ID: "4242" }), live: false });
     expect(noKey.status).toBe("fail");
     expect(noKey.message).toContain("GITHUB_APP_PRIVATE_KEY is missing");
+    const onlySecret = await checkGitHubApp({ env: envWith({ GITHUB_APP_WEBHOOK_SECRET: "whsec-0123456789" }), live: false });
+    expect(onlySecret.status).toBe("warn");
+    expect(onlySecret.fix).toMatch(/GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY/);
     const noSecret = await checkGitHubApp({ env: gh({ GITHUB_APP_WEBHOOK_SECRET: "" }), live: false });
     expect(noSecret.status).toBe("warn");
     expect(noSecret.fix).toContain("GITHUB_APP_WEBHOOK_SECRET");
