@@ -1,10 +1,12 @@
 import path from "node:path";
 import { defineConfig } from "vitest/config";
 
+const all = ["lib/**/*.test.ts", "inngest/**/*.test.ts", "app/**/*.test.ts", "tests/**/*.test.ts"];
+const workflow = ["tests/workflow/**/*.test.ts"];
+
 export default defineConfig({
   resolve: { alias: { "@": path.resolve(import.meta.dirname) } },
   test: {
-    include: ["lib/**/*.test.ts", "inngest/**/*.test.ts", "app/**/*.test.ts", "tests/**/*.test.ts"],
     environment: "node",
     pool: "forks",
     // Two cores: two test files at a time; integration tests start servers and child processes.
@@ -12,5 +14,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     setupFiles: ["tests/setup.ts"],
+    projects: [
+      // The run's workflow scenarios run under Inngest Cloud's semantics (no wait look-back, Cloud's limits), so what
+      // passes here is what holds in production; see GATEHOUSE_EXECUTOR_STRICT in the README.
+      { extends: true, test: { name: "workflow (strict: cloud)", include: workflow, env: { GATEHOUSE_EXECUTOR_STRICT: "cloud" } } },
+      { extends: true, test: { name: "unit and integration", include: all, exclude: workflow } },
+    ],
   },
 });
