@@ -4,7 +4,7 @@ import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
 import { describePlan, type Plan } from "./plan";
-import type { Policy, PolicyAction } from "./policy";
+import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
 import {
   clarificationResponseType,
   implementerTools,
@@ -45,6 +45,8 @@ export type ImplementerState = {
   approvedActions?: string[];
   /** Files changed per todo, for policy.maxFilesPerTask; absent in older states. */
   taskFiles?: Record<string, string[]>;
+  /** Every refusal under the policy so far (the workflow records the new ones of a turn as POLICY_REFUSED events). */
+  refusals?: PolicyRefusal[];
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
   failure: { reason: ImplementerFailureReason; message: string } | null;
@@ -182,11 +184,17 @@ export async function implementerTurn({
   context,
   signal,
   policy,
+  scope,
+  restore,
 }: {
   state: ImplementerState;
   sandbox: Sandbox;
   /** The run's policy for risky actions (lib/agents/policy.ts). */
   policy?: Policy;
+  /** The plan's files and folders (a delete outside them is risky). */
+  scope?: string[];
+  /** Undoes a command's changes the policy refuses (ToolContext.restore). */
+  restore?: (paths: string[]) => Promise<void>;
   modelId: string;
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
@@ -209,6 +217,9 @@ export async function implementerTurn({
     approved: [...(state.approvedActions ?? [])],
     hold: null,
     taskFiles: Object.fromEntries(Object.entries(state.taskFiles ?? {}).map(([k, v]) => [k, [...v]])),
+    scope,
+    refusals: [],
+    restore,
   };
   const result = await callModel({
     modelId,
@@ -239,7 +250,13 @@ export async function implementerTurn({
     messages: [...state.messages, ...newMessages],
     todos: ctx.todos,
     filesChanged: ctx.filesChanged,
-    ...(policy ? { approvedActions: ctx.approved ?? [], taskFiles: ctx.taskFiles ?? {} } : {}),
+    ...(policy
+      ? {
+          approvedActions: ctx.approved ?? [],
+          taskFiles: ctx.taskFiles ?? {},
+          refusals: [...(state.refusals ?? []), ...redactDeep(ctx.refusals ?? [])],
+        }
+      : {}),
     iteration: state.iteration + 1,
   };
 

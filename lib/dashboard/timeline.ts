@@ -90,6 +90,10 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "TASK_COMPLETED":
       return item("Task completed", "success", p(event, "TASK_COMPLETED").taskId);
+    case "POLICY_REFUSED": {
+      const { summary, reason } = p(event, "POLICY_REFUSED");
+      return item("Refused by the policy", "warning", `${summary}: ${reason}`);
+    }
     case "IMPLEMENTATION_SUCCEEDED":
       return item("Implementation finished", "success", `attempt ${p(event, "IMPLEMENTATION_SUCCEEDED").attempt ?? 1}`);
     case "IMPLEMENTATION_FAILED":

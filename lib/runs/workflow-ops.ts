@@ -37,6 +37,7 @@ import {
   createRunBranch,
   DIFF_SAFE,
   git,
+  lastCheckpoint,
   readLatestMemory,
   readProjectConfig,
   rollbackToCheckpoint,
@@ -665,6 +666,20 @@ async function secretsInChanges(sandbox: { diff(): Promise<string> }): Promise<s
   return [...files].map((f) => redact(f));
 }
 
+/**
+ * Put files back as the last checkpoint has them (delete those it lacks), through the sandbox: how a command's changes
+ * that the policy refuses are undone, in any sandbox.
+ */
+async function restoreFromCheckpoint(sandbox: Awaited<ReturnType<typeof attachSandbox>>, paths: string[]) {
+  if (!paths.length || !sandbox.workspacePath || !sandbox.location) return;
+  const sha = await lastCheckpoint(sandbox);
+  for (const p of paths) {
+    const kept = await git(sandbox.workspacePath, ["show", `${sha}:${p}`], { worktree: sandbox.location, allowFailure: true });
+    if (kept.code === 0) await sandbox.writeFile(p, kept.stdout);
+    else await sandbox.exec("rm", ["-f", "--", p]);
+  }
+}
+
 export async function implementTurn({
   runId,
   stepKey,
@@ -705,6 +720,8 @@ export async function implementTurn({
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       signal: AbortSignal.any([cancelled.signal, overtime.signal]),
       policy: run.config.policy,
+      scope: [...new Set(doc.tasks.flatMap((t) => t.files ?? []))],
+      restore: (paths) => restoreFromCheckpoint(sandbox, paths),
     });
   } catch (error) {
     if (overtime.signal.aborted && !cancelled.signal.aborted) {
@@ -731,6 +748,10 @@ export async function implementTurn({
     throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
+  // Refusals under the policy (deny list, file caps) are the run's record too, not only the model's.
+  for (const refusal of (result.state.refusals ?? []).slice(state.refusals?.length ?? 0)) {
+    events.push({ type: "POLICY_REFUSED", payload: refusal });
+  }
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   const total = result.state.todos.length;
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";

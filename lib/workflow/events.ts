@@ -43,6 +43,8 @@ export type RunEventPayloads = {
   /** `index` counts from 1: task `index` of `total`. */
   TASK_STARTED: { taskId: string; index: number; total: number };
   TASK_COMPLETED: { taskId: string; commitSha?: string | null };
+  /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
+  POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
   IMPLEMENTATION_FAILED: { attempt: number; reason: string };
   VALIDATION_PASSED: { attempt: number; score?: number; report?: string };
@@ -90,6 +92,7 @@ export const RUN_EVENT_TYPES = [
   "ARTIFACT_CREATED",
   "TASK_STARTED",
   "TASK_COMPLETED",
+  "POLICY_REFUSED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",
   "VALIDATION_PASSED",

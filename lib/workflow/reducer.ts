@@ -149,6 +149,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "ARTIFACT_CREATED":
     case "TASK_STARTED":
     case "TASK_COMPLETED":
+    case "POLICY_REFUSED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
       notTerminal();

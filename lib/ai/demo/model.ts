@@ -60,6 +60,8 @@ function planReply(ins: DemoInstructions, prompt: string) {
   }));
   const noteTask = { title: "Write the request note", description: `Describe the request in ${ins.notePath}.`, files: [ins.notePath] };
   const ordered = noteFirst ? [noteTask, ...fileTasks] : [...fileTasks, noteTask];
+  // [scope:] widens the plan's scope: the last task may also change (and delete inside) these paths.
+  if (ins.scope.length) ordered[ordered.length - 1] = { ...ordered.at(-1)!, files: [...ordered.at(-1)!.files, ...ins.scope] };
   const tasks = ordered.map((t, i) => ({
     id: `T${i + 1}`,
     ...t,
