@@ -25,7 +25,8 @@ import {
   type PlannerResult,
   type PolicyAction,
 } from "@/lib/agents";
-import { extractConstraints } from "@/lib/mermaid";
+import { extractConstraints, validateMermaid } from "@/lib/mermaid";
+import { checkTask, PASTED_TASKS_MD_PATH, pastedTasksMd, planFromTasksMd, TASKS_MD_PATHS } from "@/lib/agents/tasks-md";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
 import {
   buildRunContext,
@@ -36,8 +37,11 @@ import {
   commitWorkInProgress,
   createRunBranch,
   DIFF_SAFE,
+  commitFiles,
+  commitMessage,
   git,
   lastCheckpoint,
+  readFileAt,
   readLatestMemory,
   readProjectConfig,
   rollbackToCheckpoint,
@@ -276,6 +280,8 @@ export async function plan({
 }): Promise<PlanStepResult> {
   if (deadline !== undefined && workflowClock.now() > deadline) return { kind: "timeout", now: workflowClock.now() };
   const run = await loadRun({ runId });
+  const fromTasks = await planFromTasksFile(run);
+  if (fromTasks) return { ...fromTasks, now: workflowClock.now() };
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   const stage = stageSignal(runId, deadline);
   try {
@@ -305,6 +311,69 @@ export async function plan({
   } finally {
     stage.stop();
   }
+}
+
+/**
+ * A run started from a tasks.md (config `tasks.source`): one pasted into the request (committed to the branch as
+ * .autonomous/tasks.md, where its checkboxes are kept), or with `repository` tasks.md / .autonomous/tasks.md on the
+ * branch. Its tasks are the plan; no planner call is made. Null: the planner plans.
+ */
+async function planFromTasksFile(run: RunContext): Promise<{ kind: "plan"; plan: PlanDocument; diagramsProduced: number } | { kind: "invalid"; message: string; diagramsProduced: number } | null> {
+  const source = run.config.tasks?.source ?? "auto";
+  if (source === "none") return null;
+  let found: { path: string; text: string } | null = null;
+  const pasted = pastedTasksMd(run.request);
+  if (pasted !== null) found = { path: PASTED_TASKS_MD_PATH, text: pasted };
+  else if (source === "repository") {
+    for (const path of TASKS_MD_PATHS) {
+      const text = await readFileAt({ repoPath: run.repoPath, ref: run.branch, path });
+      if (text !== null) {
+        found = { path, text };
+        break;
+      }
+    }
+    if (!found) return { kind: "invalid", message: `tasks.source is "repository" but neither ${TASKS_MD_PATHS.join(" nor ")} is on the branch.`, diagramsProduced: 0 };
+  }
+  if (!found) return null;
+  let plan: PlanDocument;
+  try {
+    plan = planFromTasksMd({ text: found.text, path: found.path, title: firstLine(run.request) });
+    await validateMermaid(plan.mermaid);
+  } catch (error) {
+    if (error instanceof AppError) return { kind: "invalid", message: error.message, diagramsProduced: 0 };
+    throw error;
+  }
+  if (pasted !== null) {
+    await commitFiles({
+      repoPath: run.repoPath,
+      branch: run.branch,
+      files: { [found.path]: found.text },
+      message: commitMessage({ subject: `tasks.md for run ${run.runId}`, runId: run.runId, kind: "records" }),
+    });
+  }
+  return { kind: "plan", plan, diagramsProduced: 0 };
+}
+
+/** Check task `taskId` in the run's tasks.md and commit it on the branch (a no-op when it is already checked). */
+async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[]) {
+  const path = doc.tasksFile?.path;
+  if (!path || !taskIds.length) return;
+  const text = await readFileAt({ repoPath: run.repoPath, ref: run.branch, path });
+  if (text === null) return;
+  let next = text;
+  try {
+    for (const id of taskIds) next = checkTask(next, id);
+  } catch {
+    // The implementer made the file unparseable: its checkboxes are left as they are.
+    return;
+  }
+  if (next === text) return;
+  await commitFiles({
+    repoPath: run.repoPath,
+    branch: run.branch,
+    files: { [path]: next },
+    message: commitMessage({ subject: `${path}: ${taskIds.join(", ")} done (run ${run.runId})`, runId: run.runId, kind: "records" }),
+  });
 }
 
 function toPlanDocument(plan: Plan): PlanDocument {
@@ -771,6 +840,7 @@ export async function implementTurn({
     return { kind: "secret_detected", state: redo, files: leaks, message, now: workflowClock.now() };
   }
   const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.location) : new Map<string, string>();
+  const finished: string[] = [];
   for (const [index, todo] of result.state.todos.entries()) {
     const was = before.get(todo.id);
     if (todo.status === "in_progress" && was !== "in_progress") {
@@ -781,8 +851,11 @@ export async function implementTurn({
         ? { sha: earlier.get(todo.id)! }
         : await commitCheckpoint({ sandbox, runId, taskId: todo.id, title: todo.title });
       events.push({ type: "TASK_COMPLETED", payload: { taskId: todo.id, commitSha: checkpoint.sha } });
+      finished.push(todo.id);
     }
   }
+  // A run from a tasks.md keeps its checkboxes: each finished task is checked and committed after its checkpoint.
+  await checkTasksFile(run, doc, finished);
   if (result.kind === "done") {
     const final = earlier.has("final")
       ? { sha: earlier.get("final")! }

@@ -5,9 +5,14 @@ import type { Stage } from "./config";
 export type PlanDocument = {
   summary: string;
   mermaid: string;
-  tasks: Array<{ id: string; title: string; description?: string; dependsOn?: string[]; files?: string[] }>;
+  /** `checks`: the task's own acceptance commands (from tasks.md), run by triage. */
+  tasks: Array<{ id: string; title: string; description?: string; dependsOn?: string[]; files?: string[]; checks?: string[] }>;
   acceptanceCriteria: Array<{ id?: string; description: string; command?: string }>;
   risks?: string[];
+  /** The tasks.md the plan was made from: its checkboxes are checked and committed as tasks finish. */
+  tasksFile?: { path: string };
+  /** Tasks of the tasks.md that were already checked: not part of the plan, skipped. */
+  skipped?: Array<{ id: string; title: string; reason: string }>;
 };
 
 /**
