@@ -255,6 +255,8 @@ export const runWorkflow = inngest.createFunction(
       }
       await runStep("planning:done", () => ops.completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
       const approvedPlan = plan!;
+      // Triage: tasks already done in the repository (their own checks pass) are skipped, once for the run.
+      const triaged = config.triage?.enabled === false ? { skip: [] } : await runStep("triage", () => ops.triage({ runId, plan: approvedPlan }));
 
       // ---- Implement → validate, with fixes
       let fixFeedback: string | null = null;
@@ -271,6 +273,7 @@ export const runWorkflow = inngest.createFunction(
             request: run.request,
             feedback: feedbackForAttempt,
             maxIterations: config.limits.maxIterations,
+            skip: triaged.skip,
           }),
         )) as ImplementerState;
         let failure: string | null = null;

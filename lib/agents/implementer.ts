@@ -86,18 +86,31 @@ export function startImplementer({
   memory,
   feedback,
   maxIterations = DEFAULT_MAX_ITERATIONS,
+  skip = [],
 }: {
   plan: Plan;
   request: string;
   memory?: string;
+  /** Tasks triage found already done (with its evidence): they are no todos of this session. */
+  skip?: Array<{ id: string; evidence: string[] }>;
   /** Validator feedback when this session fixes a failed validation. */
   feedback?: string;
   maxIterations?: number;
 }): ImplementerState {
-  const todos: Todo[] = plan.tasks.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
+  const skipped = new Set(skip.map((s) => s.id));
+  const open = plan.tasks.filter((t) => !skipped.has(t.id));
+  const todos: Todo[] = open.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
   const parts = [section("request", request), section("plan", describePlan(plan))];
   if (memory?.trim()) parts.push(section("memory", memory));
-  parts.push(section("todos", JSON.stringify(plan.tasks.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
+  parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
+  if (skip.length) {
+    parts.push(
+      section(
+        "already-done",
+        `Triage found these tasks already done in the repository; do not redo them:\n${skip.map((s) => `- ${s.id}: ${s.evidence.join("; ")}`).join("\n")}`,
+      ),
+    );
+  }
   if (feedback?.trim()) parts.push(section("validation-feedback", `The last validation failed. Fix this:\n${feedback}`));
   return {
     version: 1,

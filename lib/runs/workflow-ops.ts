@@ -27,6 +27,7 @@ import {
 } from "@/lib/agents";
 import { extractConstraints, validateMermaid } from "@/lib/mermaid";
 import { checkTask, PASTED_TASKS_MD_PATH, pastedTasksMd, planFromTasksMd, TASKS_MD_PATHS } from "@/lib/agents/tasks-md";
+import { triageTask, type TriageEvidence, type TriageResult } from "@/lib/agents/triage";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
 import {
   buildRunContext,
@@ -686,6 +687,44 @@ export async function readResume({ runId }: { runId: string }): Promise<WaitResu
 // ---------------------------------------------------------------------------------------------------------------------
 // Implementation
 
+/** How long one triage check may run. */
+const TRIAGE_CHECK_MS = 120_000;
+
+/**
+ * Triage (lib/agents/triage.ts): each task's own checks run in the sandbox and its files are looked for; a task found
+ * done at or above `triage.threshold` is skipped (TASK_TRIAGED, and checked in the run's tasks.md). What the checks
+ * leave in the workspace is dropped, so the first checkpoint holds only the implementer's work.
+ */
+export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDocument }): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
+  const run = await loadRun({ runId });
+  const threshold = run.config.triage?.threshold ?? 0.8;
+  const candidates = doc.tasks.filter((t) => (t.checks ?? []).length || (t.files ?? []).length);
+  if (!candidates.length) return { skip: [] };
+  const sandbox = await attachSandbox(await sandboxOptions(run));
+  const results: TriageResult[] = [];
+  for (const task of candidates) {
+    const checks: TriageEvidence["checks"] = [];
+    for (const command of task.checks ?? []) {
+      const r = await sandbox.exec("sh", ["-c", command], { timeoutMs: TRIAGE_CHECK_MS });
+      checks.push({ command, exitCode: r.timedOut ? null : r.exitCode, output: redact(`${r.stdout}\n${r.stderr}`) });
+    }
+    const files: TriageEvidence["files"] = [];
+    for (const path of task.files ?? []) {
+      const r = await sandbox.exec("test", ["-e", path.replace(/\/+$/, "")], { timeoutMs: 10_000 });
+      files.push({ path, present: r.exitCode === 0 });
+    }
+    results.push(triageTask({ taskId: task.id, evidence: { checks, files }, threshold }));
+  }
+  await rollbackToCheckpoint({ sandbox }).catch(() => null);
+  const skipped = results.filter((r) => r.skipped);
+  await checkTasksFile(run, doc, skipped.map((r) => r.taskId));
+  const events: NewRunEvent[] = results
+    .filter((r) => r.confidence > 0)
+    .map((r) => ({ type: "TASK_TRIAGED", payload: { taskId: r.taskId, confidence: r.confidence, evidence: r.evidence, skipped: r.skipped } }));
+  if (events.length) await append(runId, "triage", events);
+  return { skip: skipped.map((r) => ({ id: r.taskId, evidence: r.evidence })) };
+}
+
 /** The implementer's starting state: the approved plan, the request, the fix feedback and the project memory. */
 export async function beginImplementation({
   runId,
@@ -693,16 +732,19 @@ export async function beginImplementation({
   request,
   feedback,
   maxIterations,
+  skip,
 }: {
   runId: string;
   plan: PlanDocument;
   request: string;
   feedback: string | null;
   maxIterations: number;
+  /** Tasks triage found already done: not the implementer's to do. */
+  skip?: Array<{ id: string; evidence: string[] }>;
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
-  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations });
+  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations, skip });
 }
 
 export function applyAnswer(state: ImplementerState, answer: string): ImplementerState {
@@ -930,10 +972,15 @@ export type ValidateStepResult =
 async function completedTaskOrder(runId: string): Promise<string[]> {
   const events = await listEvents({ runId, limit: 100_000 });
   const start = events.findLastIndex((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "implementation");
-  return events
-    .slice(start + 1)
-    .filter((e) => e.type === "TASK_COMPLETED")
-    .map((e) => (e.payload as { taskId: string }).taskId);
+  // Tasks triage skipped were done before any other.
+  const triaged = events.filter((e) => e.type === "TASK_TRIAGED" && (e.payload as { skipped?: boolean }).skipped).map((e) => (e.payload as { taskId: string }).taskId);
+  return [
+    ...triaged,
+    ...events
+      .slice(start + 1)
+      .filter((e) => e.type === "TASK_COMPLETED")
+      .map((e) => (e.payload as { taskId: string }).taskId),
+  ];
 }
 
 export async function validate({

@@ -48,6 +48,11 @@ export type RunEventPayloads = {
   /** `index` counts from 1: task `index` of `total`. */
   TASK_STARTED: { taskId: string; index: number; total: number };
   TASK_COMPLETED: { taskId: string; commitSha?: string | null };
+  /**
+   * Triage before implementing: the task looks already done with this confidence (0–1), on this evidence; `skipped`
+   * when at or above the run's triage.threshold (otherwise it is implemented anyway). Only tasks with some confidence.
+   */
+  TASK_TRIAGED: { taskId: string; confidence: number; evidence: string[]; skipped: boolean };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
   POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
@@ -98,6 +103,7 @@ export const RUN_EVENT_TYPES = [
   "TASK_STARTED",
   "TASK_COMPLETED",
   "POLICY_REFUSED",
+  "TASK_TRIAGED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",
   "VALIDATION_PASSED",
