@@ -8,7 +8,9 @@ import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
 import {
   clarificationResponseType,
   implementerTools,
+  PROPOSE_REPLAN,
   REQUEST_CLARIFICATION,
+  type Reflection,
   type ClarificationResponseType,
   type Todo,
   type ToolContext,
@@ -45,6 +47,10 @@ export type ImplementerState = {
   approvedActions?: string[];
   /** Files changed per todo, for policy.maxFilesPerTask; absent in older states. */
   taskFiles?: Record<string, string[]>;
+  /** PAOR: every progress record so far (record_progress); absent in older states. */
+  reflections?: Reflection[];
+  /** A re-plan the implementer proposed, waiting for the plan gate; absent in older states. */
+  pendingReplan?: { toolCallId: string; observation: string; proposal: string } | null;
   /** Every refusal under the policy so far (the workflow records the new ones of a turn as POLICY_REFUSED events). */
   refusals?: PolicyRefusal[];
   status: "running" | "awaiting_clarification" | "done" | "failed";
@@ -65,7 +71,9 @@ export type ImplementerTurnResult =
     }
   | { kind: "failure"; state: ImplementerState; reason: ImplementerFailureReason; message: string }
   /** A tool call needs a person's approval under the run's policy: the workflow opens a `policy` gate. */
-  | { kind: "policy"; state: ImplementerState; action: PolicyAction };
+  | { kind: "policy"; state: ImplementerState; action: PolicyAction }
+  /** An observation broke the plan: the workflow re-plans and the new plan goes through the plan gate. */
+  | { kind: "replan"; state: ImplementerState; observation: string; proposal: string };
 
 export const DEFAULT_MAX_ITERATIONS = 30;
 /** The same call with the same arguments this many times without progress in between is a loop. */
@@ -77,8 +85,10 @@ const SYSTEM = `You are the implementer of Gatehouse, an orchestrator for autono
 Implement the approved plan in the repository using the tools. Work through your todos in order: call update_todo with
 "in_progress" when you start one and "done" when it is finished. Only change files inside the plan's scope. Paths are
 relative to the repository root. Run the acceptance criteria's commands to check your work when they exist. Ask a
-clarification only when the plan and the repository cannot answer a question. When every todo is done, reply with a
-short summary of what you changed and no tool call.`;
+clarification only when the plan and the repository cannot answer a question. After each todo, call record_progress with
+an estimate from 0 to 1 and what changed. If an observation breaks the plan (an assumption proved false, a dependency is
+missing), call propose_replan instead of working around it. When every todo is done, reply with a short summary of what
+you changed and no tool call.`;
 
 export function startImplementer({
   plan,
@@ -215,6 +225,7 @@ export async function implementerTurn({
   signal?: AbortSignal;
 }): Promise<ImplementerTurnResult> {
   if (state.status === "awaiting_clarification") return clarificationResult(state);
+  if (state.pendingReplan) return { kind: "replan", state, observation: state.pendingReplan.observation, proposal: state.pendingReplan.proposal };
   if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
   if (state.status === "failed") return fail(state, state.failure!.reason, state.failure!.message);
   if (state.iteration >= state.maxIterations) {
@@ -233,6 +244,7 @@ export async function implementerTurn({
     scope,
     refusals: [],
     restore,
+    reflections: [],
   };
   const result = await callModel({
     modelId,
@@ -271,6 +283,7 @@ export async function implementerTurn({
         }
       : {}),
     iteration: state.iteration + 1,
+    ...(ctx.reflections?.length ? { reflections: [...(state.reflections ?? []), ...redactDeep(ctx.reflections)] } : {}),
   };
 
   const calls = result.toolCalls;
@@ -300,7 +313,7 @@ export async function implementerTurn({
   // Loop detection: identical calls counted since the last real change.
   const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
   for (const call of calls) {
-    if (call.toolName === REQUEST_CLARIFICATION && !call.invalid) continue;
+    if ((call.toolName === REQUEST_CLARIFICATION || call.toolName === PROPOSE_REPLAN) && !call.invalid) continue;
     // Stored with the state: the signature is redacted like the messages (the same secret gives the same signature).
     const key = redact(`${call.toolName}:${stable(call.input)}`);
     repeats[key] = (repeats[key] ?? 0) + 1;
@@ -348,6 +361,24 @@ export async function implementerTurn({
     };
     return clarificationResult(next);
   }
+  const replans = calls.filter((c) => c.toolName === PROPOSE_REPLAN && !c.invalid);
+  if (replans.length > 0) {
+    const [first, ...extra] = replans;
+    const input = redactDeep(first!.input) as { observation: string; proposal: string };
+    if (extra.length) {
+      next.messages.push({
+        role: "tool",
+        content: extra.map((c) => ({
+          type: "tool-result" as const,
+          toolCallId: c.toolCallId,
+          toolName: PROPOSE_REPLAN,
+          output: { type: "error-text" as const, value: "One re-plan at a time." },
+        })),
+      });
+    }
+    next = { ...next, pendingReplan: { toolCallId: first!.toolCallId, observation: input.observation, proposal: input.proposal } };
+    return { kind: "replan", state: next, observation: input.observation, proposal: input.proposal };
+  }
   // A risky action waits for a person (the call already has its "needs approval" result); the decision comes next.
   if (ctx.hold) return { kind: "policy", state: next, action: ctx.hold };
   return { kind: "continue", state: next };
@@ -371,5 +402,47 @@ export function applyPolicyDecision(
     ...state,
     approvedActions: decision.approved ? [...(state.approvedActions ?? []), action.fingerprint] : (state.approvedActions ?? []),
     messages: [...state.messages, { role: "user", content: text }],
+  };
+}
+
+/**
+ * The plan gate's decision on the implementer's re-plan, as the propose_replan call's result. Approved: the new plan
+ * replaces the todos (a todo already done stays done) and is shown to the model. Refused (or not drafted): it goes on
+ * with the approved plan.
+ */
+export function applyReplanDecision(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: Plan | null; notes: string | null },
+): ImplementerState {
+  const pending = state.pendingReplan;
+  if (!pending) return state;
+  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
+  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
+  const approved = decision.approved && decision.plan;
+  const todos: Todo[] = approved
+    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
+    : state.todos;
+  const text = approved
+    ? `The re-plan was approved. Work from this plan now; your todos are: ${todos.map((t) => `${t.id} (${t.status})`).join(", ")}.${note}\n\n${describePlan(decision.plan!)}`
+    : `The re-plan was not approved. Go on with the approved plan.${note}`;
+  return {
+    ...state,
+    todos,
+    pendingReplan: null,
+    messages: [
+      ...state.messages,
+      { role: "tool", content: [{ type: "tool-result", toolCallId: pending.toolCallId, toolName: PROPOSE_REPLAN, output: { type: "text", value: text } }] },
+      ...(approved
+        ? [
+            {
+              role: "user" as const,
+              content: section(
+                "todos",
+                JSON.stringify(decision.plan!.tasks.filter((t) => !done.has(t.id)).map((t) => ({ id: t.id, title: t.title, files: t.files }))),
+              ),
+            },
+          ]
+        : []),
+    ],
   };
 }

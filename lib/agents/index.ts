@@ -1,6 +1,7 @@
 export {
   answerClarification,
   applyPolicyDecision,
+  applyReplanDecision,
   DEFAULT_MAX_ITERATIONS,
   implementerTurn,
   startImplementer,

@@ -49,7 +49,12 @@ export type ToolContext = {
    * the policy does not allow are undone. Absent: such changes are reported but stay.
    */
   restore?: (paths: string[]) => Promise<void>;
+  /** PAOR reflections recorded this turn (record_progress): the workflow records each as a TASK_PROGRESS event. */
+  reflections?: Reflection[];
 };
+
+/** After a task: how far it got (0–1) and what changed (record_progress). */
+export type Reflection = { taskId: string; progress: number; changed: string };
 
 /** An approved action runs once: its approval is taken. */
 function takeApproval(ctx: ToolContext, action: PolicyAction): boolean {
@@ -159,6 +164,7 @@ function noteChange(ctx: ToolContext, path: string) {
 }
 
 export const REQUEST_CLARIFICATION = "request_clarification";
+export const PROPOSE_REPLAN = "propose_replan";
 
 /** How a person answers a clarification; the run page has a form for each. */
 export const CLARIFICATION_RESPONSE_TYPES = ["text", "single_choice", "multiple_choice", "file"] as const;
@@ -321,6 +327,29 @@ export function implementerTools(ctx: ToolContext) {
         const open = ctx.todos.filter((t) => t.status !== "done").map((t) => `${t.id} (${t.status})`);
         return open.length ? `${id} is ${status}. Open: ${open.join(", ")}.` : `${id} is ${status}. All todos are done.`;
       },
+    }),
+    record_progress: tool({
+      description:
+        "After working on a todo (finished or not), record your progress on it: an estimate from 0 to 1 and what changed (files, behaviour, what is left).",
+      inputSchema: z.object({
+        taskId: z.string(),
+        progress: z.number().min(0).max(1),
+        changed: z.string().min(1).max(2000),
+      }),
+      execute: async ({ taskId, progress, changed }) => {
+        if (!ctx.todos.some((t) => t.id === taskId)) throw new Error(`No todo "${taskId}". Todos: ${ctx.todos.map((t) => t.id).join(", ")}.`);
+        (ctx.reflections ??= []).push({ taskId, progress, changed });
+        return `Recorded: ${taskId} at ${Math.round(progress * 100)}%.`;
+      },
+    }),
+    // No execute: the turn ends and the workflow re-plans through the plan gate; the decision comes back as the result.
+    [PROPOSE_REPLAN]: tool({
+      description:
+        "Use only when an observation breaks the approved plan (an assumption that proved false, a missing dependency): propose a re-plan. A person must approve the new plan; until then do nothing else.",
+      inputSchema: z.object({
+        observation: z.string().min(1).max(2000).describe("What you observed that the plan did not expect"),
+        proposal: z.string().min(1).max(2000).describe("How the plan should change"),
+      }),
     }),
     // No execute: the turn ends and the workflow asks a human; the answer comes back as this call's result.
     [REQUEST_CLARIFICATION]: tool({

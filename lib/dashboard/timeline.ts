@@ -94,6 +94,10 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { taskId, confidence, skipped } = p(event, "TASK_TRIAGED");
       return item(skipped ? "Task already done (skipped)" : "Task may be done (implemented anyway)", skipped ? "success" : "info", `${taskId} · confidence ${Math.round((confidence ?? 0) * 100)}%`);
     }
+    case "TASK_PROGRESS": {
+      const { taskId, progress, changed } = p(event, "TASK_PROGRESS");
+      return item(`Progress on ${taskId ?? "a task"}: ${Math.round((progress ?? 0) * 100)}%`, "info", changed);
+    }
     case "POLICY_REFUSED": {
       const { summary, reason } = p(event, "POLICY_REFUSED");
       return item("Refused by the policy", "warning", `${summary}: ${reason}`);

@@ -13,6 +13,7 @@ import { isModelCallError } from "@/lib/ai";
 import {
   answerClarification as answerImplementerClarification,
   applyPolicyDecision,
+  applyReplanDecision,
   implementerTurn,
   PlannerError,
   runPlanner,
@@ -756,6 +757,14 @@ export function applyPolicy(state: ImplementerState, action: PolicyAction, decis
   return applyPolicyDecision(state, action, { approved: decision.decision === "approve", by: decision.decidedBy ?? null, notes: decision.notes ?? null });
 }
 
+/** The plan gate's decision on the implementer's re-plan, told to it (pure: the workflow calls it outside any step). */
+export async function applyReplan(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: PlanDocument | null; notes: string | null },
+): Promise<ImplementerState> {
+  return applyReplanDecision(state, { approved: decision.approved, plan: decision.plan ? await toAgentPlan(decision.plan) : null, notes: decision.notes });
+}
+
 export type TurnStepResult =
   | WithNow<ImplementerTurnResult>
   | WithNow<{ kind: "model_error"; reason: string; message: string }>
@@ -863,6 +872,9 @@ export async function implementTurn({
   for (const refusal of (result.state.refusals ?? []).slice(state.refusals?.length ?? 0)) {
     events.push({ type: "POLICY_REFUSED", payload: refusal });
   }
+  for (const r of (result.state.reflections ?? []).slice(state.reflections?.length ?? 0)) {
+    events.push({ type: "TASK_PROGRESS", payload: r });
+  }
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   const total = result.state.todos.length;
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
@@ -914,6 +926,7 @@ export async function implementTurn({
   if (result.kind === "failure") return { ...result, message: redact(result.message), now };
   if (result.kind === "done") return { ...result, summary: redact(result.summary), now };
   if (result.kind === "policy") return { ...result, action: redactDeep(result.action), now };
+  if (result.kind === "replan") return { ...result, observation: redact(result.observation), proposal: redact(result.proposal), now };
   return { ...result, now };
 }
 

@@ -53,6 +53,8 @@ export type RunEventPayloads = {
    * when at or above the run's triage.threshold (otherwise it is implemented anyway). Only tasks with some confidence.
    */
   TASK_TRIAGED: { taskId: string; confidence: number; evidence: string[]; skipped: boolean };
+  /** PAOR reflection: after a task, the implementer's estimate of its progress (0–1) and what changed. */
+  TASK_PROGRESS: { taskId: string; progress: number; changed: string };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
   POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
@@ -103,6 +105,7 @@ export const RUN_EVENT_TYPES = [
   "TASK_STARTED",
   "TASK_COMPLETED",
   "POLICY_REFUSED",
+  "TASK_PROGRESS",
   "TASK_TRIAGED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",

@@ -150,6 +150,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_STARTED":
     case "TASK_COMPLETED":
     case "POLICY_REFUSED":
+    case "TASK_PROGRESS":
     case "TASK_TRIAGED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
