@@ -274,7 +274,8 @@ export function implementerTools(ctx: ToolContext) {
             approved = true;
           }
         }
-        const before = ctx.policy ? await changeSnapshot(ctx.sandbox) : null;
+        // A diff that cannot be taken (a sandbox error) leaves the command unchecked rather than unrun.
+        const before = ctx.policy ? await changeSnapshot(ctx.sandbox).catch(() => null) : null;
         const result = await ctx.sandbox.exec(command, args ?? [], {
           cwd: cwd ? workspacePath(cwd) : undefined,
           timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
@@ -282,7 +283,8 @@ export function implementerTools(ctx: ToolContext) {
         });
         if (before && ctx.policy) {
           // What the command created, changed or deleted is held to the same policy as the file tools.
-          const changed = changedBetween(before, await changeSnapshot(ctx.sandbox));
+          const after = await changeSnapshot(ctx.sandbox).catch(() => null);
+          const changed = after ? changedBetween(before, after) : [];
           const guarded = changed.filter((f) => protectedPath(f, ctx.policy!));
           const action: PolicyAction = {
             tool: "run_command",

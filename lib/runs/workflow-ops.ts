@@ -356,8 +356,11 @@ async function planFromTasksFile(run: RunContext): Promise<{ kind: "plan"; plan:
   return { kind: "plan", plan, diagramsProduced: 0 };
 }
 
-/** Check task `taskId` in the run's tasks.md and commit it on the branch (a no-op when it is already checked). */
-async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[]) {
+/**
+ * Check tasks in the run's tasks.md and commit it on the branch (a no-op when they already are). The sandbox gets the
+ * new file too (an E2B sandbox is not the worktree), so the next checkpoint keeps the boxes.
+ */
+async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[], sandbox?: { writeFile(path: string, content: string): Promise<void> }) {
   const path = doc.tasksFile?.path;
   if (!path || !taskIds.length) return;
   const text = await readFileAt({ repoPath: run.repoPath, ref: run.branch, path });
@@ -376,6 +379,7 @@ async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: strin
     files: { [path]: next },
     message: commitMessage({ subject: `${path}: ${taskIds.join(", ")} done (run ${run.runId})`, runId: run.runId, kind: "records" }),
   });
+  if (sandbox && !path.startsWith(".autonomous/")) await sandbox.writeFile(path, next);
 }
 
 function toPlanDocument(plan: Plan): PlanDocument {
@@ -698,6 +702,9 @@ const TRIAGE_CHECK_MS = 120_000;
  */
 export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDocument }): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
   const run = await loadRun({ runId });
+  // A run already implementing (its workflow replayed by a newer server) is not triaged: it would disturb its work.
+  const events = await listEvents({ runId, limit: 100_000 });
+  if (events.some((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "implementation")) return { skip: [] };
   const threshold = run.config.triage?.threshold ?? 0.8;
   const candidates = doc.tasks.filter((t) => (t.checks ?? []).length || (t.files ?? []).length);
   if (!candidates.length) return { skip: [] };
@@ -718,11 +725,11 @@ export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDo
   }
   await rollbackToCheckpoint({ sandbox }).catch(() => null);
   const skipped = results.filter((r) => r.skipped);
-  await checkTasksFile(run, doc, skipped.map((r) => r.taskId));
-  const events: NewRunEvent[] = results
+  await checkTasksFile(run, doc, skipped.map((r) => r.taskId), sandbox);
+  const verdicts: NewRunEvent[] = results
     .filter((r) => r.confidence > 0)
     .map((r) => ({ type: "TASK_TRIAGED", payload: { taskId: r.taskId, confidence: r.confidence, evidence: r.evidence, skipped: r.skipped } }));
-  if (events.length) await append(runId, "triage", events);
+  if (verdicts.length) await append(runId, "triage", verdicts);
   return { skip: skipped.map((r) => ({ id: r.taskId, evidence: r.evidence })) };
 }
 
@@ -909,7 +916,7 @@ export async function implementTurn({
     }
   }
   // A run from a tasks.md keeps its checkboxes: each finished task is checked and committed after its checkpoint.
-  await checkTasksFile(run, doc, finished);
+  await checkTasksFile(run, doc, finished, sandbox);
   if (result.kind === "done") {
     const final = earlier.has("final")
       ? { sha: earlier.get("final")! }
