@@ -87,7 +87,7 @@ export function RunView({ runId }: { runId: string }) {
 
       {planGate && (
         <ApprovalCard key={planGate.id} run={run} gate={planGate} plan={gatePlan}>
-          <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} />
+          <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} triage={triage} />
         </ApprovalCard>
       )}
       {run.status === "awaiting_approval" && pendingGate && pendingGate.kind !== "plan" && pendingGate.kind !== "fix" && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
