@@ -255,6 +255,7 @@ export const runWorkflow = inngest.createFunction(
       }
       await runStep("planning:done", () => ops.completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
       let approvedPlan = plan!;
+      let replans = 0;
 
       /** A re-plan the implementer proposed: drafted by the planner with the observation, decided at the plan gate. */
       async function replan(key: string, note: string): Promise<{ approved: boolean; plan: PlanDocument | null; notes: string | null }> {
@@ -363,7 +364,11 @@ export const runWorkflow = inngest.createFunction(
             // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
             // gate whatever trustMode.planning says: an approved plan is a contract.
             const key = `impl:${attempt}:turn:${turn}:replan`;
-            const replanned = await replan(key, `Re-plan proposed by the implementer. Observation: ${result.observation} Proposal: ${result.proposal}`);
+            replans += 1;
+            const replanned =
+              replans > config.limits.maxReplans
+                ? { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).` }
+                : await replan(key, `Re-plan proposed by the implementer. Observation: ${result.observation} Proposal: ${result.proposal}`);
             if (replanned.plan) approvedPlan = replanned.plan;
             state = await ops.applyReplan(state, replanned);
             // The wait at the gate is not implementation time.

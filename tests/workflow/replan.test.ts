@@ -45,4 +45,18 @@ describe("reflection and re-planning", () => {
     ]);
     expect(git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n")).toContain("docs/requests/add-a-changelog.md");
   });
+
+  it("past limits.maxReplans a proposed re-plan is refused without a gate, and the run goes on with the approved plan", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Add a changelog\n[replan: No convention.]", {
+      trustMode: { planning: "auto", fixes: "manual" },
+      limits: { maxReplans: 0 },
+    });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+    expect(events.filter((e) => e.type === "PLAN_CREATED")).toHaveLength(1);
+    expect(events.some((e) => e.type === "APPROVAL_REQUESTED")).toBe(false);
+    expect(events.filter((e) => e.type === "TASK_COMPLETED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1"]);
+  });
 });
