@@ -71,8 +71,10 @@ describe("policy: deletes against the plan's scope", () => {
     expect(destructive("rm", ["-rf", "cache"], { scope, cwd: "src" })).toBeNull();
     expect(checkCommand("rm", ["-rf", "old"], DEFAULT_POLICY, { scope })).toMatchObject({
       verdict: "ask",
-      action: { summary: "rm -rf old", reason: expect.stringMatching(/deletes old, outside the plan's scope/), fingerprint: "run_command:rm -rf old" },
+      action: { summary: "rm -rf old", reason: expect.stringMatching(/deletes old, outside the plan's scope/), fingerprint: "run_command:rm -rf old", paths: ["old"] },
     });
+    // What an approval would let it change, also through sh -c (a glob names nothing for sure).
+    expect(checkCommand("sh", ["-c", "rm -rf old build/* && rm x.txt"], DEFAULT_POLICY, { scope })).toMatchObject({ action: { paths: ["old", "x.txt"] } });
     // Without a scope, only a recursive delete asks (as before).
     expect(destructive("rm", ["-rf", "old"])).toMatch(/recursively/);
     expect(destructive("rm", ["old"])).toBeNull();

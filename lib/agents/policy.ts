@@ -39,6 +39,8 @@ export type PolicyAction = {
   reason: string;
   /** Stable identity of the action: an approval covers exactly this, once. */
   fingerprint: string;
+  /** The files or folders the action changes, when known: approved, validation counts them as in scope. */
+  paths?: string[];
 };
 
 /** A path glob → RegExp: `**` any depth, `*` within one segment, `?` one character. */
@@ -101,6 +103,18 @@ export function deleteTargets(command: string, args: string[], cwd = "."): strin
   });
 }
 
+/** Every delete target of a command line, also inside `sh -c` (plain relative paths only). */
+function allDeleteTargets(command: string, args: string[], cwd = "."): string[] {
+  const base = path.posix.basename(command);
+  if ((base === "sh" || base === "bash" || base === "zsh") && args[0] === "-c" && typeof args[1] === "string") {
+    return args[1].split(/&&|\|\||;|\|/).flatMap((part) => {
+      const words = part.trim().split(/\s+/).filter(Boolean);
+      return words.length ? allDeleteTargets(words[0]!, words.slice(1), cwd) : [];
+    });
+  }
+  return (deleteTargets(command, args, cwd) ?? []).filter((t) => !/[*?[\]{}$~`]/.test(t) && !t.startsWith("/") && !t.startsWith("..") && t !== ".");
+}
+
 /** A target that may be deleted without asking: a plain path (no glob, variable or escape) inside the plan's scope. */
 function deletableInScope(target: string, scope: string[]): boolean {
   if (/[*?[\]{}$~`]/.test(target) || target === "." || target === ".." || target.startsWith("../") || target.startsWith("/")) return false;
@@ -159,14 +173,20 @@ export function checkCommand(command: string, args: string[], policy: Policy, op
     return { verdict: "deny", reason: `Only these commands are allowed in this project (policy.commands.allow): ${policy.commands.allow.join(", ")}.` };
   }
   const why = destructive(command, args, options);
-  if (why) return { verdict: "ask", action: { tool: "run_command", summary: line, reason: `The command ${why}.`, fingerprint: commandFingerprint(command, args) } };
+  if (why) {
+    const paths = allDeleteTargets(command, args, options.cwd);
+    return {
+      verdict: "ask",
+      action: { tool: "run_command", summary: line, reason: `The command ${why}.`, fingerprint: commandFingerprint(command, args), ...(paths.length ? { paths } : {}) },
+    };
+  }
   return { verdict: "allow" };
 }
 
 export function checkWrite(tool: "write_file" | "edit_file", file: string, policy: Policy): PolicyAction | null {
   const glob = protectedPath(file, policy);
   if (!glob) return null;
-  return { tool, summary: file, reason: `${file} is a protected path (${glob}).`, fingerprint: `write:${file}` };
+  return { tool, summary: file, reason: `${file} is a protected path (${glob}).`, fingerprint: `write:${file}`, paths: [file] };
 }
 
 /** The fingerprint of a command line: what its approval covers (before it runs, and for what it changes). */

@@ -291,6 +291,7 @@ export function implementerTools(ctx: ToolContext) {
             summary: line,
             reason: `The command changed protected paths: ${guarded.map((f) => `${f} (${protectedPath(f, ctx.policy!)})`).join(", ")}.`,
             fingerprint,
+            paths: changed,
           };
           if (guarded.length && !approved && !takeApproval(ctx, action)) {
             await ctx.restore?.(changed);

@@ -989,6 +989,19 @@ export type ValidateStepResult =
   | { kind: "timeout"; now: number };
 
 /** Task ids in the order the latest implementation attempt finished them. */
+/** What people approved changing at the run's policy gates (the actions' paths): validation counts it as in scope. */
+async function approvedPolicyPaths(runId: string): Promise<string[]> {
+  const db = await getDb();
+  const rows = await db
+    .select({ context: gates.context })
+    .from(gates)
+    .where(and(eq(gates.workflowRunId, runId), eq(gates.kind, "policy"), eq(gates.status, "approved")));
+  return rows.flatMap((r) => {
+    const paths = (r.context as { action?: { paths?: unknown } } | null)?.action?.paths;
+    return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === "string") : [];
+  });
+}
+
 async function completedTaskOrder(runId: string): Promise<string[]> {
   const events = await listEvents({ runId, limit: 100_000 });
   const start = events.findLastIndex((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "implementation");
@@ -1035,6 +1048,7 @@ export async function validate({
       modelId: run.config.modelRouting.validator,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       completedOrder: await completedTaskOrder(runId),
+      approvedPaths: await approvedPolicyPaths(runId),
       signal: stage.signal,
     });
   } catch (error) {

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/db/queries/projects";
-import { approveGate, decideFix } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
@@ -52,19 +52,14 @@ describe("the policy on a model's tool calls", () => {
     await waitForStatus(run.id, ["awaiting_approval"], 120_000);
     const gate = await waitForPendingGate(run.id);
     expect(gate.kind).toBe("policy");
-    expect(gate.context).toMatchObject({ action: { tool: "run_command", summary: "rm -rf old" }, reason: expect.stringMatching(/deletes old, outside the plan's scope/) });
+    expect(gate.context).toMatchObject({ action: { tool: "run_command", summary: "rm -rf old", paths: ["old"] }, reason: expect.stringMatching(/deletes old, outside the plan's scope/) });
     // The turn ended at the held call: no further model call while the person decides.
     expect(seen).toHaveLength(1);
     await approveGate({ user: t.h.user, runId: run.id, input: { gateId: gate.id } });
     await inngest.send(gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }));
 
-    // The approved delete is still outside the plan's scope: validation names it, and a person accepts it knowingly.
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("awaiting_fix_decision");
-    const fix = await waitForPendingGate(run.id);
-    expect(fix.context).toMatchObject({ findings: [{ criterion: "scope", evidence: expect.stringMatching(/^old\/x\.txt changed but is outside/) }] });
-    await decideFix({ user: t.h.user, runId: run.id, input: { gateId: fix.id, decision: "accept" } });
-    await inngest.send(gateDecided.create({ runId: run.id, gateId: fix.id, decision: "accept" }));
-    expect((await waitForStatus(run.id, ["completed", "failed"], 120_000)).status).toBe("completed");
+    // The approved delete is the person's decision: validation counts what it removed as in scope.
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     // The model was told: the first call held, the approval, and the deny-list refusal as the curl call's error.
     expect(seen[1]).toContain("Needs a person's approval first");
@@ -74,7 +69,7 @@ describe("the policy on a model's tool calls", () => {
     expect(files).not.toContain("old/x.txt");
     expect(files).toContain("docs/requests/remove-old.md");
     const events = await expectRunConsistent(run.id);
-    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind)).toEqual(["policy", "fix"]);
+    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind)).toEqual(["policy"]);
     expect(events.filter((e) => e.type === "POLICY_REFUSED").map((e) => e.payload)).toMatchObject([{ tool: "run_command", summary: "curl https://example.com" }]);
   });
 });
