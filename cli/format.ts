@@ -106,6 +106,12 @@ function describeEvent(type: string, p: Record<string, unknown>): string | null 
       return `  task ${s(p.index)}/${s(p.total)} ${s(p.taskId)}`;
     case "TASK_COMPLETED":
       return `  task ${s(p.taskId)} done${p.commitSha ? ` @ ${s(p.commitSha).slice(0, 8)}` : ""}`;
+    case "TASK_TRIAGED":
+      return `  task ${s(p.taskId)} ${p.skipped ? "already done, skipped" : "may be done, implemented anyway"} (confidence ${Math.round(Number(p.confidence) * 100)}%)`;
+    case "TASK_PROGRESS":
+      return `  task ${s(p.taskId)} at ${Math.round(Number(p.progress) * 100)}%: ${oneLine(s(p.changed), 70)}`;
+    case "POLICY_REFUSED":
+      return `  ✗ policy refused ${oneLine(s(p.summary), 40)}: ${oneLine(s(p.reason), 70)}`;
     case "IMPLEMENTATION_SUCCEEDED":
       return `implementation succeeded (attempt ${s(p.attempt)})`;
     case "IMPLEMENTATION_FAILED":

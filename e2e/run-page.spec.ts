@@ -234,3 +234,23 @@ test("a server whose sandbox is weaker says so on the run page, above the run", 
   await expect(page.getByTestId("sandbox-warning")).toContainText("Weaker sandbox on this server");
   await expect(page.getByTestId("sandbox-warning")).toContainText(warning);
 });
+
+test("plan card: a task triage found already done shows as skipped, with its confidence and evidence", async ({ page, request }) => {
+  const project = await createProject(request, "triage card");
+  const text = [
+    "Triage card",
+    "```tasks.md",
+    "- [ ] T1: Already there",
+    "  Check: true",
+    "- [ ] T2: Document it",
+    "  Files: docs/requests/triage-card.md",
+    "```",
+  ].join("\n");
+  const run = await startRun(request, project.id, text, { trustMode: { planning: "auto", fixes: "manual" } });
+  await signIn(page);
+  await page.goto(`/runs/${run.id}`);
+  const triage = page.getByTestId("triage-T1");
+  await expect(triage).toContainText("Already done — skipped · confidence 90%", { timeout: 60_000 });
+  await expect(triage).toContainText("`true` passes");
+  await expect(page.getByTestId("triage-T2")).toHaveCount(0);
+});

@@ -6,12 +6,15 @@ import { Label } from "@/components/ui/label";
 import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from "@/components/ui/select";
 import { DiffView } from "@/components/runs/diff-view";
 import { hasChanges, planDiff } from "@/lib/dashboard/plan-diff";
-import type { PlanVersion } from "@/lib/dashboard/timeline";
+import type { PlanVersion, TaskTriage } from "@/lib/dashboard/timeline";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { MermaidDiagram } from "./mermaid-diagram";
 
-/** A plan: its diagram (SVG), summary, tasks with dependencies, acceptance criteria and risks. */
-export function PlanView({ plan }: { plan: PlanDocument }) {
+/**
+ * A plan: its diagram (SVG), summary, tasks with dependencies and triage's verdict, tasks a tasks.md had already checked,
+ * acceptance criteria and risks.
+ */
+export function PlanView({ plan, triage = {} }: { plan: PlanDocument; triage?: Record<string, TaskTriage> }) {
   return (
     <div className="space-y-4" data-testid="plan">
       {plan.summary && <p className="text-sm">{plan.summary}</p>}
@@ -33,10 +36,35 @@ export function PlanView({ plan }: { plan: PlanDocument }) {
               </div>
               {task.description && <p className="text-muted-foreground mt-1 text-xs whitespace-pre-wrap">{task.description}</p>}
               {task.files?.length ? <p className="text-muted-foreground mt-1 font-mono text-xs">{task.files.join(" · ")}</p> : null}
+              {triage[task.id] && (
+                <div className="mt-1.5 text-xs" data-testid={`triage-${task.id}`}>
+                  <Badge variant={triage[task.id]!.skipped ? "secondary" : "outline"}>
+                    {triage[task.id]!.skipped ? "Already done — skipped" : "May be done — implemented anyway"} · confidence{" "}
+                    {Math.round(triage[task.id]!.confidence * 100)}%
+                  </Badge>
+                  <ul className="text-muted-foreground mt-1 list-disc pl-5">
+                    {triage[task.id]!.evidence.map((line, j) => (
+                      <li key={j}>{line}</li>
+                    ))}
+                  </ul>
+                </div>
+              )}
             </li>
           ))}
         </ol>
       </div>
+      {plan.skipped?.length ? (
+        <div data-testid="plan-skipped">
+          <h3 className="mb-2 text-sm font-semibold">Already checked in {plan.tasksFile?.path ?? "tasks.md"} (skipped)</h3>
+          <ul className="text-muted-foreground list-disc space-y-1 pl-5 text-sm">
+            {plan.skipped.map((t) => (
+              <li key={t.id}>
+                <span className="font-mono text-xs">{t.id}</span> {t.title}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ) : null}
       {plan.acceptanceCriteria.length > 0 && (
         <div>
           <h3 className="mb-2 text-sm font-semibold">Acceptance criteria</h3>
@@ -69,9 +97,12 @@ export function PlanPanel({
   versions,
   fallback = null,
   people = {},
+  triage = {},
   emptyText = "No plan yet: the planner is reading the request and the repository.",
 }: {
   versions: PlanVersion[];
+  /** Triage's verdict per task (TASK_TRIAGED events). */
+  triage?: Record<string, TaskTriage>;
   /** The plan to show while the event log (which holds every version) is still loading. */
   fallback?: PlanDocument | null;
   people?: Record<string, string>;
@@ -120,7 +151,7 @@ export function PlanPanel({
           Re-planned after feedback: <span className="italic">{shown.feedback}</span>
         </p>
       )}
-      <PlanView plan={shown.plan} />
+      <PlanView plan={shown.plan} triage={triage} />
       {versions.length > 1 && (
         <section className="space-y-2" aria-labelledby="plan-diff-heading">
           <div className="flex flex-wrap items-end gap-3">

@@ -15,7 +15,7 @@ import { apiGet, runKeys, type RunDetail } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { isTerminal } from "@/lib/dashboard/filters";
 import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
-import { planVersions, stageProgress, validations, type ApiEvent } from "@/lib/dashboard/timeline";
+import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
@@ -52,6 +52,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
   }, [lastSequence, runId, queryClient]);
 
   const versions = useMemo(() => planVersions(events), [events]);
+  const triage = useMemo(() => taskTriage(events), [events]);
   const progress = useMemo(() => stageProgress(events), [events]);
   const results = useMemo(() => validations(events), [events]);
 
@@ -95,7 +96,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
 
       {planGate && (
         <ApprovalCard key={planGate.id} run={run} gate={planGate} plan={gatePlan}>
-          <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} />
+          <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} triage={triage} />
         </ApprovalCard>
       )}
       {run.status === "awaiting_approval" && pendingGate && pendingGate.kind !== "plan" && pendingGate.kind !== "fix" && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
@@ -131,6 +132,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
                 <PlanPanel
                   versions={versions}
                   people={detail.data.people}
+                  triage={triage}
                   emptyText={planWaitsForAnswer ? "No plan yet: the planner is waiting for your answer to its question above." : undefined}
                 />
               )}

@@ -308,7 +308,40 @@ export const runWorkflow = inngest.createFunction(
         }
       }
       await runStep("planning:done", () => ops.completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
-      const approvedPlan = plan!;
+      let approvedPlan = plan!;
+      let replans = 0;
+
+      /** A re-plan the implementer proposed: drafted by the planner with the observation, decided at the plan gate. */
+      async function replan(key: string, note: string): Promise<{ approved: boolean; plan: PlanDocument | null; notes: string | null }> {
+        await runStep(`${key}:start`, () => ops.startStage({ runId, stage: "planning", stepKey: `${key}:start` }));
+        const drafted = await runStep(`${key}:plan`, () =>
+          ops.plan({ runId, stepKey: `${key}:plan`, feedback: [...feedback, note], clarifications: answers, diagramAttempt }),
+        );
+        if (drafted.kind !== "plan") {
+          await runStep(`${key}:done`, () => ops.completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
+          const why = drafted.kind === "clarification" ? "the planner asked a question instead" : "message" in drafted ? drafted.message : drafted.kind;
+          return { approved: false, plan: null, notes: `The re-plan could not be drafted (${why}).` };
+        }
+        version += 1;
+        const draftedVersion = version;
+        await runStep(`${key}:record`, () => ops.recordPlan({ runId, stepKey: `${key}:record`, plan: drafted.plan, version: draftedVersion, feedback: note }));
+        const decision = await gate(`${key}:gate`, "plan", { plan: drafted.plan, version: draftedVersion, replan: note });
+        await runStep(`${key}:done`, () => ops.completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
+        if (decision.decision !== "approve") return { approved: false, plan: null, notes: decision.notes ?? null };
+        let chosen = drafted.plan;
+        if (decision.editedPlan) {
+          version += 1;
+          chosen = ops.applyPlanEdits({ drafted: drafted.plan, edited: decision.editedPlan });
+          const edited = chosen;
+          const editedVersion = version;
+          await runStep(`${key}:edited`, () =>
+            ops.recordPlan({ runId, stepKey: `${key}:edited`, plan: edited, version: editedVersion, edited: true, by: decision.decidedBy ?? "unknown" }),
+          );
+        }
+        return { approved: true, plan: chosen, notes: decision.notes ?? null };
+      }
+      // Triage: tasks already done in the repository (their own checks pass) are skipped, once for the run.
+      const triaged = config.triage?.enabled === false ? { skip: [] } : await runStep("triage", () => ops.triage({ runId, plan: approvedPlan }));
 
       // ---- Implement → validate, with fixes
       let fixFeedback: string | null = null;
@@ -325,6 +358,7 @@ export const runWorkflow = inngest.createFunction(
             request: run.request,
             feedback: feedbackForAttempt,
             maxIterations: config.limits.maxIterations,
+            skip: triaged.skip,
           }),
         )) as ImplementerState;
         let failure: string | null = null;
@@ -378,6 +412,21 @@ export const runWorkflow = inngest.createFunction(
               action,
             });
             state = ops.applyPolicy(state, action, decision);
+            continue;
+          }
+          if (result.kind === "replan") {
+            // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
+            // gate whatever trustMode.planning says: an approved plan is a contract.
+            const key = `impl:${attempt}:turn:${turn}:replan`;
+            replans += 1;
+            const replanned =
+              replans > config.limits.maxReplans
+                ? { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).` }
+                : await replan(key, `Re-plan proposed by the implementer. Observation: ${result.observation} Proposal: ${result.proposal}`);
+            if (replanned.plan) approvedPlan = replanned.plan;
+            state = await ops.applyReplan(state, replanned);
+            // The wait at the gate is not implementation time.
+            stageStart = (await runStep(`${key}:resume`, () => ops.startStage({ runId, stage: "implementation", attempt, stepKey: `${key}:resume` }))).now;
             continue;
           }
           if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;

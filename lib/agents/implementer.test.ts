@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { answerClarification, implementerTurn, startImplementer, type ImplementerState, type ImplementerTurnResult } from "@/lib/agents/implementer";
+import { answerClarification, applyReplanDecision, implementerTurn, startImplementer, type ImplementerState, type ImplementerTurnResult } from "@/lib/agents/implementer";
 import { createScriptedModel, type ScriptedReply } from "@/lib/ai/scripted-model";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { createTempSandbox } from "@/tests/agents/helpers/temp-sandbox";
@@ -231,5 +231,37 @@ describe("implementer", () => {
     const out = (first!.state.messages.at(-1)!.content as Array<{ output: { value: string } }>)[0]!.output.value;
     expect(out).toContain("occurs 2 times");
     expect(await sandbox.readFile("src/dup.ts")).toBe("x\nx\n");
+  });
+});
+
+describe("reflection and re-planning (PAOR)", () => {
+  it("records progress per todo, and a proposed re-plan ends the turn until decided; refused, the todos stay and the model is told", async () => {
+    const plan = planOf({ tasks: [{ id: "T1", title: "one", files: ["a.txt"] }] });
+    const { model, seen } = script([
+      {
+        toolCalls: [
+          call("update_todo", { id: "T1", status: "in_progress" }),
+          call("record_progress", { taskId: "T1", progress: 0.5, changed: "Half of a.txt." }),
+          call("propose_replan", { observation: "a.txt is generated", proposal: "Edit its generator instead." }),
+        ],
+      },
+      { text: "unused" },
+    ]);
+    const [r] = await drive(startImplementer({ plan, request: "r" }), model, 1);
+    expect(r).toMatchObject({ kind: "replan", observation: "a.txt is generated", proposal: "Edit its generator instead." });
+    expect(r!.state.reflections).toEqual([{ taskId: "T1", progress: 0.5, changed: "Half of a.txt." }]);
+    // Still pending: another turn makes no model call.
+    const again = await implementerTurn({ state: r!.state, sandbox, modelId: "demo:scripted", model, context: { stepKey: "x" } });
+    expect(again.kind).toBe("replan");
+    expect(seen).toHaveLength(1);
+
+    const refused = applyReplanDecision(r!.state, { approved: false, plan: null, notes: "Keep it simple." });
+    expect(refused.pendingReplan).toBeNull();
+    expect(refused.todos).toEqual(r!.state.todos);
+    expect(JSON.stringify(refused.messages.at(-1))).toContain("The re-plan was not approved. Go on with the approved plan. Note: Keep it simple.");
+
+    const next = planOf({ tasks: [{ id: "T1", title: "one", files: ["a.txt"] }, { id: "T2", title: "generator", files: ["gen.ts"] }] });
+    const approved = applyReplanDecision(r!.state, { approved: true, plan: next, notes: null });
+    expect(approved.todos.map((t) => [t.id, t.status])).toEqual([["T1", "pending"], ["T2", "pending"]]);
   });
 });

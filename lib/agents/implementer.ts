@@ -4,11 +4,13 @@ import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
 import { describePlan, type Plan } from "./plan";
-import type { Policy, PolicyAction } from "./policy";
+import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
 import {
   clarificationResponseType,
   implementerTools,
+  PROPOSE_REPLAN,
   REQUEST_CLARIFICATION,
+  type Reflection,
   type ClarificationResponseType,
   type Todo,
   type ToolContext,
@@ -51,6 +53,12 @@ export type ImplementerState = {
   approvedActions?: string[];
   /** Files changed per todo, for policy.maxFilesPerTask; absent in older states. */
   taskFiles?: Record<string, string[]>;
+  /** PAOR: every progress record so far (record_progress); absent in older states. */
+  reflections?: Reflection[];
+  /** A re-plan the implementer proposed, waiting for the plan gate; absent in older states. */
+  pendingReplan?: { toolCallId: string; observation: string; proposal: string } | null;
+  /** Every refusal under the policy so far (the workflow records the new ones of a turn as POLICY_REFUSED events). */
+  refusals?: PolicyRefusal[];
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
   failure: { reason: ImplementerFailureReason; message: string } | null;
@@ -69,7 +77,9 @@ export type ImplementerTurnResult =
     }
   | { kind: "failure"; state: ImplementerState; reason: ImplementerFailureReason; message: string }
   /** A tool call needs a person's approval under the run's policy: the workflow opens a `policy` gate. */
-  | { kind: "policy"; state: ImplementerState; action: PolicyAction };
+  | { kind: "policy"; state: ImplementerState; action: PolicyAction }
+  /** An observation broke the plan: the workflow re-plans and the new plan goes through the plan gate. */
+  | { kind: "replan"; state: ImplementerState; observation: string; proposal: string };
 
 export const DEFAULT_MAX_ITERATIONS = 30;
 /** The same call with the same arguments this many times without progress in between is a loop. */
@@ -81,8 +91,10 @@ const SYSTEM = `You are the implementer of Gatehouse, an orchestrator for autono
 Implement the approved plan in the repository using the tools. Work through your todos in order: call update_todo with
 "in_progress" when you start one and "done" when it is finished. Only change files inside the plan's scope. Paths are
 relative to the repository root. Run the acceptance criteria's commands to check your work when they exist. Ask a
-clarification only when the plan and the repository cannot answer a question. When every todo is done, reply with a
-short summary of what you changed and no tool call.`;
+clarification only when the plan and the repository cannot answer a question. After each todo, call record_progress with
+an estimate from 0 to 1 and what changed. If an observation breaks the plan (an assumption proved false, a dependency is
+missing), call propose_replan instead of working around it. When every todo is done, reply with a short summary of what
+you changed and no tool call.`;
 
 export function startImplementer({
   plan,
@@ -90,18 +102,31 @@ export function startImplementer({
   memory,
   feedback,
   maxIterations = DEFAULT_MAX_ITERATIONS,
+  skip = [],
 }: {
   plan: Plan;
   request: string;
   memory?: string;
+  /** Tasks triage found already done (with its evidence): they are no todos of this session. */
+  skip?: Array<{ id: string; evidence: string[] }>;
   /** Validator feedback when this session fixes a failed validation. */
   feedback?: string;
   maxIterations?: number;
 }): ImplementerState {
-  const todos: Todo[] = plan.tasks.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
+  const skipped = new Set(skip.map((s) => s.id));
+  const open = plan.tasks.filter((t) => !skipped.has(t.id));
+  const todos: Todo[] = open.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
   const parts = [section("request", request), section("plan", describePlan(plan))];
   if (memory?.trim()) parts.push(section("memory", memory));
-  parts.push(section("todos", JSON.stringify(plan.tasks.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
+  parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
+  if (skip.length) {
+    parts.push(
+      section(
+        "already-done",
+        `Triage found these tasks already done in the repository; do not redo them:\n${skip.map((s) => `- ${s.id}: ${s.evidence.join("; ")}`).join("\n")}`,
+      ),
+    );
+  }
   if (feedback?.trim()) parts.push(section("validation-feedback", `The last validation failed. Fix this:\n${feedback}`));
   return {
     version: 1,
@@ -188,11 +213,17 @@ export async function implementerTurn({
   context,
   signal,
   policy,
+  scope,
+  restore,
 }: {
   state: ImplementerState;
   sandbox: Sandbox;
   /** The run's policy for risky actions (lib/agents/policy.ts). */
   policy?: Policy;
+  /** The plan's files and folders (a delete outside them is risky). */
+  scope?: string[];
+  /** Undoes a command's changes the policy refuses (ToolContext.restore). */
+  restore?: (paths: string[]) => Promise<void>;
   modelId: string;
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
@@ -200,6 +231,7 @@ export async function implementerTurn({
   signal?: AbortSignal;
 }): Promise<ImplementerTurnResult> {
   if (state.status === "awaiting_clarification") return clarificationResult(state);
+  if (state.pendingReplan) return { kind: "replan", state, observation: state.pendingReplan.observation, proposal: state.pendingReplan.proposal };
   if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
   if (state.status === "failed") return fail(state, state.failure!.reason, state.failure!.message);
   if (state.iteration >= state.maxIterations) {
@@ -215,6 +247,10 @@ export async function implementerTurn({
     approved: [...(state.approvedActions ?? [])],
     hold: null,
     taskFiles: Object.fromEntries(Object.entries(state.taskFiles ?? {}).map(([k, v]) => [k, [...v]])),
+    scope,
+    refusals: [],
+    restore,
+    reflections: [],
   };
   const result = await callModel({
     modelId,
@@ -245,8 +281,15 @@ export async function implementerTurn({
     messages: [...state.messages, ...newMessages],
     todos: ctx.todos,
     filesChanged: ctx.filesChanged,
-    ...(policy ? { approvedActions: ctx.approved ?? [], taskFiles: ctx.taskFiles ?? {} } : {}),
+    ...(policy
+      ? {
+          approvedActions: ctx.approved ?? [],
+          taskFiles: ctx.taskFiles ?? {},
+          refusals: [...(state.refusals ?? []), ...redactDeep(ctx.refusals ?? [])],
+        }
+      : {}),
     iteration: state.iteration + 1,
+    ...(ctx.reflections?.length ? { reflections: [...(state.reflections ?? []), ...redactDeep(ctx.reflections)] } : {}),
   };
 
   const calls = result.toolCalls;
@@ -276,7 +319,7 @@ export async function implementerTurn({
   // Loop detection: identical calls counted since the last real change.
   const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
   for (const call of calls) {
-    if (call.toolName === REQUEST_CLARIFICATION && !call.invalid) continue;
+    if ((call.toolName === REQUEST_CLARIFICATION || call.toolName === PROPOSE_REPLAN) && !call.invalid) continue;
     // Stored with the state: the signature is redacted like the messages (the same secret gives the same signature).
     const key = redact(`${call.toolName}:${stable(call.input)}`);
     repeats[key] = (repeats[key] ?? 0) + 1;
@@ -324,6 +367,24 @@ export async function implementerTurn({
     };
     return clarificationResult(next);
   }
+  const replans = calls.filter((c) => c.toolName === PROPOSE_REPLAN && !c.invalid);
+  if (replans.length > 0) {
+    const [first, ...extra] = replans;
+    const input = redactDeep(first!.input) as { observation: string; proposal: string };
+    if (extra.length) {
+      next.messages.push({
+        role: "tool",
+        content: extra.map((c) => ({
+          type: "tool-result" as const,
+          toolCallId: c.toolCallId,
+          toolName: PROPOSE_REPLAN,
+          output: { type: "error-text" as const, value: "One re-plan at a time." },
+        })),
+      });
+    }
+    next = { ...next, pendingReplan: { toolCallId: first!.toolCallId, observation: input.observation, proposal: input.proposal } };
+    return { kind: "replan", state: next, observation: input.observation, proposal: input.proposal };
+  }
   // A risky action waits for a person (the call already has its "needs approval" result); the decision comes next.
   if (ctx.hold) return { kind: "policy", state: next, action: ctx.hold };
   return { kind: "continue", state: next };
@@ -347,5 +408,47 @@ export function applyPolicyDecision(
     ...state,
     approvedActions: decision.approved ? [...(state.approvedActions ?? []), action.fingerprint] : (state.approvedActions ?? []),
     messages: [...state.messages, { role: "user", content: text }],
+  };
+}
+
+/**
+ * The plan gate's decision on the implementer's re-plan, as the propose_replan call's result. Approved: the new plan
+ * replaces the todos (a todo already done stays done) and is shown to the model. Refused (or not drafted): it goes on
+ * with the approved plan.
+ */
+export function applyReplanDecision(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: Plan | null; notes: string | null },
+): ImplementerState {
+  const pending = state.pendingReplan;
+  if (!pending) return state;
+  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
+  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
+  const approved = decision.approved && decision.plan;
+  const todos: Todo[] = approved
+    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
+    : state.todos;
+  const text = approved
+    ? `The re-plan was approved. Work from this plan now; your todos are: ${todos.map((t) => `${t.id} (${t.status})`).join(", ")}.${note}\n\n${describePlan(decision.plan!)}`
+    : `The re-plan was not approved. Go on with the approved plan.${note}`;
+  return {
+    ...state,
+    todos,
+    pendingReplan: null,
+    messages: [
+      ...state.messages,
+      { role: "tool", content: [{ type: "tool-result", toolCallId: pending.toolCallId, toolName: PROPOSE_REPLAN, output: { type: "text", value: text } }] },
+      ...(approved
+        ? [
+            {
+              role: "user" as const,
+              content: section(
+                "todos",
+                JSON.stringify(decision.plan!.tasks.filter((t) => !done.has(t.id)).map((t) => ({ id: t.id, title: t.title, files: t.files }))),
+              ),
+            },
+          ]
+        : []),
+    ],
   };
 }

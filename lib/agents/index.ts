@@ -1,6 +1,7 @@
 export {
   answerClarification,
   applyPolicyDecision,
+  applyReplanDecision,
   DEFAULT_MAX_ITERATIONS,
   implementerTurn,
   startImplementer,
@@ -8,7 +9,7 @@ export {
   type ImplementerState,
   type ImplementerTurnResult,
 } from "./implementer";
-export { checkCommand, checkWrite, destructive, matchesGlob, type Policy, type PolicyAction } from "./policy";
+export { checkCommand, checkWrite, deleteTargets, destructive, matchesGlob, type Policy, type PolicyAction, type PolicyRefusal } from "./policy";
 export { changedFilesOfDiff, commandArgv, inScope, workspacePath } from "./paths";
 export { describePlan, planScope, plannerOutputSchema, type AcceptanceCriterion, type Plan, type PlanTask } from "./plan";
 export { PlannerError, runPlanner, type PlannerInput, type PlannerResult } from "./planner";

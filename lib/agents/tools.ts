@@ -16,7 +16,7 @@ function refuseSecrets(what: string, ...texts: string[]) {
   }
 }
 import { workspacePath } from "./paths";
-import { checkCommand, checkWrite, type Policy, type PolicyAction } from "./policy";
+import { checkCommand, checkWrite, commandFingerprint, protectedPath, type Policy, type PolicyAction, type PolicyRefusal } from "./policy";
 
 /**
  * The implementer's tools. Every one goes through the Sandbox interface, and every path through workspacePath(); an
@@ -40,7 +40,21 @@ export type ToolContext = {
   hold?: PolicyAction | null;
   /** Files changed per todo (the one in progress when they changed), for policy.maxFilesPerTask. */
   taskFiles?: Record<string, string[]>;
+  /** The plan's files and folders: a delete outside them waits for a person. */
+  scope?: string[];
+  /** Refusals under the policy during this turn (the workflow records each as a POLICY_REFUSED event). */
+  refusals?: PolicyRefusal[];
+  /**
+   * Put files back as they were at the last checkpoint (deleting those it did not have): how a command's changes that
+   * the policy does not allow are undone. Absent: such changes are reported but stay.
+   */
+  restore?: (paths: string[]) => Promise<void>;
+  /** PAOR reflections recorded this turn (record_progress): the workflow records each as a TASK_PROGRESS event. */
+  reflections?: Reflection[];
 };
+
+/** After a task: how far it got (0–1) and what changed (record_progress). */
+export type Reflection = { taskId: string; progress: number; changed: string };
 
 /** An approved action runs once: its approval is taken. */
 function takeApproval(ctx: ToolContext, action: PolicyAction): boolean {
@@ -58,19 +72,73 @@ function holdFor(ctx: ToolContext, action: PolicyAction): string {
   );
 }
 
-/** policy.maxFilesPerTask / maxFilesPerRun: a write that would change one file too many is refused. */
-function enforceFileLimits(ctx: ToolContext, target: string) {
-  if (!ctx.policy) return;
+/** A refusal is told to the model (as the tool's error) and recorded for the run's events. */
+function refuse(ctx: ToolContext, refusal: PolicyRefusal): Error {
+  (ctx.refusals ??= []).push(refusal);
+  return new Error(refusal.reason);
+}
+
+/**
+ * policy.maxFilesPerTask / maxFilesPerRun: the reason changing `targets` (all together) would break a cap, or null.
+ * Files already changed in the run (or the task) do not count again.
+ */
+function fileLimitBreach(ctx: ToolContext, targets: string[]): string | null {
+  if (!ctx.policy) return null;
   const { maxFilesPerRun, maxFilesPerTask } = ctx.policy;
-  if (!ctx.filesChanged.includes(target) && ctx.filesChanged.length >= maxFilesPerRun) {
-    throw new Error(`This run may change at most ${maxFilesPerRun} files (policy.maxFilesPerRun); ${target} would be one more. Nothing was written.`);
+  const newInRun = targets.filter((t) => !ctx.filesChanged.includes(t));
+  if (newInRun.length && ctx.filesChanged.length + newInRun.length > maxFilesPerRun) {
+    return `This run may change at most ${maxFilesPerRun} files (policy.maxFilesPerRun); ${newInRun.join(", ")} would make ${ctx.filesChanged.length + newInRun.length}.`;
   }
   const task = ctx.todos.find((t) => t.status === "in_progress")?.id ?? "(no task)";
-  const mine = (ctx.taskFiles ??= {})[task] ?? [];
-  if (!mine.includes(target) && mine.length >= maxFilesPerTask) {
-    throw new Error(`A task may change at most ${maxFilesPerTask} files (policy.maxFilesPerTask); ${task} has changed ${mine.length}. Nothing was written.`);
+  const mine = ctx.taskFiles?.[task] ?? [];
+  const newInTask = targets.filter((t) => !mine.includes(t));
+  if (newInTask.length && mine.length + newInTask.length > maxFilesPerTask) {
+    return `A task may change at most ${maxFilesPerTask} files (policy.maxFilesPerTask); ${task} has changed ${mine.length} and ${newInTask.join(", ")} would make ${mine.length + newInTask.length}.`;
   }
-  if (!mine.includes(target)) ctx.taskFiles![task] = [...mine, target];
+  return null;
+}
+
+function countTaskFiles(ctx: ToolContext, targets: string[]) {
+  if (!ctx.policy) return;
+  const task = ctx.todos.find((t) => t.status === "in_progress")?.id ?? "(no task)";
+  const mine = (ctx.taskFiles ??= {})[task] ?? [];
+  ctx.taskFiles![task] = [...mine, ...targets.filter((t) => !mine.includes(t))];
+}
+
+function enforceFileLimits(ctx: ToolContext, tool: "write_file" | "edit_file", target: string) {
+  const breach = fileLimitBreach(ctx, [target]);
+  if (breach) throw refuse(ctx, { tool, summary: target, reason: `${breach} Nothing was written.` });
+  countTaskFiles(ctx, [target]);
+}
+
+/**
+ * The workspace's changed files with a fingerprint of each one's change, from the sandbox's diff (it works the same in
+ * every sandbox). Comparing two snapshots tells which files a command created, changed or deleted.
+ */
+async function changeSnapshot(sandbox: Sandbox): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let file: string | null = null;
+  let body: string[] = [];
+  const flush = () => {
+    if (file !== null) out.set(file, body.join("\n"));
+  };
+  for (const line of (await sandbox.diff()).split("\n")) {
+    const header = /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
+    if (header) {
+      flush();
+      file = header[2]!;
+      body = [];
+    } else body.push(line);
+  }
+  flush();
+  return out;
+}
+
+function changedBetween(before: Map<string, string>, after: Map<string, string>): string[] {
+  const files = new Set<string>();
+  for (const [f, change] of after) if (before.get(f) !== change) files.add(f);
+  for (const f of before.keys()) if (!after.has(f)) files.add(f);
+  return [...files].sort();
 }
 
 const MAX_READ_CHARS = 100_000;
@@ -96,6 +164,7 @@ function noteChange(ctx: ToolContext, path: string) {
 }
 
 export const REQUEST_CLARIFICATION = "request_clarification";
+export const PROPOSE_REPLAN = "propose_replan";
 
 /** How a person answers a clarification; the run page has a form for each. */
 export const CLARIFICATION_RESPONSE_TYPES = ["text", "single_choice", "multiple_choice", "file"] as const;
@@ -147,7 +216,7 @@ export function implementerTools(ctx: ToolContext) {
         if (before === content) return `${target} already has this content; nothing changed.`;
         const risky = ctx.policy ? checkWrite("write_file", target, ctx.policy) : null;
         if (risky && !takeApproval(ctx, risky)) return holdFor(ctx, risky);
-        enforceFileLimits(ctx, target);
+        enforceFileLimits(ctx, "write_file", target);
         await ctx.sandbox.writeFile(target, content);
         noteChange(ctx, target);
         return `Wrote ${target} (${content.length} characters).`;
@@ -175,7 +244,7 @@ export function implementerTools(ctx: ToolContext) {
         if (after === before) return `${target} unchanged (replacement equals the original).`;
         const risky = ctx.policy ? checkWrite("edit_file", target, ctx.policy) : null;
         if (risky && !takeApproval(ctx, risky)) return holdFor(ctx, risky);
-        enforceFileLimits(ctx, target);
+        enforceFileLimits(ctx, "edit_file", target);
         await ctx.sandbox.writeFile(target, after);
         noteChange(ctx, target);
         return `Edited ${target} (${count} replacement${count === 1 ? "" : "s"}).`;
@@ -192,16 +261,54 @@ export function implementerTools(ctx: ToolContext) {
       }),
       execute: async ({ command, args, cwd, timeoutSeconds }, { abortSignal }) => {
         refuseSecrets("the command line", command, ...(args ?? []));
+        const fingerprint = commandFingerprint(command, args ?? []);
+        const line = fingerprint.slice("run_command:".length);
+        let approved = false;
         if (ctx.policy) {
-          const verdict = checkCommand(command, args ?? [], ctx.policy);
-          if (verdict.verdict === "deny") throw new Error(`Refused by the project's policy: ${verdict.reason} Nothing was run.`);
-          if (verdict.verdict === "ask" && !takeApproval(ctx, verdict.action)) return holdFor(ctx, verdict.action);
+          const verdict = checkCommand(command, args ?? [], ctx.policy, { scope: ctx.scope, cwd: cwd ? workspacePath(cwd) : "." });
+          if (verdict.verdict === "deny") {
+            throw refuse(ctx, { tool: "run_command", summary: line, reason: `Refused by the project's policy: ${verdict.reason} Nothing was run.` });
+          }
+          if (verdict.verdict === "ask") {
+            if (!takeApproval(ctx, verdict.action)) return holdFor(ctx, verdict.action);
+            approved = true;
+          }
         }
+        // A diff that cannot be taken (a sandbox error) leaves the command unchecked rather than unrun.
+        const before = ctx.policy ? await changeSnapshot(ctx.sandbox).catch(() => null) : null;
         const result = await ctx.sandbox.exec(command, args ?? [], {
           cwd: cwd ? workspacePath(cwd) : undefined,
           timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
           signal: abortSignal,
         });
+        if (before && ctx.policy) {
+          // What the command created, changed or deleted is held to the same policy as the file tools.
+          const after = await changeSnapshot(ctx.sandbox).catch(() => null);
+          const changed = after ? changedBetween(before, after) : [];
+          const guarded = changed.filter((f) => protectedPath(f, ctx.policy!));
+          const action: PolicyAction = {
+            tool: "run_command",
+            summary: line,
+            reason: `The command changed protected paths: ${guarded.map((f) => `${f} (${protectedPath(f, ctx.policy!)})`).join(", ")}.`,
+            fingerprint,
+            paths: changed,
+          };
+          if (guarded.length && !approved && !takeApproval(ctx, action)) {
+            await ctx.restore?.(changed);
+            return holdFor(ctx, action).replace("Nothing was done.", ctx.restore ? "Its changes were undone." : "Its changes were NOT undone.");
+          }
+          const breach = fileLimitBreach(ctx, changed);
+          if (breach) {
+            await ctx.restore?.(changed.filter((f) => !ctx.filesChanged.includes(f)));
+            throw refuse(ctx, {
+              tool: "run_command",
+              summary: line,
+              reason: `${breach} ${ctx.restore ? "The files it added to the count were put back as they were at the last checkpoint." : "Its changes were not undone."}`,
+            });
+          }
+          countTaskFiles(ctx, changed);
+          for (const f of changed) noteChange(ctx, f);
+        }
         return {
           exitCode: result.exitCode,
           timedOut: result.timedOut,
@@ -223,6 +330,29 @@ export function implementerTools(ctx: ToolContext) {
         const open = ctx.todos.filter((t) => t.status !== "done").map((t) => `${t.id} (${t.status})`);
         return open.length ? `${id} is ${status}. Open: ${open.join(", ")}.` : `${id} is ${status}. All todos are done.`;
       },
+    }),
+    record_progress: tool({
+      description:
+        "After working on a todo (finished or not), record your progress on it: an estimate from 0 to 1 and what changed (files, behaviour, what is left).",
+      inputSchema: z.object({
+        taskId: z.string(),
+        progress: z.number().min(0).max(1),
+        changed: z.string().min(1).max(2000),
+      }),
+      execute: async ({ taskId, progress, changed }) => {
+        if (!ctx.todos.some((t) => t.id === taskId)) throw new Error(`No todo "${taskId}". Todos: ${ctx.todos.map((t) => t.id).join(", ")}.`);
+        (ctx.reflections ??= []).push({ taskId, progress, changed });
+        return `Recorded: ${taskId} at ${Math.round(progress * 100)}%.`;
+      },
+    }),
+    // No execute: the turn ends and the workflow re-plans through the plan gate; the decision comes back as the result.
+    [PROPOSE_REPLAN]: tool({
+      description:
+        "Use only when an observation breaks the approved plan (an assumption that proved false, a missing dependency): propose a re-plan. A person must approve the new plan; until then do nothing else.",
+      inputSchema: z.object({
+        observation: z.string().min(1).max(2000).describe("What you observed that the plan did not expect"),
+        proposal: z.string().min(1).max(2000).describe("How the plan should change"),
+      }),
     }),
     // No execute: the turn ends and the workflow asks a human; the answer comes back as this call's result.
     [REQUEST_CLARIFICATION]: tool({

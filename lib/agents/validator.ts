@@ -263,8 +263,11 @@ export async function runValidator({
   context,
   completedOrder,
   signal,
+  approvedPaths = [],
 }: {
   plan: Plan;
+  /** Files or folders a person approved changing at a policy gate: in scope, whatever the plan says. */
+  approvedPaths?: string[];
   /** Aborts the checks' commands and both model calls where they are (a cancel, or the stage deadline). */
   signal?: AbortSignal;
   request: string;
@@ -284,7 +287,7 @@ export async function runValidator({
   const diff = redact(await sandbox.diff());
   const changedFiles = changedFilesOfDiff(diff);
   const scope = planScope(plan);
-  const outOfScopeFiles = changedFiles.filter((f) => !inScope(f, [...scope, ...ALWAYS_IN_SCOPE]));
+  const outOfScopeFiles = changedFiles.filter((f) => !inScope(f, [...scope, ...ALWAYS_IN_SCOPE, ...approvedPaths]));
   // Gatehouse's own checks of the plan run first and are reported apart; the review below cannot override them.
   const deletedFiles = [...diff.matchAll(/^diff --git a\/(.+?) b\/\1\ndeleted file mode/gm)].map((m) => m[1]!);
   const planChecks = await checkPlanConstraints({ plan, sandbox, changedFiles, outOfScopeFiles, deletedFiles, completedOrder });

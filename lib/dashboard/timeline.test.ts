@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeEvent, mergeEvents, planVersions, stageProgress, validations, type ApiEvent } from "./timeline";
+import { describeEvent, mergeEvents, planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "./timeline";
 import { planDiff, planToText, hasChanges } from "./plan-diff";
 import { runsQuery, needsPerson } from "./filters";
 import { formatDuration, formatUsd } from "./format";
@@ -133,5 +133,20 @@ describe("runs list helpers", () => {
     expect(formatUsd(0)).toBe("$0");
     expect(formatUsd(0.00421)).toBe("$0.0042");
     expect(formatUsd(1.5)).toBe("$1.50");
+  });
+});
+
+describe("taskTriage", () => {
+  it("collects triage's verdict per task for the plan card", () => {
+    const events = [
+      ev("TASK_TRIAGED", { taskId: "T1", confidence: 0.9, evidence: ["`true` passes"], skipped: true }),
+      ev("TASK_TRIAGED", { taskId: "T2", confidence: 0.3, evidence: [], skipped: false }),
+      ev("TASK_COMPLETED", { taskId: "T2" }),
+    ];
+    expect(taskTriage(events)).toEqual({
+      T1: { confidence: 0.9, evidence: ["`true` passes"], skipped: true },
+      T2: { confidence: 0.3, evidence: [], skipped: false },
+    });
+    expect(describeEvent(events[0]!)).toMatchObject({ title: "Task already done (skipped)" });
   });
 });

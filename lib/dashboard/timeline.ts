@@ -98,6 +98,18 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "TASK_COMPLETED":
       return item("Task completed", "success", p(event, "TASK_COMPLETED").taskId);
+    case "TASK_TRIAGED": {
+      const { taskId, confidence, skipped } = p(event, "TASK_TRIAGED");
+      return item(skipped ? "Task already done (skipped)" : "Task may be done (implemented anyway)", skipped ? "success" : "info", `${taskId} · confidence ${Math.round((confidence ?? 0) * 100)}%`);
+    }
+    case "TASK_PROGRESS": {
+      const { taskId, progress, changed } = p(event, "TASK_PROGRESS");
+      return item(`Progress on ${taskId ?? "a task"}: ${Math.round((progress ?? 0) * 100)}%`, "info", changed);
+    }
+    case "POLICY_REFUSED": {
+      const { summary, reason } = p(event, "POLICY_REFUSED");
+      return item("Refused by the policy", "warning", `${summary}: ${reason}`);
+    }
     case "IMPLEMENTATION_SUCCEEDED":
       return item("Implementation finished", "success", `attempt ${p(event, "IMPLEMENTATION_SUCCEEDED").attempt ?? 1}`);
     case "IMPLEMENTATION_FAILED":
@@ -223,6 +235,20 @@ export function planVersions(events: readonly ApiEvent[]): PlanVersion[] {
     });
   }
   return [...byVersion.values()].sort((a, b) => a.version - b.version);
+}
+
+export type TaskTriage = { confidence: number; evidence: string[]; skipped: boolean };
+
+/** Triage's verdict per task id (TASK_TRIAGED), for the plan card. */
+export function taskTriage(events: readonly ApiEvent[]): Record<string, TaskTriage> {
+  const out: Record<string, TaskTriage> = {};
+  for (const event of events) {
+    if (event.type !== "TASK_TRIAGED") continue;
+    const t = event.payload as Partial<RunEventPayloads["TASK_TRIAGED"]>;
+    if (!t.taskId || typeof t.confidence !== "number") continue;
+    out[t.taskId] = { confidence: t.confidence, evidence: t.evidence ?? [], skipped: t.skipped === true };
+  }
+  return out;
 }
 
 export type ValidationResult = { passed: boolean; attempt: number; score?: number; report?: string; summary?: string; timestamp: string };

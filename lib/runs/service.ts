@@ -1,3 +1,4 @@
+import { parseTasksMd, pastedTasksMd } from "@/lib/agents/tasks-md";
 import { and, eq, or, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
@@ -63,6 +64,9 @@ export async function startRun({
   followUp?: { runId: string; pullRequest: number | null; branch: string };
 }) {
   const config = await resolveNewRun(input);
+  // A tasks.md pasted into the request becomes the plan: a malformed one is the caller's to fix, before anything starts.
+  const pasted = config.tasks.source === "none" ? null : pastedTasksMd(input.request);
+  if (pasted !== null) parseTasksMd(pasted);
   return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}), ...(followUp ? { followUp } : {}) });
 }
 

@@ -15,6 +15,7 @@ import { isModelCallError } from "@/lib/ai";
 import {
   answerClarification as answerImplementerClarification,
   applyPolicyDecision,
+  applyReplanDecision,
   implementerTurn,
   PlannerError,
   runPlanner,
@@ -27,9 +28,11 @@ import {
   type PlannerResult,
   type PolicyAction,
 } from "@/lib/agents";
-import { extractConstraints } from "@/lib/mermaid";
+import { extractConstraints, validateMermaid } from "@/lib/mermaid";
 import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
 import { loadConversation, storeConversation } from "./conversation";
+import { checkTask, PASTED_TASKS_MD_PATH, pastedTasksMd, planFromTasksMd, TASKS_MD_PATHS } from "@/lib/agents/tasks-md";
+import { triageTask, type TriageEvidence, type TriageResult } from "@/lib/agents/triage";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
 import {
   buildRunContext,
@@ -40,7 +43,11 @@ import {
   commitWorkInProgress,
   createRunBranch,
   DIFF_SAFE,
+  commitFiles,
+  commitMessage,
   git,
+  lastCheckpoint,
+  readFileAt,
   readLatestMemory,
   readProjectConfig,
   rollbackToCheckpoint,
@@ -308,6 +315,8 @@ export async function plan({
 }): Promise<PlanStepResult> {
   if (deadline !== undefined && workflowClock.now() > deadline) return { kind: "timeout", now: workflowClock.now() };
   const run = await loadRun({ runId });
+  const fromTasks = await planFromTasksFile(run);
+  if (fromTasks) return { ...fromTasks, now: workflowClock.now() };
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   const stage = stageSignal(runId, deadline);
   try {
@@ -353,6 +362,73 @@ function describePlanDocument(doc: PlanDocument): string {
   lines.push("", "Acceptance criteria:", ...doc.acceptanceCriteria.map((c) => `- ${c.description}${c.command ? ` (\`${c.command}\`)` : ""}`));
   lines.push("", "Diagram:", doc.mermaid);
   return lines.join("\n");
+}
+
+/**
+ * A run started from a tasks.md (config `tasks.source`): one pasted into the request (committed to the branch as
+ * .autonomous/tasks.md, where its checkboxes are kept), or with `repository` tasks.md / .autonomous/tasks.md on the
+ * branch. Its tasks are the plan; no planner call is made. Null: the planner plans.
+ */
+async function planFromTasksFile(run: RunContext): Promise<{ kind: "plan"; plan: PlanDocument; diagramsProduced: number } | { kind: "invalid"; message: string; diagramsProduced: number; draft: null } | null> {
+  const source = run.config.tasks?.source ?? "auto";
+  if (source === "none") return null;
+  let found: { path: string; text: string } | null = null;
+  const pasted = pastedTasksMd(run.request);
+  if (pasted !== null) found = { path: PASTED_TASKS_MD_PATH, text: pasted };
+  else if (source === "repository") {
+    for (const path of TASKS_MD_PATHS) {
+      const text = await readFileAt({ repoPath: run.repoPath, ref: run.branch, path });
+      if (text !== null) {
+        found = { path, text };
+        break;
+      }
+    }
+    if (!found) return { kind: "invalid", message: `tasks.source is "repository" but neither ${TASKS_MD_PATHS.join(" nor ")} is on the branch.`, diagramsProduced: 0, draft: null };
+  }
+  if (!found) return null;
+  let plan: PlanDocument;
+  try {
+    plan = planFromTasksMd({ text: found.text, path: found.path, title: firstLine(run.request) });
+    await validateMermaid(plan.mermaid);
+  } catch (error) {
+    if (error instanceof AppError) return { kind: "invalid", message: error.message, diagramsProduced: 0, draft: null };
+    throw error;
+  }
+  if (pasted !== null) {
+    await commitFiles({
+      repoPath: run.repoPath,
+      branch: run.branch,
+      files: { [found.path]: found.text },
+      message: commitMessage({ subject: `tasks.md for run ${run.runId}`, runId: run.runId, kind: "records" }),
+    });
+  }
+  return { kind: "plan", plan, diagramsProduced: 0 };
+}
+
+/**
+ * Check tasks in the run's tasks.md and commit it on the branch (a no-op when they already are). The sandbox gets the
+ * new file too (an E2B sandbox is not the worktree), so the next checkpoint keeps the boxes.
+ */
+async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[], sandbox?: { writeFile(path: string, content: string): Promise<void> }) {
+  const path = doc.tasksFile?.path;
+  if (!path || !taskIds.length) return;
+  const text = await readFileAt({ repoPath: run.repoPath, ref: run.branch, path });
+  if (text === null) return;
+  let next = text;
+  try {
+    for (const id of taskIds) next = checkTask(next, id);
+  } catch {
+    // The implementer made the file unparseable: its checkboxes are left as they are.
+    return;
+  }
+  if (next === text) return;
+  await commitFiles({
+    repoPath: run.repoPath,
+    branch: run.branch,
+    files: { [path]: next },
+    message: commitMessage({ subject: `${path}: ${taskIds.join(", ")} done (run ${run.runId})`, runId: run.runId, kind: "records" }),
+  });
+  if (sandbox && !path.startsWith(".autonomous/")) await sandbox.writeFile(path, next);
 }
 
 function toPlanDocument(plan: Omit<Plan, "constraints">): PlanDocument {
@@ -712,6 +788,47 @@ export async function readResume({
 // ---------------------------------------------------------------------------------------------------------------------
 // Implementation
 
+/** How long one triage check may run. */
+const TRIAGE_CHECK_MS = 120_000;
+
+/**
+ * Triage (lib/agents/triage.ts): each task's own checks run in the sandbox and its files are looked for; a task found
+ * done at or above `triage.threshold` is skipped (TASK_TRIAGED, and checked in the run's tasks.md). What the checks
+ * leave in the workspace is dropped, so the first checkpoint holds only the implementer's work.
+ */
+export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDocument }): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
+  const run = await loadRun({ runId });
+  // A run already implementing (its workflow replayed by a newer server) is not triaged: it would disturb its work.
+  const events = await listEvents({ runId, limit: 100_000 });
+  if (events.some((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "implementation")) return { skip: [] };
+  const threshold = run.config.triage?.threshold ?? 0.8;
+  const candidates = doc.tasks.filter((t) => (t.checks ?? []).length || (t.files ?? []).length);
+  if (!candidates.length) return { skip: [] };
+  const sandbox = await attachSandbox(await sandboxOptions(run));
+  const results: TriageResult[] = [];
+  for (const task of candidates) {
+    const checks: TriageEvidence["checks"] = [];
+    for (const command of task.checks ?? []) {
+      const r = await sandbox.exec("sh", ["-c", command], { timeoutMs: TRIAGE_CHECK_MS });
+      checks.push({ command, exitCode: r.timedOut ? null : r.exitCode, output: redact(`${r.stdout}\n${r.stderr}`) });
+    }
+    const files: TriageEvidence["files"] = [];
+    for (const path of task.files ?? []) {
+      const r = await sandbox.exec("test", ["-e", path.replace(/\/+$/, "")], { timeoutMs: 10_000 });
+      files.push({ path, present: r.exitCode === 0 });
+    }
+    results.push(triageTask({ taskId: task.id, evidence: { checks, files }, threshold }));
+  }
+  await rollbackToCheckpoint({ sandbox }).catch(() => null);
+  const skipped = results.filter((r) => r.skipped);
+  await checkTasksFile(run, doc, skipped.map((r) => r.taskId), sandbox);
+  const verdicts: NewRunEvent[] = results
+    .filter((r) => r.confidence > 0)
+    .map((r) => ({ type: "TASK_TRIAGED", payload: { taskId: r.taskId, confidence: r.confidence, evidence: r.evidence, skipped: r.skipped } }));
+  if (verdicts.length) await append(runId, "triage", verdicts);
+  return { skip: skipped.map((r) => ({ id: r.taskId, evidence: r.evidence })) };
+}
+
 /** The implementer's starting state: the approved plan, the request, the fix feedback and the project memory. */
 export async function beginImplementation({
   runId,
@@ -719,16 +836,19 @@ export async function beginImplementation({
   request,
   feedback,
   maxIterations,
+  skip,
 }: {
   runId: string;
   plan: PlanDocument;
   request: string;
   feedback: string | null;
   maxIterations: number;
+  /** Tasks triage found already done: not the implementer's to do. */
+  skip?: Array<{ id: string; evidence: string[] }>;
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
-  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations });
+  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations, skip });
 }
 
 export function applyAnswer(state: ImplementerState, answer: string): ImplementerState {
@@ -738,6 +858,14 @@ export function applyAnswer(state: ImplementerState, answer: string): Implemente
 /** A person's decision on a policy gate, told to the implementer (pure: the workflow calls it outside any step). */
 export function applyPolicy(state: ImplementerState, action: PolicyAction, decision: { decision: string; decidedBy?: string | null; notes?: string | null }) {
   return applyPolicyDecision(state, action, { approved: decision.decision === "approve", by: decision.decidedBy ?? null, notes: decision.notes ?? null });
+}
+
+/** The plan gate's decision on the implementer's re-plan, told to it (pure: the workflow calls it outside any step). */
+export async function applyReplan(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: PlanDocument | null; notes: string | null },
+): Promise<ImplementerState> {
+  return applyReplanDecision(state, { approved: decision.approved, plan: decision.plan ? await toAgentPlan(decision.plan) : null, notes: decision.notes });
 }
 
 export type TurnStepResult =
@@ -784,6 +912,19 @@ export function diffPath(name: string): string {
   return Buffer.from(bytes).toString("utf8").replace(/^b\//, "");
 }
 
+/**
+ * Put files back as the last checkpoint has them (delete those it lacks), through the sandbox: how a command's changes
+ * that the policy refuses are undone, in any sandbox.
+ */
+async function restoreFromCheckpoint(sandbox: Awaited<ReturnType<typeof attachSandbox>>, paths: string[]) {
+  if (!paths.length || !sandbox.workspacePath || !sandbox.location) return;
+  const sha = await lastCheckpoint(sandbox);
+  for (const p of paths) {
+    const kept = await git(sandbox.workspacePath, ["show", `${sha}:${p}`], { worktree: sandbox.location, allowFailure: true });
+    if (kept.code === 0) await sandbox.writeFile(p, kept.stdout);
+    else await sandbox.exec("rm", ["-f", "--", p]);
+  }
+}
 
 export async function implementTurn({
   runId,
@@ -827,6 +968,8 @@ export async function implementTurn({
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       signal: AbortSignal.any([cancelled.signal, overtime.signal]),
       policy: run.config.policy,
+      scope: [...new Set(doc.tasks.flatMap((t) => t.files ?? []))],
+      restore: (paths) => restoreFromCheckpoint(sandbox, paths),
     });
   } catch (error) {
     if (overtime.signal.aborted && !cancelled.signal.aborted) {
@@ -853,6 +996,13 @@ export async function implementTurn({
     throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
+  // Refusals under the policy (deny list, file caps) are the run's record too, not only the model's.
+  for (const refusal of (result.state.refusals ?? []).slice(state.refusals?.length ?? 0)) {
+    events.push({ type: "POLICY_REFUSED", payload: refusal });
+  }
+  for (const r of (result.state.reflections ?? []).slice(state.reflections?.length ?? 0)) {
+    events.push({ type: "TASK_PROGRESS", payload: r });
+  }
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   const total = result.state.todos.length;
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
@@ -872,6 +1022,7 @@ export async function implementTurn({
     return { kind: "secret_detected", state: redo, files: leaks, message, now: workflowClock.now() };
   }
   const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.location) : new Map<string, string>();
+  const finished: string[] = [];
   for (const [index, todo] of result.state.todos.entries()) {
     const was = before.get(todo.id);
     if (todo.status === "in_progress" && was !== "in_progress") {
@@ -882,8 +1033,11 @@ export async function implementTurn({
         ? { sha: earlier.get(todo.id)! }
         : await commitCheckpoint({ sandbox, runId, taskId: todo.id, title: todo.title });
       events.push({ type: "TASK_COMPLETED", payload: { taskId: todo.id, commitSha: checkpoint.sha } });
+      finished.push(todo.id);
     }
   }
+  // A run from a tasks.md keeps its checkboxes: each finished task is checked and committed after its checkpoint.
+  await checkTasksFile(run, doc, finished, sandbox);
   if (result.kind === "done") {
     const final = earlier.has("final")
       ? { sha: earlier.get("final")! }
@@ -901,6 +1055,7 @@ export async function implementTurn({
   if (result.kind === "failure") return { ...result, message: redact(result.message), now };
   if (result.kind === "done") return { ...result, summary: redact(result.summary), now };
   if (result.kind === "policy") return { ...result, action: redactDeep(result.action), now };
+  if (result.kind === "replan") return { ...result, observation: redact(result.observation), proposal: redact(result.proposal), now };
   return { ...result, now };
 }
 
@@ -956,13 +1111,31 @@ export type ValidateStepResult =
   | { kind: "timeout"; now: number };
 
 /** Task ids in the order the latest implementation attempt finished them. */
+/** What people approved changing at the run's policy gates (the actions' paths): validation counts it as in scope. */
+async function approvedPolicyPaths(runId: string): Promise<string[]> {
+  const db = await getDb();
+  const rows = await db
+    .select({ context: gates.context })
+    .from(gates)
+    .where(and(eq(gates.workflowRunId, runId), eq(gates.kind, "policy"), eq(gates.status, "approved")));
+  return rows.flatMap((r) => {
+    const paths = (r.context as { action?: { paths?: unknown } } | null)?.action?.paths;
+    return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === "string") : [];
+  });
+}
+
 async function completedTaskOrder(runId: string): Promise<string[]> {
   const events = await listEvents({ runId, limit: 100_000 });
   const start = events.findLastIndex((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "implementation");
-  return events
-    .slice(start + 1)
-    .filter((e) => e.type === "TASK_COMPLETED")
-    .map((e) => (e.payload as { taskId: string }).taskId);
+  // Tasks triage skipped were done before any other.
+  const triaged = events.filter((e) => e.type === "TASK_TRIAGED" && (e.payload as { skipped?: boolean }).skipped).map((e) => (e.payload as { taskId: string }).taskId);
+  return [
+    ...triaged,
+    ...events
+      .slice(start + 1)
+      .filter((e) => e.type === "TASK_COMPLETED")
+      .map((e) => (e.payload as { taskId: string }).taskId),
+  ];
 }
 
 export async function validate({
@@ -997,6 +1170,7 @@ export async function validate({
       modelId: run.config.modelRouting.validator,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       completedOrder: await completedTaskOrder(runId),
+      approvedPaths: await approvedPolicyPaths(runId),
       signal: stage.signal,
     });
   } catch (error) {

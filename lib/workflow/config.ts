@@ -114,6 +114,24 @@ export const runConfigSchema = z.strictObject({
       maxFilesPerRun: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(100_000).default(150),
     })
     .prefault({}),
+  /**
+   * Where the plan's tasks come from (lib/agents/tasks-md.ts): `auto` — a tasks.md pasted into the request (a fenced
+   * block with the info string `tasks.md`), else the planner; `repository` — tasks.md or .autonomous/tasks.md on the
+   * run's branch (a pasted one still wins); `none` — always the planner.
+   */
+  tasks: z
+    .strictObject({
+      source: z.enum(["auto", "repository", "none"], { error: 'must be "auto", "repository" or "none"' }).default("auto"),
+    })
+    .prefault({}),
+  /** Triage before implementing: a task whose own checks pass may be found already done (lib/runs/triage.ts). */
+  triage: z
+    .strictObject({
+      enabled: z.boolean({ error: "must be true or false" }).default(true),
+      /** A task found done with at least this confidence (0–1) is skipped; below it, it is implemented anyway. */
+      threshold: z.number({ error: "must be a number" }).min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(0.8),
+    })
+    .prefault({}),
   /** Only honoured in a project's default config (lib/runs/service.ts): a run's own config cannot lower isolation. */
   sandbox: z
     .strictObject({

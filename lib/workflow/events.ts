@@ -5,9 +5,14 @@ import type { Stage } from "./config";
 export type PlanDocument = {
   summary: string;
   mermaid: string;
-  tasks: Array<{ id: string; title: string; description?: string; dependsOn?: string[]; files?: string[] }>;
+  /** `checks`: the task's own acceptance commands (from tasks.md), run by triage. */
+  tasks: Array<{ id: string; title: string; description?: string; dependsOn?: string[]; files?: string[]; checks?: string[] }>;
   acceptanceCriteria: Array<{ id?: string; description: string; command?: string }>;
   risks?: string[];
+  /** The tasks.md the plan was made from: its checkboxes are checked and committed as tasks finish. */
+  tasksFile?: { path: string };
+  /** Tasks of the tasks.md that were already checked: not part of the plan, skipped. */
+  skipped?: Array<{ id: string; title: string; reason: string }>;
 };
 
 /**
@@ -54,6 +59,15 @@ export type RunEventPayloads = {
   TASK_COMPLETED: { taskId: string; commitSha?: string | null };
   /** Files left out of a work-in-progress commit before a wait because their changes hold a secret (paths redacted). */
   SECRET_WITHHELD: { files: string[]; when: string };
+  /**
+   * Triage before implementing: the task looks already done with this confidence (0–1), on this evidence; `skipped`
+   * when at or above the run's triage.threshold (otherwise it is implemented anyway). Only tasks with some confidence.
+   */
+  TASK_TRIAGED: { taskId: string; confidence: number; evidence: string[]; skipped: boolean };
+  /** PAOR reflection: after a task, the implementer's estimate of its progress (0–1) and what changed. */
+  TASK_PROGRESS: { taskId: string; progress: number; changed: string };
+  /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
+  POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
   IMPLEMENTATION_FAILED: { attempt: number; reason: string };
   VALIDATION_PASSED: { attempt: number; score?: number; report?: string };
@@ -112,6 +126,9 @@ export const RUN_EVENT_TYPES = [
   "TASK_STARTED",
   "TASK_COMPLETED",
   "SECRET_WITHHELD",
+  "POLICY_REFUSED",
+  "TASK_PROGRESS",
+  "TASK_TRIAGED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",
   "VALIDATION_PASSED",

@@ -160,6 +160,9 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_STARTED":
     case "TASK_COMPLETED":
     case "SECRET_WITHHELD":
+    case "POLICY_REFUSED":
+    case "TASK_PROGRESS":
+    case "TASK_TRIAGED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
       notTerminal();

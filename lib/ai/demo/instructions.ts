@@ -7,6 +7,9 @@
  *   [ask-file: <q>]           → the implementer asks once for a file
  *   [run: <command line>]     → the implementer runs it with its run_command tool, once, in order (after its writes)
  *   [check: <command line>]   → the planner adds it as an acceptance command
+ *   [replan: <observation>]   → the implementer's first call proposes a re-plan with that observation; the demo planner,
+ *                               re-planning, adds a task R1 to handle it
+ *   [scope: <path>]           → the planner adds that file or folder to the last task's files (the plan's scope)
  *   [fail-validation: N]      → the first N validations fail with a minor finding
  *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
  */
@@ -23,6 +26,10 @@ export type DemoInstructions = {
   runs: string[];
   /** [check:] command lines, in order. */
   checks: string[];
+  /** [scope:] paths, added to the last task's files. */
+  scope: string[];
+  /** [replan:] the observation the implementer proposes a re-plan with, first thing. */
+  replan: string | null;
   failValidation: number;
   invalidMermaid: number;
   /** The request with markers and file blocks removed. */
@@ -33,7 +40,7 @@ export type DemoInstructions = {
 };
 
 const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
-const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid):([^\]]*)\]/g;
+const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid|scope|replan):([^\]]*)\]/g;
 /** A command may contain "]": its marker ends at the last "]" before the end of the line or the next marker. */
 const COMMAND_MARKER = /\[(run|check):[ \t]*(.*?)\][ \t]*(?=$|\[)/gm;
 
@@ -68,6 +75,8 @@ export function parseInstructions(request: string): DemoInstructions {
   });
   const planAsks: string[] = [];
   const asks: DemoInstructions["asks"] = [];
+  const scope: string[] = [];
+  let replan: string | null = null;
   let failValidation = 0;
   let invalidMermaid = 0;
   const description = withoutCommands
@@ -80,6 +89,8 @@ export function parseInstructions(request: string): DemoInstructions {
         if (question) asks.push({ question, options, responseType });
       }
       if (kind === "ask-file" && body.trim()) asks.push({ question: body.trim(), options: [], responseType: "file" });
+      if (kind === "scope" && body.trim()) scope.push(body.trim());
+      if (kind === "replan" && body.trim()) replan = body.trim();
       if (kind === "fail-validation") failValidation = count(body);
       if (kind === "invalid-mermaid") invalidMermaid = count(body);
       return "";
@@ -95,6 +106,8 @@ export function parseInstructions(request: string): DemoInstructions {
     asks,
     runs,
     checks,
+    scope,
+    replan,
     failValidation,
     invalidMermaid,
     description: description || "(no description)",

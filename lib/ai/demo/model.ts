@@ -61,11 +61,19 @@ function planReply(ins: DemoInstructions, prompt: string) {
   }));
   const noteTask = { title: "Write the request note", description: `Describe the request in ${ins.notePath}.`, files: [ins.notePath] };
   const ordered = noteFirst ? [noteTask, ...fileTasks] : [...fileTasks, noteTask];
+  // A re-plan the implementer proposed ([replan:]): the new plan has a task to handle the observation.
+  if (ins.replan && (readSection(prompt, "rejection-feedback") ?? "").includes("Re-plan proposed by the implementer")) {
+    ordered.push({ title: "Handle what the implementer observed", description: ins.replan, files: [] });
+  }
+  // [scope:] widens the plan's scope: the last task may also change (and delete inside) these paths.
+  if (ins.scope.length) ordered[ordered.length - 1] = { ...ordered.at(-1)!, files: [...ordered.at(-1)!.files, ...ins.scope] };
   const tasks = ordered.map((t, i) => ({
     id: `T${i + 1}`,
     ...t,
     dependsOn: noteFirst ? (i === 0 ? [] : ["T1"]) : i === ordered.length - 1 ? ordered.slice(0, -1).map((_, j) => `T${j + 1}`) : [],
   }));
+  const replanTask = tasks.find((t) => t.title === "Handle what the implementer observed");
+  if (replanTask) Object.assign(replanTask, { id: "R1", dependsOn: [] });
   const headline = ins.description.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "").trim() || ins.title;
   const diagramsSoFar = Number(readSection(prompt, "diagram-attempt") ?? "0") || 0;
   const mermaid =
@@ -213,7 +221,12 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
         ...mine.map((w) => ({ toolName: "write_file", input: w })),
       ]);
       if (index === todos.length - 1) turns.push(...runTurns);
-      turns.push([{ toolName: "update_todo", input: { id: todo.id, status: "done" } }]);
+      // PAOR: progress is recorded as each todo finishes.
+      const wrote = mine.map((w) => w.path);
+      turns.push([
+        { toolName: "record_progress", input: { taskId: todo.id, progress: 1, changed: wrote.length ? `Wrote ${wrote.join(", ")}.` : "Nothing to change." } },
+        { toolName: "update_todo", input: { id: todo.id, status: "done" } },
+      ]);
     }
   }
   // A call the project's policy held and a person then approved is repeated, exactly, as a model would; that extra
@@ -224,7 +237,12 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
     const held = heldCall(prompt);
     if (held) return { toolCalls: [held] };
   }
-  const done = prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length - approvals;
+  // [replan:]: the first call proposes a re-plan; once decided, the script runs on the todos it left.
+  const replanned = prompt.some((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call" && p.toolName === "propose_replan"));
+  if (ins.replan && !replanned) {
+    return { toolCalls: [{ toolName: "propose_replan", input: { observation: ins.replan, proposal: "Add a task that handles it before finishing." } }] };
+  }
+  const done = prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length - approvals - (replanned ? 1 : 0);
   const next = turns[done];
   if (next) return { toolCalls: next };
   return { text: `Done (demo model, scripted). Wrote ${writes.map((w) => w.path).join(", ")}.` };
