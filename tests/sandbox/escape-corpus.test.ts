@@ -9,8 +9,9 @@ import { resetBwrapStatus } from "@/lib/sandbox/bwrap";
 import { cgroupSupport } from "@/lib/sandbox/limits";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { listEvents } from "@/lib/db/queries/runs";
-import { decideFix } from "@/lib/runs/decisions";
-import { inngest } from "@/inngest";
+import { approveGate, decideFix } from "@/lib/runs/decisions";
+import { decisionKey } from "@/lib/runs/decision-acks";
+import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { git, launch, newProject, waitForPendingGate, waitForStatus, waitForWorkflow } from "../workflow/harness";
 import { startApiServer } from "../cli/server";
@@ -90,14 +91,22 @@ async function runCorpus(label: string, lines: { run?: string[]; check?: string[
 }
 
 async function finish(runId: string) {
-  let done = await waitForStatus(runId, ["completed", "failed", "awaiting_fix_decision", "paused"], 120_000);
-  if (done.status === "awaiting_fix_decision") {
-    // The validator flags the corpus's files as outside the plan's scope. Accepting delivers anyway, so delivery's host
-    // git (records, memory, the checked-out branch) meets the planted metadata too.
+  let done = await waitForStatus(runId, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval", "paused"], 120_000);
+  while (done.status === "awaiting_fix_decision" || done.status === "awaiting_approval") {
     const gate = await waitForPendingGate(runId);
-    await decideFix({ user: h.user, runId, input: { gateId: gate.id, decision: "accept" } });
-    await inngest.send(gateDecided.create({ runId, gateId: gate.id, decision: "accept" }));
-    done = await waitForStatus(runId, ["completed", "failed", "paused"], 120_000);
+    if (done.status === "awaiting_fix_decision") {
+      // The validator flags the corpus's files as outside the plan's scope. Accepting delivers anyway, so delivery's
+      // host git (records, memory, the checked-out branch) meets the planted metadata too.
+      await decideFix({ user: h.user, runId, input: { gateId: gate.id, decision: "accept" } });
+      await announceDecision({ event: gateDecided.create({ runId, gateId: gate.id, decision: "accept" }), key: decisionKey.gate(gate.id) });
+    } else {
+      // The policy asks before a risky command (a delete outside the plan's scope, such as `rm -f .git`). A person
+      // approving it must not open the sandbox either, so the corpus approves every such gate.
+      expect(gate.kind).toBe("policy");
+      await approveGate({ user: h.user, runId, input: { gateId: gate.id } });
+      await announceDecision({ event: gateDecided.create({ runId, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+    }
+    done = await waitForStatus(runId, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval", "paused"], 120_000);
   }
   if (done.status === "completed" || done.status === "failed") await waitForWorkflow(runId, 60_000);
   if (done.status !== "completed") {
