@@ -1,6 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { askBack, askBackSchema } from "@/lib/runs/decisions";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { gateDecided } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -11,6 +12,7 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, askBackSchema);
   const gate = await askBack({ user, runId: params.id, input });
-  await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: "ask" }));
+  // Re-announced until the run acknowledges it, so it reaches a run whose wait does not look back (Inngest Cloud).
+  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: "ask" }), key: decisionKey.gate(gate.id) });
   return json({ gate });
 });
