@@ -30,6 +30,7 @@ export function sampleBodies(key: string, w: World): unknown[] {
     "POST /api/projects/[id]/members": { email: "matrix-invitee@example.com", role: "approver" },
     "PATCH /api/projects/[id]/members/[userId]": { role: "approver" },
     "POST /api/mermaid/validate": { source: "flowchart TD\n  A --> B" },
+    "POST /api/runs/[id]/budget": { action: "finish_task" },
   };
   const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
   return key in specific ? [specific[key]] : generic;
