@@ -4,6 +4,7 @@ import { clarificationAnswered, gateDecided, mergeDecided, runCancelled, runResu
 import * as ops from "@/lib/runs/workflow-ops";
 import { slotFreedEvents } from "./decision-reannounce";
 import * as githubOps from "@/lib/runs/github-ops";
+import * as budgets from "@/lib/runs/budget";
 import type { PlanDocument, Stage } from "@/lib/workflow";
 import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
 import { log } from "@/lib/log";
@@ -141,6 +142,18 @@ export const runWorkflow = inngest.createFunction(
       const opened = await runStep(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
       await releaseSlot(`${key}:open`);
       const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name);
+      await reacquireSlot(`${key}:decision`);
+      if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
+      return decision;
+    }
+
+    /** A budget gate: raise it (by how much), or finish the task in progress and stop; cancel ends the run. */
+    async function budgetGate(key: string, exceeded: budgets.BudgetExceeded) {
+      const opened = await runStep(`${key}:open`, () =>
+        ops.openGate({ runId, stepKey: `${key}:open`, kind: "budget", context: { reason: budgets.describeExcess(exceeded), ...exceeded } }),
+      );
+      await releaseSlot(`${key}:open`);
+      const decision = await waitFor(`${key}:decision`, () => budgets.readBudgetDecision({ runId, gateId: opened.gateId }), gateDecided.name);
       await reacquireSlot(`${key}:decision`);
       if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
       return decision;
@@ -345,7 +358,12 @@ export const runWorkflow = inngest.createFunction(
 
       // ---- Implement → validate, with fixes
       let fixFeedback: string | null = null;
+      /** What people added to the implementation budget at budget gates (memoized decisions: replays add the same). */
+      const budgetRaised = { tokens: 0, costUsd: 0 };
       for (let attempt = 1; ; attempt++) {
+        /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
+        let budgetStop: { taskId: string | null } | null = null;
+        let budgetStopped = false;
         const implStart = await runStep(`impl:${attempt}:start`, () =>
           ops.startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
         );
@@ -395,6 +413,31 @@ export const runWorkflow = inngest.createFunction(
               "implementation",
             );
             stageStart = resumed.now;
+          }
+          const budget = config.budgets?.implementation;
+          if (budget && !budgetStop && (result.kind === "continue" || result.kind === "policy" || result.kind === "clarification")) {
+            const key = `impl:${attempt}:turn:${turn}:budget`;
+            const raised = { ...budgetRaised };
+            const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
+            if (check.exceeded) {
+              const decision = await budgetGate(key, check.exceeded);
+              if (decision.action === "raise") {
+                budgetRaised.tokens += decision.raise.tokens;
+                budgetRaised.costUsd += decision.raise.costUsd;
+              } else {
+                const stop = budgets.applyBudgetStop(state);
+                state = stop.state;
+                budgetStop = { taskId: stop.taskId };
+              }
+            }
+          }
+          if (budgetStop && result.kind === "continue") {
+            const task = budgetStop.taskId;
+            if (task === null || state.todos.find((t) => t.id === task)?.status === "done") {
+              // The task is finished: stop spending. Validation judges what is there; a failure goes to a person.
+              budgetStopped = true;
+              break;
+            }
           }
           if (result.kind === "continue") continue;
           if (result.kind === "clarification") {
@@ -477,7 +520,7 @@ export const runWorkflow = inngest.createFunction(
         const nextFeedback = verdict?.feedback ?? `The previous attempt failed (${failure}). Start again and finish every todo.`;
         // Routed by severity: only minor findings are retried automatically; a major one always goes to a person.
         const major = ((verdict?.findings ?? []) as Array<{ severity?: string }>).some((f) => f.severity === "major");
-        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major) {
+        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major && !budgetStopped) {
           fixFeedback = nextFeedback;
           continue;
         }

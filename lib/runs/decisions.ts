@@ -184,7 +184,7 @@ export async function checkEditedPlan(plan: z.output<typeof editedPlanSchema>): 
  * The shared shape of every gate decision: the caller may decide on this run, the gate is found and fits, it is claimed
  * (exactly one concurrent caller wins) and the run's events are appended — all in one transaction.
  */
-async function decide({
+export async function decide({
   user,
   runId,
   gateId,

@@ -94,6 +94,20 @@ export const runConfigSchema = z.strictObject({
       scoreThreshold: z.number().min(0).max(10).default(9),
     })
     .prefault({}),
+  /**
+   * What a stage may spend on model calls before a person decides (a `budget` gate: raise, finish the task then stop,
+   * or cancel). Implementation only for now; wall time is `timeoutMinutes`.
+   */
+  budgets: z
+    .strictObject({
+      implementation: z
+        .strictObject({
+          tokens: z.number({ error: "must be a number" }).int("must be a whole number").positive("must be more than 0").optional(),
+          costUsd: z.number({ error: "must be a number" }).positive("must be more than 0").optional(),
+        })
+        .optional(),
+    })
+    .optional(),
   /** The policy for the implementer's risky actions (lib/agents/policy.ts). */
   policy: z
     .strictObject({
