@@ -8,6 +8,7 @@ import type { SessionUser } from "@/lib/auth/guard";
 import type { ImplementerState } from "@/lib/agents";
 import { TERMINAL_STATUSES, type Stage } from "@/lib/workflow";
 import { decide } from "./decisions";
+import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
 import type { WaitResult } from "./workflow-ops";
 
 /*
@@ -96,9 +97,13 @@ export async function readBudgetDecision({ runId, gateId }: { runId: string; gat
   if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
   if (gate.status === "pending") {
     const run = await getRunState({ id: runId });
-    return run && TERMINAL_STATUSES.has(run.status) ? { state: "ended", status: run.status } : { state: "pending" };
+    if (run && TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
+    await waitCheckHooks.afterPending?.({ runId, key: decisionKey.gate(gateId) });
+    return { state: "pending" };
   }
   if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
+  // Read: the re-announcer may stop repeating the decision's announcement (lib/runs/decision-acks.ts).
+  await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
   const raise = (gate.payload as { raise?: Partial<Spent> } | null)?.raise ?? {};
   return { state: "done", action: gate.decision === "finish_task" ? "finish_task" : "raise", raise: { tokens: raise.tokens ?? 0, costUsd: raise.costUsd ?? 0 } };
 }

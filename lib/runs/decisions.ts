@@ -213,6 +213,10 @@ function notAFixGate(gate: GateRow) {
   if (gate.kind === "fix") {
     throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
   }
+  // A budget gate has its own ways on (raise, finish the task then stop); a plain approve or reject would say neither.
+  if (gate.kind === "budget") {
+    throw new AppError("conflict:gate", 'This gate is a budget gate: use POST /api/runs/:id/budget ({action: "raise" | "finish_task"}) or POST /api/runs/:id/cancel.');
+  }
 }
 
 export async function approveGate({

@@ -1,6 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
-import { announce } from "@/inngest/announce";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { gateDecided } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
@@ -11,6 +12,6 @@ export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, budgetDecisionSchema);
   const gate = await decideBudget({ user, runId: params.id, input });
-  await announce(gateDecided.create({ runId: params.id, gateId: gate.id, decision: input.action }));
+  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: input.action }), key: decisionKey.gate(gate.id) });
   return json({ gate });
 });
