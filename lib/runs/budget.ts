@@ -9,18 +9,20 @@ import type { ImplementerState } from "@/lib/agents";
 import { TERMINAL_STATUSES, type Stage } from "@/lib/workflow";
 import { decide } from "./decisions";
 import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
-import type { WaitResult } from "./workflow-ops";
+import { workflowClock, type WaitResult } from "./workflow-ops";
 
 /*
- * Budgets (run config `budgets.implementation: {tokens?, costUsd?}`): how much the implementation stage may spend on
- * model calls, from the recorded calls (tokens in + out, cost from the price table). Crossing one opens a `budget` gate
- * with three ways on: raise the budget by an amount, let the implementer finish the task in progress and then stop (the
- * work goes to validation, and a failure there goes to a person, never into an automatic fix loop), or cancel the run
- * (POST /cancel). Reaching a budget never fails the run by itself. Wall time is bounded by `timeoutMinutes` (a pause
- * for extend or cancel).
+ * Budgets (run config `budgets.<planning|implementation|validation>: {tokens?, costUsd?}`): how much a stage may spend
+ * on model calls, from the recorded calls (tokens in + out, cost from the price table). Crossing one opens a `budget`
+ * gate with three ways on: raise the budget by an amount, let the implementer finish the task in progress and then stop
+ * (implementation only: the work goes to validation, and a failure there goes to a person, never into an automatic fix
+ * loop), or cancel the run (POST /cancel). Reaching a budget never fails the run by itself. Wall time is bounded by
+ * `timeoutMinutes` (a pause for extend or cancel).
  */
 
 export type StageBudget = { tokens?: number; costUsd?: number };
+/** The stages that have a budget (config.budgets). */
+export type BudgetStage = "planning" | "implementation" | "validation";
 export type Spent = { tokens: number; costUsd: number };
 export type BudgetExceeded = { stage: Stage; metric: "tokens" | "costUsd"; used: number; limit: number };
 
@@ -79,6 +81,13 @@ export async function decideBudget({ user, runId, input }: { user: SessionUser; 
     gateId: input.gateId,
     check: (gate) => {
       if (gate.kind !== "budget") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate, not a budget gate.`);
+      const stage = (gate.context as { stage?: string } | null)?.stage;
+      if (input.action === "finish_task" && stage !== "implementation") {
+        throw new AppError(
+          "conflict:gate",
+          `The ${stage ?? "stage"} budget has no task in progress to finish: raise it (action "raise" with tokens or costUsd) or cancel the run (POST /api/runs/:id/cancel).`,
+        );
+      }
     },
     claim: {
       status: "approved",
@@ -91,7 +100,7 @@ export async function decideBudget({ user, runId, input }: { user: SessionUser; 
 }
 
 /** The decision on a budget gate, for the workflow (its wait re-checks this). */
-export async function readBudgetDecision({ runId, gateId }: { runId: string; gateId: string }): Promise<WaitResult<{ action: "raise" | "finish_task"; raise: Spent }>> {
+export async function readBudgetDecision({ runId, gateId }: { runId: string; gateId: string }): Promise<WaitResult<{ action: "raise" | "finish_task"; raise: Spent; now: number }>> {
   const db = await getDb();
   const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
   if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
@@ -105,7 +114,7 @@ export async function readBudgetDecision({ runId, gateId }: { runId: string; gat
   // Read: the re-announcer may stop repeating the decision's announcement (lib/runs/decision-acks.ts).
   await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
   const raise = (gate.payload as { raise?: Partial<Spent> } | null)?.raise ?? {};
-  return { state: "done", action: gate.decision === "finish_task" ? "finish_task" : "raise", raise: { tokens: raise.tokens ?? 0, costUsd: raise.costUsd ?? 0 } };
+  return { state: "done", action: gate.decision === "finish_task" ? "finish_task" : "raise", raise: { tokens: raise.tokens ?? 0, costUsd: raise.costUsd ?? 0 }, now: workflowClock.now() };
 }
 
 /** "Finish the task in progress, then stop": told to the implementer (pure). */

@@ -1,4 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as budgetRoute } from "@/app/api/runs/[id]/budget/route";
+import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
+import { POST as rejectRoute } from "@/app/api/runs/[id]/reject/route";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
@@ -9,7 +12,7 @@ import { announceDecision } from "@/inngest/announce";
 import { approveGate, cancelRun } from "@/lib/runs/decisions";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/decision-acks";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /** budgets.implementation: crossing it opens a budget gate; raise it, or finish the task then stop. Never a failure. */
 
@@ -91,5 +94,78 @@ describe("implementation budget", () => {
     expect(budgetDecisionSchema.safeParse({ action: "raise" }).error?.issues[0]?.message).toMatch(/raise needs tokens or costUsd/);
     expect(budgetDecisionSchema.safeParse({ action: "cancel" }).error?.issues[0]?.message).toMatch(/POST \/api\/runs\/:id\/cancel/);
     expect(budgetDecisionSchema.safeParse({ action: "raise", tokens: -5 }).success).toBe(false);
+  });
+});
+
+/** POST to a run's route as the admin token does, through the real handler (auth, parsing, decision, announcement). */
+async function post(handler: typeof budgetRoute, runId: string, action: string, body: unknown) {
+  const response = await handler(
+    new Request(`http://127.0.0.1:3000/api/runs/${runId}/${action}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
+    { params: Promise.resolve({ id: runId }) },
+  );
+  return { status: response.status, text: JSON.stringify(await response.json()) };
+}
+
+const kinds = async (runId: string) =>
+  (await listEvents({ runId })).filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind);
+
+describe("planning and validation budgets, decided through POST /api/runs/:id/budget", () => {
+  it("a re-plan over the planning budget waits at a budget gate (no task to finish there); raised, the re-plan goes to the plan gate", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Write a note\n\n${fileBlock("notes/a.txt", "a")}`, {
+      trustMode: { planning: "manual", fixes: "auto" },
+      budgets: { planning: { tokens: 1 } },
+    });
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const planGate = await waitForPendingGate(run.id);
+    expect(planGate.kind).toBe("plan");
+    // The first plan is never gated by the budget (nothing was spent before it); the re-plan after a rejection is.
+    expect((await post(rejectRoute, run.id, "reject", { gateId: planGate.id, feedback: "Name the file better" })).status).toBe(200);
+    const budgetGate = await waitForPendingGate(run.id);
+    expect(budgetGate).toMatchObject({ kind: "budget", context: { stage: "planning", metric: "tokens", limit: 1 } });
+    // A plain approve, or "finish the task" (planning has none), is refused with what to send instead; nothing is decided.
+    const approved = await post(approveRoute, run.id, "approve", { gateId: budgetGate.id });
+    expect(approved.status).toBe(409);
+    expect(approved.text).toMatch(/POST \/api\/runs\/:id\/budget/);
+    const finish = await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "finish_task" });
+    expect(finish.status).toBe(409);
+    expect(finish.text).toMatch(/planning budget has no task in progress/);
+    const noAmount = await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "raise" });
+    expect(noAmount.status).toBe(400);
+    expect(noAmount.text).toMatch(/raise needs tokens or costUsd/);
+    expect((await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "raise", tokens: 1_000_000 })).status).toBe(200);
+
+    const second = await waitForPendingGate(run.id);
+    expect(second.kind).toBe("plan");
+    expect((await post(approveRoute, run.id, "approve", { gateId: second.id })).status).toBe(200);
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    await expectRunConsistent(run.id);
+    expect(await kinds(run.id)).toEqual(["plan", "budget", "plan"]);
+  });
+
+  it("a second validation over the validation budget waits at a budget gate; raised, the run validates and completes", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Write a note [fail-validation: 1]\n\n${fileBlock("notes/a.txt", "a")}`, {
+      trustMode: { planning: "auto", fixes: "auto" },
+      budgets: { validation: { tokens: 1 } },
+    });
+    await waitForStatus(run.id, ["awaiting_approval"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate).toMatchObject({ kind: "budget", context: { stage: "validation", metric: "tokens" } });
+    // The first validation ran (and failed, minor); the fix attempt ran; its validation waits for the raise.
+    const before = (await listEvents({ runId: run.id })).map((e) => e.type);
+    expect(before.filter((t) => t === "VALIDATION_FAILED")).toHaveLength(1);
+    expect(before.filter((t) => t === "VALIDATION_PASSED")).toHaveLength(0);
+    expect((await post(budgetRoute, run.id, "budget", { gateId: gate.id, action: "raise", tokens: 1_000_000 })).status).toBe(200);
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    await expectRunConsistent(run.id);
+    expect(await kinds(run.id)).toEqual(["budget"]);
+    expect((await listEvents({ runId: run.id })).some((e) => e.type === "VALIDATION_PASSED")).toBe(true);
   });
 });
