@@ -360,7 +360,6 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
   const title: Record<string, string> = {
     implementation: "Review the implementation",
     escalation: "A question needs a full decision",
-    budget: "The run reached its budget",
     timeout: "A stage ran out of time",
     conflict: "The branch conflicts with the base",
     policy: "A risky action needs your approval",
