@@ -330,14 +330,17 @@ export function BudgetCard({ run, gate }: { run: Run; gate: Gate }) {
         <Button data-testid="budget-raise" disabled={decision.isPending} onClick={raise}>
           Raise the budget
         </Button>
-        <Button
-          variant="outline"
-          data-testid="budget-finish"
-          disabled={decision.isPending}
-          onClick={() => decision.mutate({ url: `/api/runs/${run.id}/budget`, body: { gateId: gate.id, action: "finish_task" }, success: "The task in progress finishes, then the run stops" })}
-        >
-          Finish this task, then stop
-        </Button>
+        {/* Only implementation has a task in progress to finish (the API refuses it for planning and validation). */}
+        {ctx.stage === "implementation" && (
+          <Button
+            variant="outline"
+            data-testid="budget-finish"
+            disabled={decision.isPending}
+            onClick={() => decision.mutate({ url: `/api/runs/${run.id}/budget`, body: { gateId: gate.id, action: "finish_task" }, success: "The task in progress finishes, then the run stops" })}
+          >
+            Finish this task, then stop
+          </Button>
+        )}
         <Button
           variant="destructive"
           data-testid="budget-cancel"
