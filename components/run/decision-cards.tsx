@@ -4,6 +4,7 @@ import { useState } from "react";
 import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
 import { Card, CardContent, CardDescription, CardFooter, CardHeader, CardTitle } from "@/components/ui/card";
+import { Input } from "@/components/ui/input";
 import { Label } from "@/components/ui/label";
 import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/runs/markdown";
@@ -281,7 +282,79 @@ export function FixDecisionCard({ run, gate, fallbackReport }: { run: Run; gate:
   );
 }
 
-/** Any other gate (implementation review, escalated question, budget, conflict, timeout): its context, approve or reject. */
+/**
+ * A budget gate (a stage spent more tokens or money than `budgets.<stage>` allows): raise the budget by an amount, let
+ * the implementer finish the task in progress and stop, or cancel the run. None of them fails the run.
+ */
+export function BudgetCard({ run, gate }: { run: Run; gate: Gate }) {
+  const decision = useDecision(run.id);
+  const ctx = (gate.context ?? {}) as { reason?: string; stage?: string; metric?: "tokens" | "costUsd"; used?: number; limit?: number };
+  const metric = ctx.metric === "costUsd" ? "costUsd" : "tokens";
+  // The suggested raise doubles the limit: room for more than the one turn that crossed it.
+  const suggested = ctx.limit ?? (metric === "tokens" ? 10_000 : 1);
+  const [amount, setAmount] = useState(String(metric === "tokens" ? Math.ceil(suggested) : Number(suggested.toFixed(4))));
+  const [error, setError] = useState<string | null>(null);
+  const raise = () => {
+    const n = Number(amount);
+    if (!Number.isFinite(n) || n <= 0) return setError(metric === "tokens" ? "Enter a number of tokens above 0." : "Enter an amount in dollars above 0.");
+    if (metric === "tokens" && !Number.isInteger(n)) return setError("Enter a whole number of tokens.");
+    setError(null);
+    decision.mutate({ url: `/api/runs/${run.id}/budget`, body: { gateId: gate.id, action: "raise", [metric]: n }, success: "Budget raised; the run goes on" });
+  };
+  return (
+    <Card className="border-amber-500/50" data-testid="budget-card" data-metric={metric}>
+      <CardHeader>
+        <CardTitle>The {ctx.stage ?? "stage"} budget is spent</CardTitle>
+        <CardDescription>{ctx.reason ?? "The run spent more than its budget allows."} The run waits for your decision; it does not fail.</CardDescription>
+      </CardHeader>
+      <CardContent className="space-y-3">
+        <div className="grid max-w-xs gap-2">
+          <Label htmlFor="budget-amount">{metric === "tokens" ? "Raise by (tokens)" : "Raise by (USD)"}</Label>
+          <Input
+            id="budget-amount"
+            data-testid="budget-amount"
+            inputMode="decimal"
+            value={amount}
+            onChange={(e) => setAmount(e.target.value)}
+            aria-describedby={error ? "budget-amount-error" : undefined}
+          />
+          {error && (
+            <p id="budget-amount-error" className="text-destructive text-xs">
+              {error}
+            </p>
+          )}
+        </div>
+        <ErrorNote error={decision.error} />
+      </CardContent>
+      <CardFooter className="flex flex-wrap gap-2">
+        <Button data-testid="budget-raise" disabled={decision.isPending} onClick={raise}>
+          Raise the budget
+        </Button>
+        {/* Only implementation has a task in progress to finish (the API refuses it for planning and validation). */}
+        {ctx.stage === "implementation" && (
+          <Button
+            variant="outline"
+            data-testid="budget-finish"
+            disabled={decision.isPending}
+            onClick={() => decision.mutate({ url: `/api/runs/${run.id}/budget`, body: { gateId: gate.id, action: "finish_task" }, success: "The task in progress finishes, then the run stops" })}
+          >
+            Finish this task, then stop
+          </Button>
+        )}
+        <Button
+          variant="destructive"
+          data-testid="budget-cancel"
+          disabled={decision.isPending}
+          onClick={() => decision.mutate({ url: `/api/runs/${run.id}/cancel`, body: { reason: "Cancelled at a budget gate" }, success: "Run cancelled" })}
+        >
+          Cancel run
+        </Button>
+      </CardFooter>
+    </Card>
+  );
+}
+
+/** Any other gate (implementation review, escalated question, conflict, timeout): its context, approve or reject. */
 export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
   const decision = useDecision(run.id);
   const [notes, setNotes] = useState("");
@@ -290,7 +363,6 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
   const title: Record<string, string> = {
     implementation: "Review the implementation",
     escalation: "A question needs a full decision",
-    budget: "The run reached its budget",
     timeout: "A stage ran out of time",
     conflict: "The branch conflicts with the base",
     policy: "A risky action needs your approval",

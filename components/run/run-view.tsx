@@ -20,7 +20,7 @@ import { nextStep } from "@/lib/dashboard/delivery";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
 import { ClarificationForm } from "./clarification-form";
-import { ApprovalCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
+import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
 import { ModelCalls } from "./model-calls";
 import { PlanPanel } from "./plan-panel";
 import { StageProgress } from "./stage-progress";
@@ -99,7 +99,8 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
           <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} triage={triage} />
         </ApprovalCard>
       )}
-      {run.status === "awaiting_approval" && pendingGate && pendingGate.kind !== "plan" && pendingGate.kind !== "fix" && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
+      {run.status === "awaiting_approval" && pendingGate?.kind === "budget" && <BudgetCard key={pendingGate.id} run={run} gate={pendingGate} />}
+      {run.status === "awaiting_approval" && pendingGate && !["plan", "fix", "budget"].includes(pendingGate.kind) && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
       {(run.status === "awaiting_fix_decision" || (run.status === "awaiting_approval" && pendingGate?.kind === "fix")) && (
         <FixDecisionCard key={pendingGate?.id ?? "fix"} run={run} gate={pendingGate} fallbackReport={lastReport?.report} />
       )}

@@ -4,6 +4,7 @@ import { clarificationAnswered, gateDecided, mergeDecided, runCancelled, runResu
 import * as ops from "@/lib/runs/workflow-ops";
 import { slotFreedEvents } from "./decision-reannounce";
 import * as githubOps from "@/lib/runs/github-ops";
+import * as budgets from "@/lib/runs/budget";
 import type { PlanDocument, Stage } from "@/lib/workflow";
 import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
 import { log } from "@/lib/log";
@@ -146,6 +147,46 @@ export const runWorkflow = inngest.createFunction(
       return decision;
     }
 
+    /** A budget gate: raise it (by how much), or finish the task in progress and stop; cancel ends the run. */
+    async function budgetGate(key: string, exceeded: budgets.BudgetExceeded) {
+      const opened = await runStep(`${key}:open`, () =>
+        ops.openGate({ runId, stepKey: `${key}:open`, kind: "budget", context: { reason: budgets.describeExcess(exceeded), ...exceeded } }),
+      );
+      await releaseSlot(`${key}:open`);
+      const decision = await waitFor(`${key}:decision`, () => budgets.readBudgetDecision({ runId, gateId: opened.gateId }), gateDecided.name);
+      await reacquireSlot(`${key}:decision`);
+      if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
+      return decision;
+    }
+
+    /** What people added to each stage's budget at budget gates (memoized decisions: replays add the same). */
+    const budgetRaised: Record<budgets.BudgetStage, budgets.Spent> = {
+      planning: { tokens: 0, costUsd: 0 },
+      implementation: { tokens: 0, costUsd: 0 },
+      validation: { tokens: 0, costUsd: 0 },
+    };
+
+    /**
+     * Before more model calls of planning or validation: over the stage's budget (config.budgets), a person raises it
+     * (asked again while a raise is not enough) or cancels the run. "Finish the task, then stop" is implementation's
+     * alone (no task is in progress here; decideBudget refuses it). Returns when the last gate was decided, else null.
+     */
+    async function spendGate(key: string, stage: "planning" | "validation"): Promise<number | null> {
+      const budget = config.budgets?.[stage];
+      if (!budget) return null;
+      let decidedAt: number | null = null;
+      for (let i = 0; ; i++) {
+        const checkKey = `${key}:budget${i ? `:${i}` : ""}`;
+        const raised = { ...budgetRaised[stage] };
+        const check = await runStep(checkKey, () => budgets.checkBudget({ runId, stage, budget, raised }));
+        if (!check.exceeded) return decidedAt;
+        const decision = await budgetGate(checkKey, check.exceeded);
+        budgetRaised[stage].tokens += decision.raise.tokens;
+        budgetRaised[stage].costUsd += decision.raise.costUsd;
+        decidedAt = decision.now;
+      }
+    }
+
     /** A question from a stage; past maxClarifications it escalates to a gate. Returns the answer as text. */
     async function clarify(
       key: string,
@@ -214,6 +255,12 @@ export const runWorkflow = inngest.createFunction(
         let answered: { question: string; answer: string } | null = null;
         for (let t = 0; ; t++) {
           const key = `plan:${round}:${t}`;
+          if (round > 0 || t > 0) {
+            // Another planner call (a re-plan, a question answered, a diagram retried): within the planning budget.
+            // The time a person took at the budget gate is not planning's (timeoutMinutes).
+            const decidedAt = await spendGate(key, "planning");
+            if (decidedAt !== null) stageStart = decidedAt;
+          }
           const planningDeadline = deadline(stageStart, "planning");
           const planQuestion = question ? { question: question.question, plan: question.plan } : undefined;
           const result = await runStep(key, () =>
@@ -314,6 +361,7 @@ export const runWorkflow = inngest.createFunction(
       /** A re-plan the implementer proposed: drafted by the planner with the observation, decided at the plan gate. */
       async function replan(key: string, note: string): Promise<{ approved: boolean; plan: PlanDocument | null; notes: string | null }> {
         await runStep(`${key}:start`, () => ops.startStage({ runId, stage: "planning", stepKey: `${key}:start` }));
+        await spendGate(`${key}:plan`, "planning");
         const drafted = await runStep(`${key}:plan`, () =>
           ops.plan({ runId, stepKey: `${key}:plan`, feedback: [...feedback, note], clarifications: answers, diagramAttempt }),
         );
@@ -346,6 +394,9 @@ export const runWorkflow = inngest.createFunction(
       // ---- Implement → validate, with fixes
       let fixFeedback: string | null = null;
       for (let attempt = 1; ; attempt++) {
+        /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
+        let budgetStop: { taskId: string | null } | null = null;
+        let budgetStopped = false;
         const implStart = await runStep(`impl:${attempt}:start`, () =>
           ops.startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
         );
@@ -395,6 +446,33 @@ export const runWorkflow = inngest.createFunction(
               "implementation",
             );
             stageStart = resumed.now;
+          }
+          const budget = config.budgets?.implementation;
+          if (budget && !budgetStop && (result.kind === "continue" || result.kind === "policy" || result.kind === "clarification")) {
+            const key = `impl:${attempt}:turn:${turn}:budget`;
+            const raised = { ...budgetRaised.implementation };
+            const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
+            if (check.exceeded) {
+              const decision = await budgetGate(key, check.exceeded);
+              // The time a person took at the budget gate is not implementation's (timeoutMinutes).
+              stageStart = decision.now;
+              if (decision.action === "raise") {
+                budgetRaised.implementation.tokens += decision.raise.tokens;
+                budgetRaised.implementation.costUsd += decision.raise.costUsd;
+              } else {
+                const stop = budgets.applyBudgetStop(state);
+                state = stop.state;
+                budgetStop = { taskId: stop.taskId };
+              }
+            }
+          }
+          if (budgetStop && result.kind === "continue") {
+            const task = budgetStop.taskId;
+            if (task === null || state.todos.find((t) => t.id === task)?.status === "done") {
+              // The task is finished: stop spending. Validation judges what is there; a failure goes to a person.
+              budgetStopped = true;
+              break;
+            }
           }
           if (result.kind === "continue") continue;
           if (result.kind === "clarification") {
@@ -451,6 +529,8 @@ export const runWorkflow = inngest.createFunction(
         let verdict: Extract<ops.ValidateStepResult, { kind: "result" }> | null = null;
         if (!failure) {
           await honourPauseRequest(`validate:${attempt}`, "validation");
+          // Validation's budget (config.budgets.validation) counts every attempt's validator calls.
+          await spendGate(`validate:${attempt}`, "validation");
           const validationStart = await runStep(`validate:${attempt}:start`, () =>
             ops.startStage({ runId, stage: "validation", attempt, stepKey: `validate:${attempt}:start` }),
           );
@@ -477,7 +557,7 @@ export const runWorkflow = inngest.createFunction(
         const nextFeedback = verdict?.feedback ?? `The previous attempt failed (${failure}). Start again and finish every todo.`;
         // Routed by severity: only minor findings are retried automatically; a major one always goes to a person.
         const major = ((verdict?.findings ?? []) as Array<{ severity?: string }>).some((f) => f.severity === "major");
-        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major) {
+        if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major && !budgetStopped) {
           fixFeedback = nextFeedback;
           continue;
         }

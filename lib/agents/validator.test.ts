@@ -160,6 +160,19 @@ describe("plan constraints checked by Gatehouse, not by the model", () => {
     expect(right.planChecks.every((c) => c.passed)).toBe(true);
   });
 
+  it("the approved plan is frozen: validating another plan than the approved one is a major finding, whatever the review says", async () => {
+    await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
+    const model = reviewer({ passed: true, alignmentScore: 10 }).model;
+    const changed = await runValidator({ plan, request: "x", sandbox, modelId: "demo:scripted", model, context: {}, frozen: { approved: "a".repeat(64), validated: "b".repeat(64) } });
+    expect(changed.passed).toBe(false);
+    expect(changed.findings).toContainEqual({ severity: "major", criterion: "plan:frozen", evidence: expect.stringContaining("is not the approved plan (aaaaaaaaaaaa)") });
+    expect(changed.feedback).toMatch(/a changed plan needs a new approval/);
+    expect(changed.report).toMatch(/\*\*failed\*\* — frozen/);
+    const same = await runValidator({ plan, request: "x", sandbox, modelId: "demo:scripted", model, context: {}, frozen: { approved: "a".repeat(64), validated: "a".repeat(64) } });
+    expect(same.passed).toBe(true);
+    expect(same.planChecks.find((c) => c.kind === "frozen")).toMatchObject({ passed: true });
+  });
+
   it("required commands present: a missing program or npm script fails though the command exits 0; present ones pass", async () => {
     await sandbox.writeFile("src/app.ts", "export const v = 2;\n");
     await sandbox.writeFile("package.json", JSON.stringify({ scripts: { test: "true" } }));

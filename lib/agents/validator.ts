@@ -67,7 +67,7 @@ export type ValidationResult = {
 };
 
 /** One deterministic check of the plan's constraints; a failed one is a major finding no review can override. */
-export type PlanCheck = { kind: "scope" | "files" | "order" | "commands"; passed: boolean; detail: string };
+export type PlanCheck = { kind: "scope" | "files" | "order" | "commands" | "frozen"; passed: boolean; detail: string };
 
 /**
  * What an acceptance command needs before it can prove anything: its program (a path in the repository, or a name on
@@ -264,8 +264,11 @@ export async function runValidator({
   completedOrder,
   signal,
   approvedPaths = [],
+  frozen,
 }: {
   plan: Plan;
+  /** The approved plan's hash and the validated plan's (lib/workflow/plan-hash.ts): a mismatch is a major finding. */
+  frozen?: { approved: string; validated: string };
   /** Files or folders a person approved changing at a policy gate: in scope, whatever the plan says. */
   approvedPaths?: string[];
   /** Aborts the checks' commands and both model calls where they are (a cancel, or the stage deadline). */
@@ -291,6 +294,18 @@ export async function runValidator({
   // Gatehouse's own checks of the plan run first and are reported apart; the review below cannot override them.
   const deletedFiles = [...diff.matchAll(/^diff --git a\/(.+?) b\/\1\ndeleted file mode/gm)].map((m) => m[1]!);
   const planChecks = await checkPlanConstraints({ plan, sandbox, changedFiles, outOfScopeFiles, deletedFiles, completedOrder });
+  if (frozen) {
+    // The approved plan is frozen: validating against any other plan would judge work nobody approved.
+    planChecks.push(
+      frozen.approved === frozen.validated
+        ? { kind: "frozen", passed: true, detail: `The plan validated is the approved one (${frozen.approved.slice(0, 12)}).` }
+        : {
+            kind: "frozen",
+            passed: false,
+            detail: `The plan validated (hash ${frozen.validated.slice(0, 12)}) is not the approved plan (${frozen.approved.slice(0, 12)}): a changed plan needs a new approval.`,
+          },
+    );
+  }
 
   const prompt = [
     section("request", request),

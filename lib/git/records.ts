@@ -2,6 +2,7 @@ import { z } from "zod";
 import { AppError, describeIssues } from "@/lib/errors";
 import { slugify } from "@/lib/ids";
 import type { StoredRunEvent } from "@/lib/workflow";
+import { approvedPlanHash } from "@/lib/workflow/plan-hash";
 import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
 import { git } from "./run";
 
@@ -26,6 +27,7 @@ export function renderSpec({
   tasks,
   summary,
   createdAt,
+  planHash,
 }: {
   runId: string;
   title: string;
@@ -36,6 +38,8 @@ export function renderSpec({
   tasks: SpecTask[];
   summary?: string;
   createdAt: Date;
+  /** This version's plan hash (lib/workflow/plan-hash.ts): the one an approval of it records and the validator checks. */
+  planHash?: string;
 }): string {
   const taskLines = tasks.flatMap((t, i) => [
     `${i + 1}. **${t.id} — ${t.title}**${t.dependsOn?.length ? ` (depends on: ${t.dependsOn.join(", ")})` : ""}`,
@@ -49,6 +53,7 @@ export function renderSpec({
     `status: ${q(status)}`,
     `createdAt: ${q(createdAt.toISOString())}`,
     `tasks: ${tasks.length}`,
+    ...(planHash ? [`planHash: ${q(planHash)}`] : []),
     "---",
     "",
     `# ${title}`,
@@ -116,6 +121,7 @@ export async function commitSpec(input: {
   tasks: SpecTask[];
   summary?: string;
   createdAt?: Date;
+  planHash?: string;
 }): Promise<CommitResult & { path: string }> {
   const file = await specPathFor(input);
   const content = renderSpec({ ...input, status: input.status ?? "draft", createdAt: input.createdAt ?? new Date() });
@@ -170,6 +176,8 @@ export const runContextSchema = z.object({
       commitSha: z.string().regex(/^[0-9a-f]{40}$/).nullable(),
     }),
   ),
+  /** The hash of the plan in force (the last approved; lib/workflow/plan-hash.ts), null before there is a plan. */
+  approvedPlanHash: z.string().regex(/^[0-9a-f]{64}$/).nullable().optional(),
   decisions: z.array(
     z.object({
       at: isoOrMs,
@@ -334,6 +342,7 @@ export function buildRunContext({
     config: p.config,
     clarifications: [...clarifications, ...derived],
     artifacts,
+    approvedPlanHash: approvedPlanHash(events),
     decisions,
   });
 }

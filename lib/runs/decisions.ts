@@ -13,6 +13,7 @@ const redacted = <T>(value: T): T => redactDeep(value);
 import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/workflow";
 import { getVisibleRun } from "./service";
 import { applyPlanEdits } from "./plan-edits";
+import { planHash } from "@/lib/workflow/plan-hash";
 
 /*
  * Human decisions. Each is written to the database first — the gate/clarification row and the run's event in ONE
@@ -184,7 +185,7 @@ export async function checkEditedPlan(plan: z.output<typeof editedPlanSchema>): 
  * The shared shape of every gate decision: the caller may decide on this run, the gate is found and fits, it is claimed
  * (exactly one concurrent caller wins) and the run's events are appended — all in one transaction.
  */
-async function decide({
+export async function decide({
   user,
   runId,
   gateId,
@@ -209,9 +210,24 @@ async function decide({
   });
 }
 
+/**
+ * The hash of the plan a plan gate's approval approves: the gate's plan with the person's edits applied exactly as the
+ * workflow applies them (applyPlanEdits), so the run's plan and this hash agree. Frozen from here: a later change to
+ * it needs a new approval, and the validator checks the plan it validates against this hash.
+ */
+function approvedHash(gate: GateRow, editedPlan: z.output<typeof approveSchema>["editedPlan"]): { planHash?: string } {
+  const plan = gate.kind === "plan" ? (gate.context as { plan?: PlanDocument } | null)?.plan : undefined;
+  if (!plan) return {};
+  return { planHash: planHash(editedPlan ? applyPlanEdits({ drafted: plan, edited: editedPlan }) : plan) };
+}
+
 function notAFixGate(gate: GateRow) {
   if (gate.kind === "fix") {
     throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
+  }
+  // A budget gate has its own ways on (raise, finish the task then stop); a plain approve or reject would say neither.
+  if (gate.kind === "budget") {
+    throw new AppError("conflict:gate", 'This gate is a budget gate: use POST /api/runs/:id/budget ({action: "raise" | "finish_task"}) or POST /api/runs/:id/cancel.');
   }
 }
 
@@ -254,7 +270,7 @@ export async function approveGate({
     events: (gate) => [
       {
         type: "APPROVAL_GRANTED",
-        payload: { gateId: gate.id, by: user.id, notes: input.notes ?? null, editedPlan: !!input.editedPlan },
+        payload: { gateId: gate.id, by: user.id, notes: input.notes ?? null, editedPlan: !!input.editedPlan, ...approvedHash(gate, input.editedPlan) },
       },
     ],
   });

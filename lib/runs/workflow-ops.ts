@@ -3,6 +3,7 @@ import type { EditedPlan } from "./plan-edits";
 import { NonRetriableError } from "inngest";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, projects, workflowRuns } from "@/lib/db/schema";
+import { approvedPlanHash, planHash } from "@/lib/workflow/plan-hash";
 import { appendEventsTx, findStepEvents, getRunState, listEvents, pendingPauseRequest, rowToState } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
@@ -485,6 +486,7 @@ export async function recordPlan({
     mermaid: doc.mermaid,
     tasks: doc.tasks.map((t) => ({ id: t.id, title: t.title, dependsOn: t.dependsOn })),
     summary: doc.summary,
+    planHash: planHash(doc),
   });
   await write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
@@ -1138,6 +1140,12 @@ async function completedTaskOrder(runId: string): Promise<string[]> {
   ];
 }
 
+/** The approved plan's hash and the hash of the plan being validated (they differ only if the plan changed unapproved). */
+async function frozenPlanCheck({ runId, plan }: { runId: string; plan: PlanDocument }): Promise<{ approved: string; validated: string } | undefined> {
+  const approved = approvedPlanHash(await listEvents({ runId, limit: 100_000 }));
+  return approved ? { approved, validated: planHash(plan) } : undefined;
+}
+
 export async function validate({
   runId,
   stepKey,
@@ -1171,6 +1179,7 @@ export async function validate({
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       completedOrder: await completedTaskOrder(runId),
       approvedPaths: await approvedPolicyPaths(runId),
+      frozen: await frozenPlanCheck({ runId, plan: doc }),
       signal: stage.signal,
     });
   } catch (error) {

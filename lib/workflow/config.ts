@@ -32,6 +32,12 @@ const commandList = z
   .max(100, "must have at most 100 entries");
 
 /** The seed's RunConfig. Unknown keys are refused so that a typo never silently falls back to a default. */
+/** One stage's budget: total tokens (in + out) and cost in USD (the price table) over the run. */
+const stageBudgetSchema = z.strictObject({
+  tokens: z.number({ error: "must be a number" }).int("must be a whole number").positive("must be more than 0").optional(),
+  costUsd: z.number({ error: "must be a number" }).positive("must be more than 0").optional(),
+});
+
 export const runConfigSchema = z.strictObject({
   trustMode: z
     .strictObject({
@@ -94,6 +100,17 @@ export const runConfigSchema = z.strictObject({
       scoreThreshold: z.number().min(0).max(10).default(9),
     })
     .prefault({}),
+  /**
+   * What a stage may spend on model calls before a person decides (a `budget` gate: raise, cancel, and for
+   * implementation also "finish the task in progress, then stop"). Wall time is `timeoutMinutes`.
+   */
+  budgets: z
+    .strictObject({
+      planning: stageBudgetSchema.optional(),
+      implementation: stageBudgetSchema.optional(),
+      validation: stageBudgetSchema.optional(),
+    })
+    .optional(),
   /** The policy for the implementer's risky actions (lib/agents/policy.ts). */
   policy: z
     .strictObject({

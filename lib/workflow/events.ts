@@ -42,7 +42,8 @@ export type RunEventPayloads = {
   PLAN_CREATED: { version: number; plan?: PlanDocument; path?: string; commitSha?: string; feedback?: string | null };
   PLAN_EDITED: { version: number; by: string; plan?: PlanDocument; path?: string; commitSha?: string };
   APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null };
-  APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean };
+  /** `planHash`: on a plan gate, the hash of the plan approved (with the edits), frozen from here (lib/workflow/plan-hash.ts). */
+  APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean; planHash?: string };
   APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
   /** "Ask back" on a plan gate: a person asked the planner a question; it answers and revises the plan (not a rejection). */
   PLAN_QUESTION_ASKED: { gateId: string; by: string; question: string };

@@ -31,6 +31,7 @@ export function sampleBodies(key: string, w: World): unknown[] {
     "PATCH /api/projects/[id]/members/[userId]": { role: "approver" },
     "POST /api/mermaid/validate": { source: "flowchart TD\n  A --> B" },
     "POST /api/runs/[id]/ask-back": { question: "matrix: why this order?" },
+    "POST /api/runs/[id]/budget": { action: "finish_task" },
   };
   const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
   return key in specific ? [specific[key]] : generic;

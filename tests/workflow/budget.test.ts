@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as budgetRoute } from "@/app/api/runs/[id]/budget/route";
+import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
+import { POST as rejectRoute } from "@/app/api/runs/[id]/reject/route";
+import { getDb } from "@/lib/db";
+import { gates } from "@/lib/db/schema";
+import { eq } from "drizzle-orm";
+import { listEvents } from "@/lib/db/queries/runs";
+import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
+import { inngest } from "@/inngest";
+import { announceDecision } from "@/inngest/announce";
+import { approveGate, cancelRun } from "@/lib/runs/decisions";
+import { gateDecided, runCancelled } from "@/inngest/events";
+import { decisionKey } from "@/lib/runs/decision-acks";
+import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+
+/** budgets.implementation: crossing it opens a budget gate; raise it, or finish the task then stop. Never a failure. */
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const config = (budget: Record<string, number>) => ({ trustMode: { planning: "auto", fixes: "auto" }, budgets: { implementation: budget } });
+
+async function decide(runId: string, input: Record<string, unknown>) {
+  const gate = await waitForPendingGate(runId);
+  expect(gate.kind).toBe("budget");
+  await decideBudget({ user: h.user, runId, input: budgetDecisionSchema.parse({ gateId: gate.id, ...input }) });
+  // As POST /api/runs/:id/budget does: announced until the workflow acknowledges it (strict cloud mode has no look-back).
+  await announceDecision({ event: gateDecided.create({ runId, gateId: gate.id, decision: String(input.action) }), key: decisionKey.gate(gate.id) });
+  return gate;
+}
+
+describe("implementation budget", () => {
+  it("over its token budget the run waits at a budget gate that says by how much; raised, it goes on and completes", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Spend some tokens", config({ tokens: 1 }));
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const gate = await decide(run.id, { action: "raise", tokens: 1_000_000 });
+    expect(gate.context).toMatchObject({ stage: "implementation", metric: "tokens", limit: 1, reason: expect.stringMatching(/used \d+ tokens, over its budget of 1/) });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind)).toEqual(["budget"]);
+    const [row] = await (await getDb()).select().from(gates).where(eq(gates.id, gate.id));
+    expect(row).toMatchObject({ decision: "raise", notes: "raised by 1000000 tokens" });
+  });
+
+  it("'finish the task, then stop': the task in progress is finished, nothing else starts, and the unfinished rest goes to a person (no automatic fix)", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    // Two tasks: T1 writes a.txt, T2 the request's note. The budget is crossed during T1.
+    const run = await launch(h.user, project.id, "Two notes\n```file:a.txt\na\n```", config({ costUsd: 0.000001, tokens: 1 }));
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    await decide(run.id, { action: "finish_task" });
+    // Validation fails on T2, which never started; even with fixes on "auto" that goes to a person, not a new attempt.
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("awaiting_fix_decision");
+    const events = await listEvents({ runId: run.id });
+    const requested = events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind);
+    // One budget gate only: after "finish, then stop" no further budget check runs in this attempt.
+    expect(requested.filter((k) => k === "budget")).toHaveLength(1);
+    expect(events.filter((e) => e.type === "TASK_STARTED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1"]);
+    expect(events.filter((e) => e.type === "TASK_COMPLETED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1"]);
+    expect(events.filter((e) => e.type === "STAGE_STARTED" && (e.payload as { stage: string }).stage === "implementation")).toHaveLength(1);
+    expect(events.some((e) => e.type === "VALIDATION_FAILED")).toBe(true);
+    expect(events.some((e) => e.type === "RUN_FAILED")).toBe(false);
+    await cancelRun({ user: h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await waitForStatus(run.id, ["cancelled"]);
+    await waitForWorkflow(run.id);
+  });
+
+  it("cancel at a budget gate ends the run as cancelled, never failed", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, "Spend and stop", config({ tokens: 1 }));
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("budget");
+    // Approve or reject would choose neither way on: refused, pointing at the budget endpoint.
+    await expect(approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } })).rejects.toThrow(/POST \/api\/runs\/:id\/budget/);
+    await cancelRun({ user: h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    expect((await waitForStatus(run.id, ["cancelled", "failed"])).status).toBe("cancelled");
+    await waitForWorkflow(run.id);
+    const events = (await listEvents({ runId: run.id })).map((e) => e.type);
+    expect(events).not.toContain("RUN_FAILED");
+    expect(events.at(-1)).toBe("RUN_CANCELLED");
+  });
+
+  it("refuses a raise without an amount, or an unknown action, with a message that says what to send", () => {
+    expect(budgetDecisionSchema.safeParse({ action: "raise" }).error?.issues[0]?.message).toMatch(/raise needs tokens or costUsd/);
+    expect(budgetDecisionSchema.safeParse({ action: "cancel" }).error?.issues[0]?.message).toMatch(/POST \/api\/runs\/:id\/cancel/);
+    expect(budgetDecisionSchema.safeParse({ action: "raise", tokens: -5 }).success).toBe(false);
+  });
+});
+
+/** POST to a run's route as the admin token does, through the real handler (auth, parsing, decision, announcement). */
+async function post(handler: typeof budgetRoute, runId: string, action: string, body: unknown) {
+  const response = await handler(
+    new Request(`http://127.0.0.1:3000/api/runs/${runId}/${action}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }),
+    { params: Promise.resolve({ id: runId }) },
+  );
+  return { status: response.status, text: JSON.stringify(await response.json()) };
+}
+
+const kinds = async (runId: string) =>
+  (await listEvents({ runId })).filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind);
+
+describe("planning and validation budgets, decided through POST /api/runs/:id/budget", () => {
+  it("a re-plan over the planning budget waits at a budget gate (no task to finish there); raised, the re-plan goes to the plan gate", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Write a note\n\n${fileBlock("notes/a.txt", "a")}`, {
+      trustMode: { planning: "manual", fixes: "auto" },
+      budgets: { planning: { tokens: 1 } },
+    });
+    await waitForStatus(run.id, ["awaiting_approval"]);
+    const planGate = await waitForPendingGate(run.id);
+    expect(planGate.kind).toBe("plan");
+    // The first plan is never gated by the budget (nothing was spent before it); the re-plan after a rejection is.
+    expect((await post(rejectRoute, run.id, "reject", { gateId: planGate.id, feedback: "Name the file better" })).status).toBe(200);
+    const budgetGate = await waitForPendingGate(run.id);
+    expect(budgetGate).toMatchObject({ kind: "budget", context: { stage: "planning", metric: "tokens", limit: 1 } });
+    // A plain approve, or "finish the task" (planning has none), is refused with what to send instead; nothing is decided.
+    const approved = await post(approveRoute, run.id, "approve", { gateId: budgetGate.id });
+    expect(approved.status).toBe(409);
+    expect(approved.text).toMatch(/POST \/api\/runs\/:id\/budget/);
+    const finish = await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "finish_task" });
+    expect(finish.status).toBe(409);
+    expect(finish.text).toMatch(/planning budget has no task in progress/);
+    const noAmount = await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "raise" });
+    expect(noAmount.status).toBe(400);
+    expect(noAmount.text).toMatch(/raise needs tokens or costUsd/);
+    expect((await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "raise", tokens: 1_000_000 })).status).toBe(200);
+
+    const second = await waitForPendingGate(run.id);
+    expect(second.kind).toBe("plan");
+    expect((await post(approveRoute, run.id, "approve", { gateId: second.id })).status).toBe(200);
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    await expectRunConsistent(run.id);
+    expect(await kinds(run.id)).toEqual(["plan", "budget", "plan"]);
+  });
+
+  it("a second validation over the validation budget waits at a budget gate; raised, the run validates and completes", { timeout: 120_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Write a note [fail-validation: 1]\n\n${fileBlock("notes/a.txt", "a")}`, {
+      trustMode: { planning: "auto", fixes: "auto" },
+      budgets: { validation: { tokens: 1 } },
+    });
+    await waitForStatus(run.id, ["awaiting_approval"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate).toMatchObject({ kind: "budget", context: { stage: "validation", metric: "tokens" } });
+    // The first validation ran (and failed, minor); the fix attempt ran; its validation waits for the raise.
+    const before = (await listEvents({ runId: run.id })).map((e) => e.type);
+    expect(before.filter((t) => t === "VALIDATION_FAILED")).toHaveLength(1);
+    expect(before.filter((t) => t === "VALIDATION_PASSED")).toHaveLength(0);
+    expect((await post(budgetRoute, run.id, "budget", { gateId: gate.id, action: "raise", tokens: 1_000_000 })).status).toBe(200);
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    await expectRunConsistent(run.id);
+    expect(await kinds(run.id)).toEqual(["budget"]);
+    expect((await listEvents({ runId: run.id })).some((e) => e.type === "VALIDATION_PASSED")).toBe(true);
+  });
+});
