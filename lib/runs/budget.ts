@@ -1,15 +1,13 @@
 import { and, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { getDb } from "@/lib/db";
-import { gates, modelCalls } from "@/lib/db/schema";
+import { modelCalls } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
-import { getRunState } from "@/lib/db/queries/runs";
 import type { SessionUser } from "@/lib/auth/guard";
 import type { ImplementerState } from "@/lib/agents";
-import { TERMINAL_STATUSES, type Stage } from "@/lib/workflow";
+import type { Stage } from "@/lib/workflow";
 import { decide } from "./decisions";
-import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
-import { workflowClock, type WaitResult } from "./workflow-ops";
+import { readDecidedGate, workflowClock, type WaitResult } from "./workflow-ops";
 
 /*
  * Budgets (run config `budgets.<planning|implementation|validation>: {tokens?, costUsd?}`): how much a stage may spend
@@ -101,18 +99,9 @@ export async function decideBudget({ user, runId, input }: { user: SessionUser; 
 
 /** The decision on a budget gate, for the workflow (its wait re-checks this). */
 export async function readBudgetDecision({ runId, gateId }: { runId: string; gateId: string }): Promise<WaitResult<{ action: "raise" | "finish_task"; raise: Spent; now: number }>> {
-  const db = await getDb();
-  const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
-  if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
-  if (gate.status === "pending") {
-    const run = await getRunState({ id: runId });
-    if (run && TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
-    await waitCheckHooks.afterPending?.({ runId, key: decisionKey.gate(gateId) });
-    return { state: "pending" };
-  }
-  if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
-  // Read: the re-announcer may stop repeating the decision's announcement (lib/runs/decision-acks.ts).
-  await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
+  const read = await readDecidedGate({ runId, gateId });
+  if (read.state !== "decided") return read;
+  const { gate } = read;
   const raise = (gate.payload as { raise?: Partial<Spent> } | null)?.raise ?? {};
   return { state: "done", action: gate.decision === "finish_task" ? "finish_task" : "raise", raise: { tokens: raise.tokens ?? 0, costUsd: raise.costUsd ?? 0 }, now: workflowClock.now() };
 }

@@ -594,13 +594,17 @@ export { applyPlanEdits, type EditedPlan } from "./plan-edits";
 
 export type WaitResult<T> = { state: "pending" } | { state: "ended"; status: string } | ({ state: "done" } & T);
 
-export async function readGate({
+/**
+ * A gate as a waiting workflow reads it: still pending (the run's wait goes on), ended with the run, or decided — and
+ * then acknowledged, so the re-announcer stops repeating the decision's announcement (lib/runs/decision-acks.ts).
+ */
+export async function readDecidedGate({
   runId,
   gateId,
 }: {
   runId: string;
   gateId: string;
-}): Promise<WaitResult<{ gateId: string; decision: string; notes: string | null; decidedBy: string | null; editedPlan: EditedPlan | null; /** An escalated question's typed answer, as text. */ answer: string | null; now: number }>> {
+}): Promise<{ state: "pending" } | { state: "ended"; status: string } | { state: "decided"; gate: typeof gates.$inferSelect }> {
   const db = await getDb();
   const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
   if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist.`);
@@ -612,6 +616,19 @@ export async function readGate({
   }
   if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
   await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
+  return { state: "decided", gate };
+}
+
+export async function readGate({
+  runId,
+  gateId,
+}: {
+  runId: string;
+  gateId: string;
+}): Promise<WaitResult<{ gateId: string; decision: string; notes: string | null; decidedBy: string | null; editedPlan: EditedPlan | null; /** An escalated question's typed answer, as text. */ answer: string | null; now: number }>> {
+  const read = await readDecidedGate({ runId, gateId });
+  if (read.state !== "decided") return read;
+  const { gate } = read;
   const payload = gate.payload as { editedPlan?: EditedPlan; response?: unknown } | null;
   return {
     state: "done",
