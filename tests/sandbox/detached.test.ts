@@ -15,9 +15,11 @@ import { git, makeRepo } from "../workflow/harness";
 
 let sandbox: LocalSandbox;
 let repo: string;
+let runId: string;
 beforeEach(async () => {
   repo = makeRepo();
-  sandbox = await LocalSandbox.create({ runId: `run_detached_${crypto.randomUUID().slice(0, 8)}`, repoPath: repo, ref: "main", branch: "work" });
+  runId = `run_detached_${crypto.randomUUID().slice(0, 8)}`;
+  sandbox = await LocalSandbox.create({ runId, repoPath: repo, ref: "main", branch: "work" });
 });
 afterEach(() => sandbox.destroy());
 
@@ -54,6 +56,9 @@ describe("detached commands in the local sandbox", () => {
     const first = await ended(id);
     expect(first.result).toMatchObject({ exitCode: 3, stdout: "out\n", stderr: "err\n", timedOut: false, truncated: false });
     expect(await sandbox.detachedStatus(id)).toEqual(first);
+    // After a restart, the run's sandbox is attached again from disk and finds the same command and result.
+    const reattached = await LocalSandbox.create({ runId, repoPath: repo, ref: "main", branch: "work", reuse: true });
+    expect(await reattached.detachedStatus(id)).toEqual(first);
     expect(fs.readFileSync(`${sandbox.workspacePath}/made.txt`, "utf8")).toBe("made\n");
     // Its output files are the sandbox's, not the worktree's: nothing of them can be committed.
     expect(git(sandbox.workspacePath, "status", "--porcelain", "--untracked-files=all")).toBe("?? made.txt");
@@ -108,6 +113,8 @@ describe("the implementer with a step budget", () => {
 
     const done = await ended(pending.id);
     const collected = await collectCommand({ state: first.state, sandbox, result: done.result });
+    // A poll step re-run after a crash starts from the same memoized state: the same result, appended once.
+    expect(await collectCommand({ state: first.state, sandbox, result: (await sandbox.detachedStatus(pending.id) as typeof done).result })).toEqual(collected);
     expect(collected.hold).toBeNull();
     expect(collected.state.pendingCommand).toBeNull();
     expect(collected.state.messages.at(-1)).toEqual({

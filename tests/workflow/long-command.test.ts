@@ -1,8 +1,12 @@
+import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cancelRun } from "@/lib/runs/decisions";
+import { inngest } from "@/inngest";
+import { runCancelled } from "@/inngest/events";
 import { query } from "@/lib/executor/store";
 import { listEvents } from "@/lib/db/queries/runs";
 import { stepBudget } from "@/lib/runs/workflow-ops";
-import { fileBlock, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { fileBlock, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 
 /*
  * A serverless host cuts a call after its duration limit. With a step budget of 2 s, a 5-second command cannot finish
@@ -64,4 +68,39 @@ describe("a command longer than a step", () => {
     expect(Number(counts!.running)).toBeGreaterThanOrEqual(1);
     expect((await listEvents({ runId: run.id, limit: 100_000 })).map((e) => e.type)).toContain("IMPLEMENTATION_SUCCEEDED");
   });
+
+  it("a cancel while the workflow waits between looks kills the detached command", { timeout: 120_000 }, async () => {
+    const sleeper = ["sleep", "491.5"];
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Slow\n${fileBlock("out.txt", "x")}\n[run: ${sleeper.join(" ")}]`, { trustMode: { planning: "auto" } });
+    await until(async () => processesRunning(sleeper).length > 0, "the command to start");
+    const [wf] = await query<{ id: string }>(
+      "SELECT id FROM executor_runs WHERE fn_id LIKE '%-run-workflow' AND json_extract(event, '$.data.runId') = ?",
+      [run.id],
+    );
+    // Cancelled only once the turn is over and a later step has looked at the command (it still runs, detached).
+    await until(
+      async () => Number((await query<{ n: number }>(`SELECT count(*) AS n FROM executor_steps WHERE run_id = ? AND result LIKE '%"kind":"running"%'`, [wf!.id]))[0]!.n) > 0,
+      "a look at the running command",
+    );
+    await cancelRun({ user: h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await waitForStatus(run.id, ["cancelled"]);
+    await until(async () => processesRunning(sleeper).length === 0, "the command to be killed");
+  });
 });
+
+/** Processes whose command line is exactly `args` (read from /proc, so also inside the sandbox's namespaces). */
+function processesRunning(args: string[]): number[] {
+  const wanted = `${args.join("\0")}\0`;
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8") === wanted) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
