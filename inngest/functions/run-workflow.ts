@@ -189,9 +189,9 @@ export const runWorkflow = inngest.createFunction(
      * A command left running detached by a turn: looked at in steps (each waits at most the step budget), with a
      * durable sleep between them, until it has ended and its result is in the conversation.
      */
-    async function awaitCommand(key: string, current: ImplementerState, plan: PlanDocument) {
+    async function awaitCommand(key: string, current: ImplementerState, plan: PlanDocument, until: number) {
       for (let i = 0; ; i++) {
-        const polled = await runStep(`${key}:${i}`, () => ops.pollCommand({ runId, stepKey: `${key}:${i}`, state: current, plan }));
+        const polled = await runStep(`${key}:${i}`, () => ops.pollCommand({ runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until }));
         if (polled.kind !== "running") return polled;
         await step.sleep(`${key}:${i}:sleep`, ops.COMMAND_POLL_INTERVAL);
       }
@@ -404,7 +404,7 @@ export const runWorkflow = inngest.createFunction(
           if (state.pendingCommand && result.kind !== "failure") {
             // A command outlived its step: it runs on detached and is collected here, in steps that each fit the
             // host's duration limit, before anything else happens (a gate would park, and so stop, the sandbox).
-            const collected = await awaitCommand(`impl:${attempt}:turn:${turn}:command`, state, approvedPlan);
+            const collected = await awaitCommand(`impl:${attempt}:turn:${turn}:command`, state, approvedPlan, deadline(stageStart, "implementation"));
             state = collected.state;
             if (result.kind === "command_running" || (collected.kind === "policy" && result.kind === "continue")) result = collected;
           }

@@ -1104,11 +1104,14 @@ export async function pollCommand({
   stepKey,
   state,
   plan: doc,
+  deadline,
 }: {
   runId: string;
   stepKey: string;
   state: ImplementerState;
   plan: PlanDocument;
+  /** The implementation stage's deadline (epoch ms): past it the command is killed, as an inline one would be. */
+  deadline?: number;
 }): Promise<CommandPollResult> {
   const started = Date.now();
   const pending = state.pendingCommand;
@@ -1126,6 +1129,7 @@ export async function pollCommand({
         await sandbox.killDetached(pending.id);
         throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
       }
+      if (deadline !== undefined && workflowClock.now() > deadline) await sandbox.killDetached(pending.id);
       status = await sandbox.detachedStatus(pending.id);
       if (status.state === "exited") break;
       const left = started + stepBudget.ms() - Date.now();

@@ -248,7 +248,7 @@ export class LocalSandbox implements Sandbox {
   detachedStatus = async (id: string): Promise<DetachedStatus> => {
     const dir = this.detachedDir(id);
     const meta = await readDetachedMeta(dir);
-    if (!meta) throw new AppError("not_found:sandbox", `No detached command ${id} in this sandbox.`);
+    if (!meta) return lostCommand();
     let exit = await fs.readFile(path.join(dir, "exit"), "utf8").catch(() => null);
     if (exit === null) {
       const alive = processAlive(meta.pid);
@@ -313,6 +313,15 @@ export class LocalSandbox implements Sandbox {
     await removeWorktree(this.repoPath, this.workspacePath);
     await fs.rm(this.home, { recursive: true, force: true });
   };
+}
+
+/**
+ * A detached command this sandbox has no trace of (it was recreated, e.g. after a restart of an E2B sandbox): ended
+ * with no exit code, and said so, so the model can run it again rather than the run failing.
+ */
+export function lostCommand(): DetachedStatus {
+  const stderr = "[the command's result is gone: its sandbox was recreated meanwhile; run it again if the result is needed]\n";
+  return { state: "exited", result: { exitCode: null, stdout: "", stderr, timedOut: false, truncated: false, durationMs: 0 } };
 }
 
 type DetachedMeta = { pid: number; startedAt: number; timeoutMs: number; maxOutputBytes?: number };

@@ -59,6 +59,11 @@ describe("detached commands in the local sandbox", () => {
     // After a restart, the run's sandbox is attached again from disk and finds the same command and result.
     const reattached = await LocalSandbox.create({ runId, repoPath: repo, ref: "main", branch: "work", reuse: true });
     expect(await reattached.detachedStatus(id)).toEqual(first);
+    // One the sandbox has no trace of (recreated meanwhile) ended without an exit code, saying so.
+    expect(await sandbox.detachedStatus(crypto.randomUUID())).toMatchObject({
+      state: "exited",
+      result: { exitCode: null, stderr: expect.stringMatching(/sandbox was recreated/) },
+    });
     expect(fs.readFileSync(`${sandbox.workspacePath}/made.txt`, "utf8")).toBe("made\n");
     // Its output files are the sandbox's, not the worktree's: nothing of them can be committed.
     expect(git(sandbox.workspacePath, "status", "--porcelain", "--untracked-files=all")).toBe("?? made.txt");
