@@ -51,7 +51,7 @@ const pidOf = (id: string) => (JSON.parse(fs.readFileSync(`${sandbox.workspacePa
 
 describe("detached commands in the local sandbox", () => {
   it("runs in the workspace, outlives the call, and reports exit code and output once ended, the same on every look", async () => {
-    const { id } = await sandbox.startDetached("sh", ["-c", "sleep 0.5; echo made > made.txt; echo out; echo err >&2; exit 3"]);
+    const { id } = await sandbox.startDetached("sh", ["-c", "sleep 2; echo made > made.txt; echo out; echo err >&2; exit 3"]);
     expect(await sandbox.detachedStatus(id)).toEqual({ state: "running" });
     const first = await ended(id);
     expect(first.result).toMatchObject({ exitCode: 3, stdout: "out\n", stderr: "err\n", timedOut: false, truncated: false });
