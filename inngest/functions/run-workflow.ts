@@ -226,6 +226,18 @@ export const runWorkflow = inngest.createFunction(
       }
     }
 
+    /**
+     * A command left running detached by a turn: looked at in steps (each waits at most the step budget), with a
+     * durable sleep between them, until it has ended and its result is in the conversation.
+     */
+    async function awaitCommand(key: string, current: ImplementerState, plan: PlanDocument, until: number) {
+      for (let i = 0; ; i++) {
+        const polled = await runStep(`${key}:${i}`, () => ops.pollCommand({ runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until }));
+        if (polled.kind !== "running") return polled;
+        await step.sleep(`${key}:${i}:sleep`, ops.COMMAND_POLL_INTERVAL);
+      }
+    }
+
     /** Stage deadlines come from memoized step times, so replays take the same decisions. */
     function deadline(startedAt: number, stage: Exclude<Stage, "delivery">) {
       return startedAt + config.timeoutMinutes[stage] * 60_000;
@@ -434,10 +446,19 @@ export const runWorkflow = inngest.createFunction(
               await pauseUntilResumed(key, "secret_detected", result.message, "implementation");
               continue;
             }
+            // The model had not answered within the step's time: the same turn again, in a fresh step.
+            if (result.kind === "step_budget") continue;
             if (result.kind !== "model_error") break;
             await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "implementation");
           }
           state = result.state;
+          if (state.pendingCommand && result.kind !== "failure") {
+            // A command outlived its step: it runs on detached and is collected here, in steps that each fit the
+            // host's duration limit, before anything else happens (a gate would park, and so stop, the sandbox).
+            const collected = await awaitCommand(`impl:${attempt}:turn:${turn}:command`, state, approvedPlan, deadline(stageStart, "implementation"));
+            state = collected.state;
+            if (result.kind === "command_running" || (collected.kind === "policy" && result.kind === "continue")) result = collected;
+          }
           if (result.now > deadline(stageStart, "implementation")) {
             const resumed = await pauseUntilResumed(
               `impl:${attempt}:turn:${turn}:timeout`,
@@ -448,7 +469,7 @@ export const runWorkflow = inngest.createFunction(
             stageStart = resumed.now;
           }
           const budget = config.budgets?.implementation;
-          if (budget && !budgetStop && (result.kind === "continue" || result.kind === "policy" || result.kind === "clarification")) {
+          if (budget && !budgetStop && (result.kind === "continue" || result.kind === "command_running" || result.kind === "policy" || result.kind === "clarification")) {
             const key = `impl:${attempt}:turn:${turn}:budget`;
             const raised = { ...budgetRaised.implementation };
             const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
@@ -466,7 +487,7 @@ export const runWorkflow = inngest.createFunction(
               }
             }
           }
-          if (budgetStop && result.kind === "continue") {
+          if (budgetStop && (result.kind === "continue" || result.kind === "command_running")) {
             const task = budgetStop.taskId;
             if (task === null || state.todos.find((t) => t.id === task)?.status === "done") {
               // The task is finished: stop spending. Validation judges what is there; a failure goes to a person.
@@ -474,7 +495,7 @@ export const runWorkflow = inngest.createFunction(
               break;
             }
           }
-          if (result.kind === "continue") continue;
+          if (result.kind === "continue" || result.kind === "command_running") continue;
           if (result.kind === "clarification") {
             const answer = await clarify(`impl:${attempt}:turn:${turn}:q`, "implementation", result);
             state = ops.applyAnswer(state, answer);

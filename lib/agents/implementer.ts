@@ -7,7 +7,9 @@ import { describePlan, type Plan } from "./plan";
 import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
 import {
   clarificationResponseType,
+  finishCommand,
   implementerTools,
+  type PendingCommand,
   PROPOSE_REPLAN,
   REQUEST_CLARIFICATION,
   type Reflection,
@@ -59,6 +61,11 @@ export type ImplementerState = {
   pendingReplan?: { toolCallId: string; observation: string; proposal: string } | null;
   /** Every refusal under the policy so far (the workflow records the new ones of a turn as POLICY_REFUSED events). */
   refusals?: PolicyRefusal[];
+  /**
+   * A run_command still running detached when its step ended (its tool result is not in `messages` yet): the workflow
+   * collects it (collectCommand) before the next model turn. Absent in older states.
+   */
+  pendingCommand?: PendingCommand | null;
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
   failure: { reason: ImplementerFailureReason; message: string } | null;
@@ -79,9 +86,109 @@ export type ImplementerTurnResult =
   /** A tool call needs a person's approval under the run's policy: the workflow opens a `policy` gate. */
   | { kind: "policy"; state: ImplementerState; action: PolicyAction }
   /** An observation broke the plan: the workflow re-plans and the new plan goes through the plan gate. */
-  | { kind: "replan"; state: ImplementerState; observation: string; proposal: string };
+  | { kind: "replan"; state: ImplementerState; observation: string; proposal: string }
+  /** A command outlived the step: it runs on detached, and the workflow collects its result in later steps. */
+  | { kind: "command_running"; state: ImplementerState; toolCallId: string };
+
+/** The model call did not answer before its durable step's time ran out: the turn is redone in a fresh step. */
+export class StepBudgetExceededError extends Error {
+  constructor() {
+    super("The model call was cut at the end of its step's time budget.");
+    this.name = "StepBudgetExceededError";
+  }
+}
+
+/** The tools' mutable context, from a state (a turn, or the collection of a detached command). */
+function toolContext(
+  state: ImplementerState,
+  { sandbox, policy, scope, restore }: { sandbox: Sandbox; policy?: Policy; scope?: string[]; restore?: (paths: string[]) => Promise<void> },
+): ToolContext {
+  return {
+    sandbox,
+    todos: state.todos.map((t) => ({ ...t })),
+    filesChanged: [...state.filesChanged],
+    progress: false,
+    policy,
+    approved: [...(state.approvedActions ?? [])],
+    hold: null,
+    taskFiles: Object.fromEntries(Object.entries(state.taskFiles ?? {}).map(([k, v]) => [k, [...v]])),
+    scope,
+    refusals: [],
+    restore,
+    reflections: [],
+  };
+}
+
+/** What the tools changed in their context, written back into the state. */
+function withToolContext(state: ImplementerState, ctx: ToolContext, policy: Policy | undefined): ImplementerState {
+  return {
+    ...state,
+    todos: ctx.todos,
+    filesChanged: ctx.filesChanged,
+    ...(policy
+      ? {
+          approvedActions: ctx.approved ?? [],
+          taskFiles: ctx.taskFiles ?? {},
+          refusals: [...(state.refusals ?? []), ...redactDeep(ctx.refusals ?? [])],
+        }
+      : {}),
+  };
+}
+
+/**
+ * A detached command ended (its result from Sandbox.detachedStatus): its tool result joins the conversation exactly as
+ * an inline run's would have (the same output, the same policy checks after it), and the state has no pending command.
+ * A protected path the command changed comes back as `hold` (the workflow opens a policy gate, as after a turn).
+ */
+export async function collectCommand({
+  state,
+  sandbox,
+  result,
+  policy,
+  scope,
+  restore,
+}: {
+  state: ImplementerState;
+  sandbox: Sandbox;
+  result: Parameters<typeof finishCommand>[0]["result"];
+  policy?: Policy;
+  scope?: string[];
+  restore?: (paths: string[]) => Promise<void>;
+}): Promise<{ state: ImplementerState; hold: PolicyAction | null }> {
+  const pending = state.pendingCommand;
+  if (!pending) return { state, hold: null };
+  const ctx = toolContext(state, { sandbox, policy, scope, restore });
+  let output: unknown;
+  try {
+    const value = await finishCommand({ ctx, pending, result });
+    output = typeof value === "string" ? { type: "text", value } : { type: "json", value };
+  } catch (error) {
+    // As the AI SDK records a tool's error.
+    output = { type: "error-json", value: error ?? null };
+  }
+  const part = { type: "tool-result", toolCallId: pending.toolCallId, toolName: "run_command", output };
+  const message = redactDeep(JSON.parse(JSON.stringify({ role: "tool", content: [part] }))) as ModelMessage;
+  const next: ImplementerState = {
+    ...withToolContext(state, ctx, policy),
+    messages: [...state.messages, message],
+    pendingCommand: null,
+    ...(ctx.progress ? { repeats: {} } : {}),
+  };
+  return { state: next, hold: ctx.hold ?? null };
+}
+
+/** The conversation without the placeholder result of the call left running (its real result comes later). */
+function withoutPendingResult(messages: ModelMessage[], toolCallId: string): ModelMessage[] {
+  return messages.flatMap((m): ModelMessage[] => {
+    if (m.role !== "tool") return [m];
+    const content = m.content.filter((p) => !(p.type === "tool-result" && p.toolCallId === toolCallId));
+    return content.length ? [{ ...m, content }] : [];
+  });
+}
 
 export const DEFAULT_MAX_ITERATIONS = 30;
+/** How often a turn looks whether its step's time is up. */
+const BUDGET_POLL_MS = 100;
 /** The same call with the same arguments this many times without progress in between is a loop. */
 export const LOOP_REPEATS = 3;
 /** This many turns in a row with neither tool use nor progress end the session. */
@@ -215,6 +322,8 @@ export async function implementerTurn({
   policy,
   scope,
   restore,
+  stepEndsAt,
+  now = Date.now,
 }: {
   state: ImplementerState;
   sandbox: Sandbox;
@@ -229,7 +338,14 @@ export async function implementerTurn({
   context: Omit<ModelCallContext, "stage">;
   /** Aborts the model call and the turn's commands (the run was cancelled). */
   signal?: AbortSignal;
+  /**
+   * The end of the durable step (epoch ms on `now`): the model call is aborted if it has not answered by then
+   * (StepBudgetExceededError), and a command that would outlive it runs detached (ToolContext.stepEndsAt).
+   */
+  stepEndsAt?: number;
+  now?: () => number;
 }): Promise<ImplementerTurnResult> {
+  if (state.pendingCommand) return { kind: "command_running", state, toolCallId: state.pendingCommand.toolCallId };
   if (state.status === "awaiting_clarification") return clarificationResult(state);
   if (state.pendingReplan) return { kind: "replan", state, observation: state.pendingReplan.observation, proposal: state.pendingReplan.proposal };
   if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
@@ -238,58 +354,66 @@ export async function implementerTurn({
     return fail(state, "iteration_limit", `The implementer used all ${state.maxIterations} turns without finishing.`);
   }
 
-  const ctx: ToolContext = {
-    sandbox,
-    todos: state.todos.map((t) => ({ ...t })),
-    filesChanged: [...state.filesChanged],
-    progress: false,
-    policy,
-    approved: [...(state.approvedActions ?? [])],
-    hold: null,
-    taskFiles: Object.fromEntries(Object.entries(state.taskFiles ?? {}).map(([k, v]) => [k, [...v]])),
-    scope,
-    refusals: [],
-    restore,
-    reflections: [],
-  };
-  const result = await callModel({
-    modelId,
-    model,
-    context: { ...context, stage: "implementation" },
-    signal,
-    run: async ({ model }) => {
-      // Tools may have run in a failed attempt's predecessor only if the model answered; reset per attempt anyway.
-      ctx.progress = false;
-      const r = await generateText({
-        model,
-        system: SYSTEM,
-        messages: state.messages,
-        tools: implementerTools(ctx),
-        stopWhen: stepCountIs(1),
-        maxRetries: 0,
-        abortSignal: signal,
-      });
-      return { value: r, usage: r.totalUsage };
-    },
-  });
+  const ctx: ToolContext = { ...toolContext(state, { sandbox, policy, scope, restore }), stepEndsAt, now, pendingCommand: null, toolsStarted: false };
+  const tools = implementerTools(ctx);
+  // Once a tool starts, the model has answered: the budget no longer cuts the call (the tools bound themselves).
+  for (const t of Object.values(tools) as Array<{ execute?: (...a: unknown[]) => unknown }>) {
+    const execute = t.execute;
+    if (execute) {
+      t.execute = (...a: unknown[]) => {
+        ctx.toolsStarted = true;
+        return execute(...a);
+      };
+    }
+  }
+  const budget = new AbortController();
+  const budgetTimer =
+    stepEndsAt === undefined
+      ? null
+      : setInterval(() => {
+          if (!ctx.toolsStarted && now() >= stepEndsAt) budget.abort(new StepBudgetExceededError());
+        }, BUDGET_POLL_MS);
+  const callSignal = signal ? AbortSignal.any([signal, budget.signal]) : budget.signal;
+  let result;
+  try {
+    result = await callModel({
+      modelId,
+      model,
+      context: { ...context, stage: "implementation" },
+      signal: callSignal,
+      run: async ({ model }) => {
+        // Tools may have run in a failed attempt's predecessor only if the model answered; reset per attempt anyway.
+        ctx.progress = false;
+        const r = await generateText({
+          model,
+          system: SYSTEM,
+          messages: state.messages,
+          tools,
+          stopWhen: stepCountIs(1),
+          maxRetries: 0,
+          abortSignal: callSignal,
+        });
+        return { value: r, usage: r.totalUsage };
+      },
+    });
+  } catch (error) {
+    if (budget.signal.aborted && !signal?.aborted) throw new StepBudgetExceededError();
+    throw error;
+  } finally {
+    if (budgetTimer) clearInterval(budgetTimer);
+  }
 
   // Plain JSON only: the state is stored by the durable step (executor_steps) and sent back to the model, so whatever
   // the model or a tool put in it (tool inputs, file contents, output) is redacted first.
-  const newMessages = redactDeep(JSON.parse(JSON.stringify(result.response.messages)) as ModelMessage[]);
+  let newMessages = redactDeep(JSON.parse(JSON.stringify(result.response.messages)) as ModelMessage[]);
+  const pending = ctx.pendingCommand;
+  if (pending) newMessages = withoutPendingResult(newMessages, pending.toolCallId);
   let next: ImplementerState = {
-    ...state,
+    ...withToolContext(state, ctx, policy),
     messages: [...state.messages, ...newMessages],
-    todos: ctx.todos,
-    filesChanged: ctx.filesChanged,
-    ...(policy
-      ? {
-          approvedActions: ctx.approved ?? [],
-          taskFiles: ctx.taskFiles ?? {},
-          refusals: [...(state.refusals ?? []), ...redactDeep(ctx.refusals ?? [])],
-        }
-      : {}),
     iteration: state.iteration + 1,
     ...(ctx.reflections?.length ? { reflections: [...(state.reflections ?? []), ...redactDeep(ctx.reflections)] } : {}),
+    ...(pending ? { pendingCommand: pending } : {}),
   };
 
   const calls = result.toolCalls;
@@ -387,6 +511,7 @@ export async function implementerTurn({
   }
   // A risky action waits for a person (the call already has its "needs approval" result); the decision comes next.
   if (ctx.hold) return { kind: "policy", state: next, action: ctx.hold };
+  if (pending) return { kind: "command_running", state: next, toolCallId: pending.toolCallId };
   return { kind: "continue", state: next };
 }
 

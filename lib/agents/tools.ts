@@ -1,6 +1,7 @@
+import { createHash } from "node:crypto";
 import { tool } from "ai";
 import { z } from "zod";
-import type { Sandbox } from "@/lib/sandbox/types";
+import type { ExecResult, Sandbox } from "@/lib/sandbox/types";
 import { holdsSecret, redact } from "@/lib/security/redact";
 
 /**
@@ -51,7 +52,33 @@ export type ToolContext = {
   restore?: (paths: string[]) => Promise<void>;
   /** PAOR reflections recorded this turn (record_progress): the workflow records each as a TASK_PROGRESS event. */
   reflections?: Reflection[];
+  /**
+   * The end of the durable step this turn runs in (epoch ms on `now`): a command that could outlive it is started
+   * detached (Sandbox.startDetached) and, if still running at the end, left running as `pendingCommand`. Absent, or a
+   * sandbox without detached commands: commands run inline, as before.
+   */
+  stepEndsAt?: number;
+  now?: () => number;
+  /** A command of this turn still running detached when its step ended: its result comes in a later step. */
+  pendingCommand?: PendingCommand | null;
+  /** Set when any tool starts: from then on the step budget no longer aborts the model call (its answer is in). */
+  toolsStarted?: boolean;
 };
+
+/** A run_command left running detached: what is needed to finish it later exactly as an inline run would have. */
+export type PendingCommand = {
+  toolCallId: string;
+  /** Sandbox.startDetached's id. */
+  id: string;
+  line: string;
+  fingerprint: string;
+  approved: boolean;
+  /** The workspace's change snapshot before the command (file → hash of its change), for the policy's check after. */
+  before: Record<string, string> | null;
+};
+
+/** What the tool returns in place of a result when its command is left running: replaced by the real result later. */
+export const COMMAND_PENDING = "__gatehouse_command_pending__";
 
 /** After a task: how far it got (0–1) and what changed (record_progress). */
 export type Reflection = { taskId: string; progress: number; changed: string };
@@ -120,7 +147,8 @@ async function changeSnapshot(sandbox: Sandbox): Promise<Map<string, string>> {
   let file: string | null = null;
   let body: string[] = [];
   const flush = () => {
-    if (file !== null) out.set(file, body.join("\n"));
+    // A hash, not the change itself: a snapshot may be kept in the implementer's state while a command runs detached.
+    if (file !== null) out.set(file, createHash("sha256").update(body.join("\n")).digest("hex"));
   };
   for (const line of (await sandbox.diff()).split("\n")) {
     const header = /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
@@ -178,6 +206,54 @@ export function clarificationResponseType(requested: ClarificationResponseType |
   const type = requested ?? (options.length ? "single_choice" : "text");
   if ((type === "single_choice" || type === "multiple_choice") && !options.length) return "text";
   return type;
+}
+
+/** Sandbox exec's default timeout, for a command that names none. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
+/** How often a step looks whether its detached command has ended. */
+const DETACHED_POLL_MS = 200;
+
+/**
+ * A command's result as the model sees it, and what the policy does after it (protected paths changed → a person
+ * decides; file caps → refused and undone): the same for a command run inline and one collected after it ran detached.
+ */
+export async function finishCommand({ ctx, pending, result }: { ctx: ToolContext; pending: PendingCommand; result: ExecResult }) {
+  const { line, fingerprint, approved } = pending;
+  const before = pending.before ? new Map(Object.entries(pending.before)) : null;
+  if (before && ctx.policy) {
+    // What the command created, changed or deleted is held to the same policy as the file tools.
+    const after = await changeSnapshot(ctx.sandbox).catch(() => null);
+    const changed = after ? changedBetween(before, after) : [];
+    const guarded = changed.filter((f) => protectedPath(f, ctx.policy!));
+    const action: PolicyAction = {
+      tool: "run_command",
+      summary: line,
+      reason: `The command changed protected paths: ${guarded.map((f) => `${f} (${protectedPath(f, ctx.policy!)})`).join(", ")}.`,
+      fingerprint,
+      paths: changed,
+    };
+    if (guarded.length && !approved && !takeApproval(ctx, action)) {
+      await ctx.restore?.(changed);
+      return holdFor(ctx, action).replace("Nothing was done.", ctx.restore ? "Its changes were undone." : "Its changes were NOT undone.");
+    }
+    const breach = fileLimitBreach(ctx, changed);
+    if (breach) {
+      await ctx.restore?.(changed.filter((f) => !ctx.filesChanged.includes(f)));
+      throw refuse(ctx, {
+        tool: "run_command",
+        summary: line,
+        reason: `${breach} ${ctx.restore ? "The files it added to the count were put back as they were at the last checkpoint." : "Its changes were not undone."}`,
+      });
+    }
+    countTaskFiles(ctx, changed);
+    for (const f of changed) noteChange(ctx, f);
+  }
+  return {
+    exitCode: result.exitCode,
+    timedOut: result.timedOut,
+    stdout: redact(tail(result.stdout, MAX_OUTPUT_CHARS)),
+    stderr: redact(tail(result.stderr, MAX_OUTPUT_CHARS)),
+  };
 }
 
 export function implementerTools(ctx: ToolContext) {
@@ -259,7 +335,7 @@ export function implementerTools(ctx: ToolContext) {
         cwd: z.string().optional().describe("Working directory relative to the repository root"),
         timeoutSeconds: z.number().int().min(1).max(1800).optional(),
       }),
-      execute: async ({ command, args, cwd, timeoutSeconds }, { abortSignal }) => {
+      execute: async ({ command, args, cwd, timeoutSeconds }, { abortSignal, toolCallId }) => {
         refuseSecrets("the command line", command, ...(args ?? []));
         const fingerprint = commandFingerprint(command, args ?? []);
         const line = fingerprint.slice("run_command:".length);
@@ -276,45 +352,39 @@ export function implementerTools(ctx: ToolContext) {
         }
         // A diff that cannot be taken (a sandbox error) leaves the command unchecked rather than unrun.
         const before = ctx.policy ? await changeSnapshot(ctx.sandbox).catch(() => null) : null;
-        const result = await ctx.sandbox.exec(command, args ?? [], {
-          cwd: cwd ? workspacePath(cwd) : undefined,
-          timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined,
-          signal: abortSignal,
-        });
-        if (before && ctx.policy) {
-          // What the command created, changed or deleted is held to the same policy as the file tools.
-          const after = await changeSnapshot(ctx.sandbox).catch(() => null);
-          const changed = after ? changedBetween(before, after) : [];
-          const guarded = changed.filter((f) => protectedPath(f, ctx.policy!));
-          const action: PolicyAction = {
-            tool: "run_command",
-            summary: line,
-            reason: `The command changed protected paths: ${guarded.map((f) => `${f} (${protectedPath(f, ctx.policy!)})`).join(", ")}.`,
-            fingerprint,
-            paths: changed,
-          };
-          if (guarded.length && !approved && !takeApproval(ctx, action)) {
-            await ctx.restore?.(changed);
-            return holdFor(ctx, action).replace("Nothing was done.", ctx.restore ? "Its changes were undone." : "Its changes were NOT undone.");
+        const pending = { line, fingerprint, approved, before: before ? Object.fromEntries(before) : null };
+        const execOptions = { cwd: cwd ? workspacePath(cwd) : undefined, timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined };
+        const sandbox = ctx.sandbox;
+        const now = ctx.now ?? Date.now;
+        // Could outlive the step (its timeout reaches past the step's end): started detached, waited for while the step
+        // lasts, and otherwise left running for the workflow to collect in later steps.
+        const endsAt = ctx.stepEndsAt;
+        if (endsAt !== undefined && sandbox.startDetached && sandbox.detachedStatus && sandbox.killDetached) {
+          const timeoutMs = execOptions.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+          if (now() + timeoutMs > endsAt) {
+            if (ctx.pendingCommand) {
+              throw new Error("Another command is still running in the background; run this one again after its result has come.");
+            }
+            const started = await sandbox.startDetached(command, args ?? [], execOptions);
+            const kill = () => void sandbox.killDetached!(started.id);
+            abortSignal?.addEventListener("abort", kill, { once: true });
+            try {
+              for (;;) {
+                const status = await sandbox.detachedStatus(started.id);
+                if (status.state === "exited") return await finishCommand({ ctx, pending: { ...pending, toolCallId, id: started.id }, result: status.result });
+                if (abortSignal?.aborted) throw abortSignal.reason ?? new Error("aborted");
+                if (now() >= endsAt) break;
+                await new Promise((r) => setTimeout(r, Math.min(DETACHED_POLL_MS, Math.max(1, endsAt - now()))));
+              }
+            } finally {
+              abortSignal?.removeEventListener("abort", kill);
+            }
+            ctx.pendingCommand = { ...pending, toolCallId, id: started.id };
+            return COMMAND_PENDING;
           }
-          const breach = fileLimitBreach(ctx, changed);
-          if (breach) {
-            await ctx.restore?.(changed.filter((f) => !ctx.filesChanged.includes(f)));
-            throw refuse(ctx, {
-              tool: "run_command",
-              summary: line,
-              reason: `${breach} ${ctx.restore ? "The files it added to the count were put back as they were at the last checkpoint." : "Its changes were not undone."}`,
-            });
-          }
-          countTaskFiles(ctx, changed);
-          for (const f of changed) noteChange(ctx, f);
         }
-        return {
-          exitCode: result.exitCode,
-          timedOut: result.timedOut,
-          stdout: redact(tail(result.stdout, MAX_OUTPUT_CHARS)),
-          stderr: redact(tail(result.stderr, MAX_OUTPUT_CHARS)),
-        };
+        const result = await sandbox.exec(command, args ?? [], { ...execOptions, signal: abortSignal });
+        return finishCommand({ ctx, pending: { ...pending, toolCallId, id: "" }, result });
       },
     }),
     update_todo: tool({

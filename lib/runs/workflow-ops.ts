@@ -17,8 +17,10 @@ import {
   answerClarification as answerImplementerClarification,
   applyPolicyDecision,
   applyReplanDecision,
+  collectCommand,
   implementerTurn,
   PlannerError,
+  StepBudgetExceededError,
   runPlanner,
   runValidator,
   startImplementer,
@@ -887,8 +889,25 @@ export async function applyReplan(
   return applyReplanDecision(state, { approved: decision.approved, plan: decision.plan ? await toAgentPlan(decision.plan) : null, notes: decision.notes });
 }
 
+/**
+ * How long one implementer step may work: the host's step duration limit (GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS) less a
+ * margin for what the step does after its model call and commands (events, checkpoint commits, the conversation) and
+ * for the call's own overhead. Replaceable for tests, like workflowClock.
+ */
+export const stepBudget = {
+  ms: (): number => {
+    const limit = getEnv().GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS * 1000;
+    return Math.max(1000, limit - Math.min(30_000, Math.round(limit / 5)));
+  },
+};
+
+/** The durable sleep between two looks at a command left running detached. */
+export const COMMAND_POLL_INTERVAL = "1s";
+
 export type TurnStepResult =
   | WithNow<ImplementerTurnResult>
+  /** The model call did not answer within the step's budget: the turn runs again in a fresh step (not a model error). */
+  | WithNow<{ kind: "step_budget"; state: ImplementerState }>
   | WithNow<{ kind: "model_error"; reason: string; message: string }>
   | WithNow<{ kind: "secret_detected"; state: ImplementerState; files: string[]; message: string }>
   | WithNow<{ kind: "pause_requested"; by: string; message: string }>;
@@ -961,6 +980,7 @@ export async function implementTurn({
   /** The implementation stage's deadline (epoch ms): the turn's model call and commands are aborted when it passes. */
   deadline?: number;
 }): Promise<TurnStepResult> {
+  const stepStartedAt = Date.now();
   // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
   const pauseRequest = await pendingPauseRequest({ runId });
   if (pauseRequest) {
@@ -979,8 +999,12 @@ export async function implementTurn({
   let result;
   // The step's state carries a reference to the conversation (lib/runs/conversation.ts); the turn sees all of it.
   const loaded = await loadConversation(state);
+  // Real time, not workflowClock: the host cuts the call by the wall clock.
+  const stepEndsAt = stepStartedAt + stepBudget.ms();
   try {
     result = await implementerTurn({
+      stepEndsAt,
+      now: Date.now,
       state: loaded,
       sandbox,
       modelId: run.config.modelRouting.implementer,
@@ -991,6 +1015,12 @@ export async function implementTurn({
       restore: (paths) => restoreFromCheckpoint(sandbox, paths),
     });
   } catch (error) {
+    if (error instanceof StepBudgetExceededError && !overtime.signal.aborted && !cancelled.signal.aborted) {
+      // The model had not answered when the step's time ran out: nothing of the turn happened (no tool ran), so it is
+      // simply redone in a fresh step, with a fresh budget.
+      cancelled.stop();
+      return { kind: "step_budget", state, now: workflowClock.now() };
+    }
     if (overtime.signal.aborted && !cancelled.signal.aborted) {
       // Over the deadline: the turn is dropped (its state unchanged, so it runs again after an extension); the
       // workflow sees `now` past the deadline and pauses the run for a person (extend or cancel).
@@ -1064,6 +1094,8 @@ export async function implementTurn({
     events.push({ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: final.sha } });
   }
   if (result.kind === "failure") {
+    // A command the turn left running has no one left to collect it.
+    if (result.state.pendingCommand) await sandbox.killDetached?.(result.state.pendingCommand.id).catch(() => null);
     await rollbackToCheckpoint({ sandbox }).catch(() => null);
     events.push({ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(result.message) } });
   }
@@ -1076,6 +1108,69 @@ export async function implementTurn({
   if (result.kind === "policy") return { ...result, action: redactDeep(result.action), now };
   if (result.kind === "replan") return { ...result, observation: redact(result.observation), proposal: redact(result.proposal), now };
   return { ...result, now };
+}
+
+export type CommandPollResult = WithNow<{ kind: "running" }> | WithNow<Extract<ImplementerTurnResult, { kind: "continue" | "policy" }>>;
+
+/**
+ * One look at the command a turn left running detached (state.pendingCommand), waiting for it at most the step's
+ * budget. Once it has ended, its result joins the conversation exactly as an inline run's would (collectCommand), and
+ * the state goes on without a pending command. Idempotent: a re-run step (after a crash) reads the same ended command
+ * from the sandbox's files and appends the same result once, since the step's input state is the memoized one.
+ */
+export async function pollCommand({
+  runId,
+  stepKey,
+  state,
+  plan: doc,
+  deadline,
+}: {
+  runId: string;
+  stepKey: string;
+  state: ImplementerState;
+  plan: PlanDocument;
+  /** The implementation stage's deadline (epoch ms): past it the command is killed, as an inline one would be. */
+  deadline?: number;
+}): Promise<CommandPollResult> {
+  const started = Date.now();
+  const pending = state.pendingCommand;
+  if (!pending) return { kind: "continue", state, now: workflowClock.now() };
+  const run = await loadRun({ runId });
+  const sandbox = await attachSandbox(await sandboxOptions(run));
+  if (!sandbox.detachedStatus || !sandbox.killDetached) {
+    throw new AppError("internal:sandbox", "The run's sandbox cannot look up a command left running detached.");
+  }
+  const cancelled = watchForEnd(runId);
+  let status;
+  try {
+    for (;;) {
+      if (cancelled.signal.aborted) {
+        await sandbox.killDetached(pending.id);
+        throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
+      }
+      if (deadline !== undefined && workflowClock.now() > deadline) await sandbox.killDetached(pending.id);
+      status = await sandbox.detachedStatus(pending.id);
+      if (status.state === "exited") break;
+      const left = started + stepBudget.ms() - Date.now();
+      if (left <= 0) return { kind: "running", now: workflowClock.now() };
+      await new Promise((r) => setTimeout(r, Math.min(END_POLL_MS, left)));
+    }
+  } finally {
+    cancelled.stop();
+  }
+  const collected = await collectCommand({
+    state,
+    sandbox,
+    result: status.result,
+    policy: run.config.policy,
+    scope: [...new Set(doc.tasks.flatMap((t) => t.files ?? []))],
+    restore: (paths) => restoreFromCheckpoint(sandbox, paths),
+  });
+  const refusals = (collected.state.refusals ?? []).slice(state.refusals?.length ?? 0);
+  if (refusals.length) await append(runId, stepKey, refusals.map((payload) => ({ type: "POLICY_REFUSED", payload })));
+  const now = workflowClock.now();
+  if (collected.hold) return { kind: "policy", state: collected.state, action: redactDeep(collected.hold), now };
+  return { kind: "continue", state: collected.state, now };
 }
 
 /**

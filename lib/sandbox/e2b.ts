@@ -2,9 +2,10 @@ import path from "node:path";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { git, gitEnv, SAFE_CONFIG } from "@/lib/git/run";
-import { LocalSandbox, sanitizeEnv } from "./local";
+import { randomUUID } from "node:crypto";
+import { LocalSandbox, lostCommand, sanitizeEnv } from "./local";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS } from "./process";
-import { PathEscapeError, type ExecOptions, type ExecResult, type FileEntry, type Sandbox } from "./types";
+import { PathEscapeError, type DetachedStatus, type ExecOptions, type ExecResult, type FileEntry, type Sandbox } from "./types";
 
 /** The slice of @e2b/code-interpreter we use, so tests can substitute a fake without the network. */
 export type E2BRemote = {
@@ -229,6 +230,73 @@ export class E2BSandbox implements Sandbox {
       throw error;
     }
   };
+
+  /**
+   * A detached command in the remote sandbox: started in its own session under a small sh that writes its exit code,
+   * with its output in files beside the repository (`<remoteRoot>.commands/<id>`), never inside it. The remote sandbox
+   * lives as long as this process: after a restart its commands are gone (detachedStatus says so; lostCommand).
+   */
+  startDetached = async (command: string, args: string[], options: Omit<ExecOptions, "signal" | "stdin"> = {}): Promise<{ id: string }> => {
+    const cwd = await this.remotePath(options.cwd ?? ".");
+    const id = randomUUID();
+    const dir = shellQuote(this.detachedDir(id));
+    const line = [command, ...args].map(shellQuote).join(" ");
+    const inner = `${line} >${dir}/stdout 2>${dir}/stderr </dev/null; echo $? >${dir}/exit.tmp; mv ${dir}/exit.tmp ${dir}/exit`;
+    const meta = `${Date.now()} ${options.timeoutMs ?? DEFAULT_TIMEOUT_MS} ${options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES}`;
+    const r = await this.sh(`mkdir -p ${dir} && echo ${shellQuote(meta)} >${dir}/meta && { setsid sh -c ${shellQuote(inner)} >/dev/null 2>&1 & echo $! >${dir}/pid; }`, {
+      cwd,
+      envs: sanitizeEnv(options.env),
+    });
+    if (r.exitCode !== 0) throw new AppError("internal:sandbox", `Could not start the command in the E2B sandbox: ${r.stderr.slice(0, 500)}`);
+    return { id };
+  };
+
+  detachedStatus = async (id: string): Promise<DetachedStatus> => {
+    const dir = shellQuote(this.detachedDir(id));
+    const look = await this.sh(`cd ${dir} 2>/dev/null || exit 0; cat meta; cat pid; if [ -f exit ]; then cat exit; elif kill -0 "$(cat pid)" 2>/dev/null; then echo running; else echo lost; fi`);
+    const [metaLine, pidLine, state] = look.stdout.split("\n").map((l) => l.trim());
+    if (!metaLine || !pidLine || !state) return lostCommand();
+    const [startedAt, timeoutMs, max] = metaLine.split(" ").map(Number) as [number, number, number];
+    let exit = state;
+    if (exit === "running") {
+      if (Date.now() - startedAt <= timeoutMs) return { state: "running" };
+      exit = "timeout";
+    }
+    if (!/^\d+$/.test(exit) && exit !== "killed") {
+      // Recorded, so every later look reports the same end.
+      await this.sh(`kill -KILL -- -${Number(pidLine)} 2>/dev/null; [ -f ${dir}/exit ] || echo ${exit} >${dir}/exit`);
+    }
+    const read = await this.sh(`cd ${dir} && wc -c <stdout && wc -c <stderr && stat -c %Y exit`);
+    const [outSize, errSize, endedS] = read.stdout.split("\n").map((l) => Number(l.trim()));
+    const out = await this.sh(`head -c ${max} ${dir}/stdout`);
+    const err = await this.sh(`head -c ${max} ${dir}/stderr`);
+    const cut = (text: string, total: number) =>
+      total > max ? { text: `${text}\n[output truncated by Gatehouse: ${total - max} of ${total} bytes omitted]\n`, truncated: true } : { text, truncated: false };
+    const o = cut(out.stdout, outSize ?? 0);
+    const e = cut(err.stdout, errSize ?? 0);
+    const note = exit === "lost" ? "\n[the command ended without an exit code]\n" : exit === "killed" ? "\n[killed]\n" : "";
+    return {
+      state: "exited",
+      result: {
+        exitCode: /^\d+$/.test(exit) ? Number(exit) : null,
+        stdout: o.text,
+        stderr: e.text + note,
+        timedOut: exit === "timeout",
+        truncated: o.truncated || e.truncated,
+        durationMs: Math.max(0, (endedS ?? 0) * 1000 - startedAt),
+      },
+    };
+  };
+
+  killDetached = async (id: string): Promise<void> => {
+    const dir = shellQuote(this.detachedDir(id));
+    await this.sh(`cd ${dir} 2>/dev/null || exit 0; [ -f exit ] && exit 0; kill -KILL -- -"$(cat pid)" 2>/dev/null; echo killed >exit`);
+  };
+
+  private detachedDir(id: string): string {
+    if (!/^[A-Za-z0-9-]{1,64}$/.test(id)) throw new AppError("bad_request:sandbox", `Invalid detached command id: ${id}`);
+    return `${this.remoteRoot}.commands/${id}`;
+  }
 
   diff = async (): Promise<string> => {
     const r = await this.sh(`git add -A -N && git diff gatehouse-base -- . ':(exclude).autonomous'`, { cwd: this.remoteRoot });

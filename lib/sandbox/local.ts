@@ -7,8 +7,10 @@ import { commonGitDir, DIFF_SAFE, git, gitOut, resolveCommit, stageWorktree, wor
 import { bwrapArgs, bwrapStatus } from "./bwrap";
 import { createCommandCgroup, joinCgroupArgv, rlimitArgs, sandboxLimits } from "./limits";
 import { resolveInside, toRelative } from "./paths";
-import { runProcess } from "./process";
-import type { ExecOptions, ExecResult, FileEntry, Sandbox } from "./types";
+import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { killGroup, readCapped, runProcess, DEFAULT_TIMEOUT_MS } from "./process";
+import type { DetachedStatus, ExecOptions, ExecResult, FileEntry, Sandbox } from "./types";
 
 export type Isolation = "auto" | "bwrap" | "none";
 
@@ -204,6 +206,91 @@ export class LocalSandbox implements Sandbox {
     }
   };
 
+  /**
+   * A detached command: the same program line exec runs (bubblewrap and rlimits included; no per-command cgroup, which
+   * needs a live parent to remove it), under a small /bin/sh that writes its exit code when it ends. Its files live in
+   * the sandbox's home (`<worktree>.home/commands/<id>`), outside the worktree, and go with destroy().
+   */
+  startDetached = async (command: string, args: string[], options: Omit<ExecOptions, "signal" | "stdin"> = {}): Promise<{ id: string }> => {
+    if (typeof command !== "string" || command === "" || !Array.isArray(args)) {
+      throw new AppError("bad_request:sandbox", "exec needs a program name and an argument array.");
+    }
+    const cwd = await resolveInside(this.workspacePath, options.cwd ?? ".");
+    const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
+    let file = command;
+    let argv = args;
+    if (this.isolated) {
+      const status = bwrapStatus();
+      file = status.path!;
+      argv = bwrapArgs({
+        writable: this.workspacePath,
+        readOnly: [this.commonDir],
+        cwd,
+        command,
+        args,
+        prefix: status.prlimit ? [status.prlimit, ...rlimitArgs(sandboxLimits())] : [],
+        network: this.allowInternet,
+      });
+    }
+    const id = randomUUID();
+    const dir = this.detachedDir(id);
+    await fs.mkdir(dir, { recursive: true });
+    // The exit code is written to a temporary name and renamed: a reader sees it whole or not at all.
+    const script = 'd="$1"; shift; "$@" >"$d/stdout" 2>"$d/stderr" </dev/null; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
+    const child = spawn("/bin/sh", ["-c", script, "sh", dir, file, ...argv], { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
+    child.on("error", () => null);
+    child.unref();
+    const meta = { pid: child.pid ?? 0, startedAt: Date.now(), timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, maxOutputBytes: options.maxOutputBytes };
+    await fs.writeFile(path.join(dir, "meta.json"), JSON.stringify(meta));
+    return { id };
+  };
+
+  detachedStatus = async (id: string): Promise<DetachedStatus> => {
+    const dir = this.detachedDir(id);
+    const meta = await readDetachedMeta(dir);
+    if (!meta) return lostCommand();
+    let exit = await fs.readFile(path.join(dir, "exit"), "utf8").catch(() => null);
+    if (exit === null) {
+      const alive = processAlive(meta.pid);
+      if (alive && Date.now() - meta.startedAt <= meta.timeoutMs) return { state: "running" };
+      killGroup(meta.pid);
+      // Recorded, so a later look (a step re-run after a crash) reports the same end.
+      exit = alive ? "timeout" : "lost";
+      await fs.writeFile(path.join(dir, "exit"), exit);
+    }
+    // Like exec: whatever the command left running in its group goes with it.
+    killGroup(meta.pid);
+    const ended = (await fs.stat(path.join(dir, "exit")).catch(() => null))?.mtimeMs ?? Date.now();
+    const out = await readCapped(path.join(dir, "stdout"), meta.maxOutputBytes);
+    const err = await readCapped(path.join(dir, "stderr"), meta.maxOutputBytes);
+    const code = /^\d+$/.test(exit.trim()) ? Number(exit.trim()) : null;
+    const note = exit === "lost" ? "\n[the command ended without an exit code (its host restarted)]\n" : exit === "killed" ? "\n[killed]\n" : "";
+    return {
+      state: "exited",
+      result: {
+        exitCode: code,
+        stdout: out.text,
+        stderr: err.text + note,
+        timedOut: exit === "timeout",
+        truncated: out.truncated || err.truncated,
+        durationMs: Math.max(0, Math.round(ended - meta.startedAt)),
+      },
+    };
+  };
+
+  killDetached = async (id: string): Promise<void> => {
+    const dir = this.detachedDir(id);
+    const meta = await readDetachedMeta(dir);
+    if (!meta) return;
+    killGroup(meta.pid);
+    if (!(await fs.stat(path.join(dir, "exit")).catch(() => null))) await fs.writeFile(path.join(dir, "exit"), "killed");
+  };
+
+  private detachedDir(id: string): string {
+    if (!/^[A-Za-z0-9-]{1,64}$/.test(id)) throw new AppError("bad_request:sandbox", `Invalid detached command id: ${id}`);
+    return path.join(this.home, "commands", id);
+  }
+
   diff = async (): Promise<string> => {
     // Intent-to-add makes new files show up in the diff without staging their content.
     await stageWorktree(this.location, this.pathspecExcludes(), { intentToAdd: true });
@@ -222,9 +309,44 @@ export class LocalSandbox implements Sandbox {
   }
 
   destroy = async (): Promise<void> => {
+    await killDetachedIn(this.home);
     await removeWorktree(this.repoPath, this.workspacePath);
     await fs.rm(this.home, { recursive: true, force: true });
   };
+}
+
+/**
+ * A detached command this sandbox has no trace of (it was recreated, e.g. after a restart of an E2B sandbox): ended
+ * with no exit code, and said so, so the model can run it again rather than the run failing.
+ */
+export function lostCommand(): DetachedStatus {
+  const stderr = "[the command's result is gone: its sandbox was recreated meanwhile; run it again if the result is needed]\n";
+  return { state: "exited", result: { exitCode: null, stdout: "", stderr, timedOut: false, truncated: false, durationMs: 0 } };
+}
+
+type DetachedMeta = { pid: number; startedAt: number; timeoutMs: number; maxOutputBytes?: number };
+
+async function readDetachedMeta(dir: string): Promise<DetachedMeta | null> {
+  const raw = await fs.readFile(path.join(dir, "meta.json"), "utf8").catch(() => null);
+  return raw ? (JSON.parse(raw) as DetachedMeta) : null;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Kill every detached command still running from a sandbox home (the sandbox goes: a cancel, a pause, the end). */
+async function killDetachedIn(home: string) {
+  const ids = await fs.readdir(path.join(home, "commands")).catch(() => [] as string[]);
+  for (const id of ids) {
+    const meta = await readDetachedMeta(path.join(home, "commands", id));
+    if (meta && !(await fs.stat(path.join(home, "commands", id, "exit")).catch(() => null))) killGroup(meta.pid);
+  }
 }
 
 function worktreeDir(runId: string): string {
@@ -250,6 +372,7 @@ export async function removeRunWorktree({ runId, repoPath }: { runId: string; re
   const dir = worktreeDir(runId);
   const existed = !!(await fs.stat(dir).catch(() => null)) || !!(await fs.stat(`${dir}.home`).catch(() => null));
   if (!existed) return false;
+  await killDetachedIn(`${dir}.home`);
   await removeWorktree(repoPath, dir);
   await fs.rm(`${dir}.home`, { recursive: true, force: true });
   return true;

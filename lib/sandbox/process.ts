@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { open } from "node:fs/promises";
 import type { ExecResult } from "./types";
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -28,7 +29,23 @@ class CappedBuffer {
   }
 }
 
-function killGroup(pid: number | undefined) {
+/** The first `max` bytes of a file written by a detached command, with the cut marked as CappedBuffer marks it. */
+export async function readCapped(file: string, max = DEFAULT_MAX_OUTPUT_BYTES): Promise<{ text: string; truncated: boolean }> {
+  const handle = await open(file, "r").catch(() => null);
+  if (!handle) return { text: "", truncated: false };
+  try {
+    const total = (await handle.stat()).size;
+    const buffer = Buffer.alloc(Math.min(total, max));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    const body = buffer.subarray(0, bytesRead).toString("utf8");
+    if (total <= bytesRead) return { text: body, truncated: false };
+    return { text: `${body}\n[output truncated by Gatehouse: ${total - bytesRead} of ${total} bytes omitted]\n`, truncated: true };
+  } finally {
+    await handle.close();
+  }
+}
+
+export function killGroup(pid: number | undefined) {
   if (!pid) return;
   try {
     // Negative pid: the whole process group (the child was started as a session/group leader).

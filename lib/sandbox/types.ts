@@ -26,6 +26,9 @@ export type ExecResult = {
   durationMs: number;
 };
 
+/** Where a detached command is (Sandbox.detachedStatus): still running, or ended with its result. */
+export type DetachedStatus = { state: "running" } | { state: "exited"; result: ExecResult };
+
 export type FileEntry = { path: string; type: "file" | "dir"; size?: number };
 
 export interface Sandbox {
@@ -38,6 +41,16 @@ export interface Sandbox {
   listFiles(path?: string, options?: { recursive?: boolean }): Promise<FileEntry[]>;
   /** Run a program with an argument array — never a shell string. */
   exec(command: string, args: string[], options?: ExecOptions): Promise<ExecResult>;
+  /**
+   * Start a command that outlives this call (and this process): it runs as exec would, its output goes to files the
+   * sandbox owns outside the workspace (never committed), and detachedStatus collects it later, from any process. A
+   * durable step uses it for a command that would outlive the host's step duration. Absent: commands run inline only.
+   */
+  startDetached?(command: string, args: string[], options?: Omit<ExecOptions, "signal" | "stdin">): Promise<{ id: string }>;
+  /** The detached command's state; past its timeout it is killed and reported timed out. Idempotent once exited. */
+  detachedStatus?(id: string): Promise<DetachedStatus>;
+  /** Kill a detached command (its whole process group); a no-op once it exited. */
+  killDetached?(id: string): Promise<void>;
   /** Unified diff of the workspace against the ref it was created from. */
   diff(): Promise<string>;
   destroy(): Promise<void>;

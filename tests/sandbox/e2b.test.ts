@@ -151,4 +151,52 @@ describe("E2B sandbox (fake client, no network)", () => {
     await expect(fs.access(path.join(s.workspacePath, "sub", ".git"))).rejects.toThrow();
     await s.destroy();
   });
+
+  it("detached commands: run in the remote workspace beside the step, report exit code and output once ended, time out and are killed", async () => {
+    const { client } = fakeClient();
+    const runId = "run_e2b_detached";
+    const { branch } = await createRunBranch({ repoPath: repo, runId, request: "e2b detached", baseBranch: "main" });
+    const { E2BSandbox } = await import("@/lib/sandbox/e2b");
+    const root = path.join(remoteBase, "detached");
+    const s = await E2BSandbox.create({ runId, repoPath: repo, ref: branch, branch, client, remoteRoot: root });
+    const ended = async (id: string) => {
+      for (let i = 0; i < 200; i++) {
+        const status = await s.detachedStatus(id);
+        if (status.state === "exited") return status.result;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error("never ended");
+    };
+
+    const { id } = await s.startDetached("sh", ["-c", "sleep 2; echo made > made.txt; echo out; echo err >&2; exit 3"]);
+    expect(await s.detachedStatus(id)).toEqual({ state: "running" });
+    const result = await ended(id);
+    expect(result).toMatchObject({ exitCode: 3, stdout: "out\n", stderr: "err\n", timedOut: false, truncated: false });
+    expect(await s.detachedStatus(id)).toEqual({ state: "exited", result });
+    expect(await s.readFile("made.txt")).toBe("made\n");
+    // The output files are beside the repository, not in it.
+    expect(await fs.readdir(`${root}.commands/${id}`)).toEqual(expect.arrayContaining(["stdout", "stderr", "exit"]));
+    expect((await s.diff()).includes("stdout")).toBe(false);
+
+    const slow = await s.startDetached("sleep", ["41.5"], { timeoutMs: 200 });
+    expect(await ended(slow.id)).toMatchObject({ exitCode: null, timedOut: true });
+    const killed = await s.startDetached("sleep", ["42.5"]);
+    await s.killDetached(killed.id);
+    expect(await ended(killed.id)).toMatchObject({ exitCode: null, timedOut: false });
+    for (const pidFile of [`${root}.commands/${slow.id}/pid`, `${root}.commands/${killed.id}/pid`]) {
+      const pid = Number(await fs.readFile(pidFile, "utf8"));
+      let alive = true;
+      for (let i = 0; i < 100 && alive; i++) {
+        try {
+          process.kill(pid, 0);
+          alive = !(await fs.readFile(`/proc/${pid}/status`, "utf8")).match(/^State:\s+Z/m);
+          if (alive) await new Promise((r) => setTimeout(r, 50));
+        } catch {
+          alive = false;
+        }
+      }
+      expect(alive).toBe(false);
+    }
+    await s.destroy();
+  });
 });

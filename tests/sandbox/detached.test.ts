@@ -1,0 +1,162 @@
+import fs from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
+import { collectCommand, implementerTurn, startImplementer, StepBudgetExceededError, type ImplementerState } from "@/lib/agents/implementer";
+import { createScriptedModel, type ScriptedReply } from "@/lib/ai/scripted-model";
+import { LocalSandbox } from "@/lib/sandbox";
+import type { DetachedStatus } from "@/lib/sandbox/types";
+import { planOf } from "@/tests/agents/helpers/plan";
+import { git, makeRepo } from "../workflow/harness";
+
+/*
+ * A command longer than a durable step: started detached by run_command, looked at again later (from any process), and
+ * its result collected into the conversation exactly as an inline command's would be.
+ */
+
+let sandbox: LocalSandbox;
+let repo: string;
+let runId: string;
+beforeEach(async () => {
+  repo = makeRepo();
+  runId = `run_detached_${crypto.randomUUID().slice(0, 8)}`;
+  sandbox = await LocalSandbox.create({ runId, repoPath: repo, ref: "main", branch: "work" });
+});
+afterEach(() => sandbox.destroy());
+
+async function ended(id: string): Promise<Extract<DetachedStatus, { state: "exited" }>> {
+  for (let i = 0; i < 300; i++) {
+    const status = await sandbox.detachedStatus(id);
+    if (status.state === "exited") return status;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error("the detached command never ended");
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+/** A killed process is gone once the kernel has delivered the signal: looked at until then. */
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 100 && alive(pid); i++) await new Promise((r) => setTimeout(r, 50));
+  return !alive(pid);
+}
+
+const pidOf = (id: string) => (JSON.parse(fs.readFileSync(`${sandbox.workspacePath}.home/commands/${id}/meta.json`, "utf8")) as { pid: number }).pid;
+
+describe("detached commands in the local sandbox", () => {
+  it("runs in the workspace, outlives the call, and reports exit code and output once ended, the same on every look", async () => {
+    const { id } = await sandbox.startDetached("sh", ["-c", "sleep 2; echo made > made.txt; echo out; echo err >&2; exit 3"]);
+    expect(await sandbox.detachedStatus(id)).toEqual({ state: "running" });
+    const first = await ended(id);
+    expect(first.result).toMatchObject({ exitCode: 3, stdout: "out\n", stderr: "err\n", timedOut: false, truncated: false });
+    expect(await sandbox.detachedStatus(id)).toEqual(first);
+    // After a restart, the run's sandbox is attached again from disk and finds the same command and result.
+    const reattached = await LocalSandbox.create({ runId, repoPath: repo, ref: "main", branch: "work", reuse: true });
+    expect(await reattached.detachedStatus(id)).toEqual(first);
+    // One the sandbox has no trace of (recreated meanwhile) ended without an exit code, saying so.
+    expect(await sandbox.detachedStatus(crypto.randomUUID())).toMatchObject({
+      state: "exited",
+      result: { exitCode: null, stderr: expect.stringMatching(/sandbox was recreated/) },
+    });
+    expect(fs.readFileSync(`${sandbox.workspacePath}/made.txt`, "utf8")).toBe("made\n");
+    // Its output files are the sandbox's, not the worktree's: nothing of them can be committed.
+    expect(git(sandbox.workspacePath, "status", "--porcelain", "--untracked-files=all")).toBe("?? made.txt");
+  });
+
+  it("past its timeout it is killed and reported timed out; killDetached and destroy kill a running one", async () => {
+    const slow = await sandbox.startDetached("sleep", ["30"], { timeoutMs: 300 });
+    const timedOut = await ended(slow.id);
+    expect(timedOut.result).toMatchObject({ exitCode: null, timedOut: true });
+    expect(await gone(pidOf(slow.id))).toBe(true);
+
+    const killed = await sandbox.startDetached("sleep", ["31"]);
+    await sandbox.killDetached(killed.id);
+    expect((await ended(killed.id)).result.exitCode).toBeNull();
+    expect(await gone(pidOf(killed.id))).toBe(true);
+
+    const left = await sandbox.startDetached("sleep", ["32"]);
+    const pid = pidOf(left.id);
+    expect(alive(pid)).toBe(true);
+    await sandbox.destroy();
+    expect(await gone(pid)).toBe(true);
+  });
+});
+
+describe("the implementer with a step budget", () => {
+  const plan = planOf({ tasks: [{ id: "T1", files: ["out.txt"] }] });
+
+  it("a command past the step's end is left running; collectCommand puts its result where the inline result would be", async () => {
+    const seen: LanguageModelV3CallOptions[] = [];
+    const turns: ScriptedReply[] = [
+      { toolCalls: [{ toolName: "run_command", input: { command: "sh", args: ["-c", "sleep 1; echo done"] } }] },
+      { text: "Finished." },
+    ];
+    const model = createScriptedModel({ respond: (o) => (seen.push(o), turns[Math.min(seen.length - 1, 1)]!) });
+    const state = startImplementer({ plan, request: "Build it" });
+    const context = { stepKey: `impl-${crypto.randomUUID()}` };
+
+    const first = await implementerTurn({ state, sandbox, modelId: "demo:scripted", model, context, stepEndsAt: Date.now() + 300 });
+    expect(first.kind).toBe("command_running");
+    const pending = first.state.pendingCommand!;
+    expect(first).toMatchObject({ toolCallId: pending.toolCallId });
+    // The call is in the conversation; its result is not yet (no placeholder either).
+    const text = JSON.stringify(first.state.messages);
+    expect(text).toContain(pending.toolCallId);
+    expect(text).not.toContain("__gatehouse_command_pending__");
+    expect(first.state.messages.some((m) => m.role === "tool")).toBe(false);
+
+    // While it runs, a turn makes no model call.
+    const again = await implementerTurn({ state: first.state, sandbox, modelId: "demo:scripted", model, context });
+    expect(again.kind).toBe("command_running");
+    expect(seen).toHaveLength(1);
+
+    const done = await ended(pending.id);
+    const collected = await collectCommand({ state: first.state, sandbox, result: done.result });
+    // A poll step re-run after a crash starts from the same memoized state: the same result, appended once.
+    expect(await collectCommand({ state: first.state, sandbox, result: (await sandbox.detachedStatus(pending.id) as typeof done).result })).toEqual(collected);
+    expect(collected.hold).toBeNull();
+    expect(collected.state.pendingCommand).toBeNull();
+    expect(collected.state.messages.at(-1)).toEqual({
+      role: "tool",
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: pending.toolCallId,
+          toolName: "run_command",
+          output: { type: "json", value: { exitCode: 0, timedOut: false, stdout: "done\n", stderr: "" } },
+        },
+      ],
+    });
+
+    // The same command run inline (no budget) gives the model exactly that result.
+    const inlineModel = createScriptedModel({ respond: () => turns[0]! });
+    const inline = await implementerTurn({ state, sandbox, modelId: "demo:scripted", model: inlineModel, context });
+    const inlineResult = inline.state.messages.find((m) => m.role === "tool") as { content: Array<{ output: unknown }> };
+    expect(inlineResult.content[0]!.output).toEqual((collected.state.messages.at(-1) as { content: Array<{ output: unknown }> }).content[0]!.output);
+
+    // The next turn goes on with the result in its prompt.
+    const next = await implementerTurn({ state: collected.state, sandbox, modelId: "demo:scripted", model, context });
+    expect(seen).toHaveLength(2);
+    expect(JSON.stringify(seen[1]!.prompt)).toContain("done\\n");
+    expect(next.state.pendingCommand ?? null).toBeNull();
+  });
+
+  it("a model call still unanswered at the step's end is aborted with StepBudgetExceededError (not a model failure)", async () => {
+    const model = createScriptedModel({
+      respond: (o) =>
+        new Promise<ScriptedReply>((_, reject) => {
+          o.abortSignal?.addEventListener("abort", () => reject(o.abortSignal!.reason), { once: true });
+        }),
+    });
+    const state: ImplementerState = startImplementer({ plan, request: "Build it" });
+    await expect(
+      implementerTurn({ state, sandbox, modelId: "demo:scripted", model, context: { stepKey: `impl-${crypto.randomUUID()}` }, stepEndsAt: Date.now() + 200 }),
+    ).rejects.toBeInstanceOf(StepBudgetExceededError);
+  });
+});
