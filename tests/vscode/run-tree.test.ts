@@ -3,6 +3,8 @@ import { newProject } from "../workflow/harness";
 import { startApiServer } from "../cli/server";
 import { GatehouseApi, errorMessage } from "@/extensions/vscode/src/core/api";
 import { RunTreeModel, type RunNode } from "@/extensions/vscode/src/core/run-tree";
+import { diffDocuments } from "@/extensions/vscode/src/core/diff-documents";
+import { createTwoFilesPatch } from "diff";
 import type { Run } from "@/cli/types";
 
 let server: Awaited<ReturnType<typeof startApiServer>>;
@@ -65,6 +67,22 @@ describe("VS Code extension: the run tree against the real API", () => {
     await until(model, () => model.followed().length === 0);
     expect(needs).toHaveLength(1);
     model.dispose();
+
+    // The branch diff as the diff editor's two sides: the note the run added, with nothing on the left.
+    const files = diffDocuments(await api.diff({ id: run.id }));
+    expect(files.map((f) => [f.path, f.status])).toEqual([["docs/requests/write-a-note-for-the-tree.md", "added"]]);
+    expect(files[0]!.before).toBe("");
+    expect(files[0]!.after).toContain("Write a note for the tree");
+  });
+
+  it("diff documents: a modified file's two sides hold the hunks' lines, with a marker where a hunk starts further down", () => {
+    const before = Array.from({ length: 30 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
+    const after = before.replace("line 20\n", "line twenty\n");
+    const [file] = diffDocuments({ diff: createTwoFilesPatch("a/src/x.ts", "b/src/x.ts", before, after) });
+    expect(file).toMatchObject({ path: "src/x.ts", status: "modified" });
+    expect(file!.before).toBe("⋯ line 16\nline 16\nline 17\nline 18\nline 19\nline 20\nline 21\nline 22\nline 23\nline 24\n");
+    expect(file!.after).toBe("⋯ line 16\nline 16\nline 17\nline 18\nline 19\nline twenty\nline 21\nline 22\nline 23\nline 24\n");
+    expect(diffDocuments({ diff: "" })).toEqual([]);
   });
 
   it("does not notify about runs that were already waiting when the tree first loaded, and reports a refused token in the tree", async () => {
