@@ -36,15 +36,12 @@ export async function activate(context: vscode.ExtensionContext) {
   const model = new RunTreeModel({
     api,
     onNeedsYou: ({ run, reason }) => {
-      RunPanel.changed(run.id);
       void vscode.window.showInformationMessage(`Gatehouse: “${run.title}”: ${reason}.`, "Open").then((choice) => {
         if (choice === "Open") RunPanel.show({ context, api, runId: run.id });
       });
     },
   });
-  model.onDidChange(() => {
-    for (const run of model.waiting()) RunPanel.changed(run.id);
-  });
+  model.onDidChange(() => RunPanel.changed());
   const provider = new RunTreeProvider(model);
   const diffs = new DiffDocuments();
 

@@ -27,9 +27,9 @@ export class RunPanel {
     return created;
   }
 
-  /** Tell an open panel that its run changed (the tree saw an event on the run's stream). */
-  static changed(runId: string) {
-    void RunPanel.panels.get(runId)?.panel.webview.postMessage({ type: "refresh" });
+  /** Tell the open panels that runs changed (the tree saw events on their streams): each re-reads its run. */
+  static changed() {
+    for (const open of RunPanel.panels.values()) void open.panel.webview.postMessage({ type: "refresh" });
   }
 
   private constructor(
