@@ -144,6 +144,37 @@ describe("VS Code extension: the run panel (webview) in Chromium against the rea
     await page.close();
   });
 
+  it("edits the plan in the dashboard's plan editor (its Mermaid checked by the server through the bridge) and approves the edited plan", async () => {
+    const run = await start("Write an edited note", { trustMode: { planning: "manual" } });
+    await reach(run.id, "awaiting_approval");
+    const { page } = await openPanel(run.id);
+    const card = page.getByTestId("approval-card");
+    await expect.poll(() => card.getByTestId("edit-plan").isEnabled(), { timeout: 30_000 }).toBe(true);
+    await card.getByTestId("edit-plan").click();
+    await card.getByLabel("Task T1 title").fill("Write the note (edited in VS Code)");
+    await expect.poll(() => page.getByTestId("mermaid-validity").getAttribute("data-state"), { timeout: 30_000 }).toBe("valid");
+    await page.screenshot({ path: path.join(SHOTS, "panel-edit.png"), fullPage: true });
+    await card.getByTestId("approve-edited").click();
+    const done = await reach(run.id, "completed");
+    expect(done.planVersion).toBe(2);
+    const edited = (await api.events({ id: run.id })).find((e) => e.type === "PLAN_EDITED");
+    expect((edited?.payload.plan as { tasks: { title: string }[] }).tasks[0]!.title).toBe("Write the note (edited in VS Code)");
+    await page.close();
+  });
+
+  it("makes a fix decision with the dashboard's fix card after a failed validation, with the report beside it", async () => {
+    const run = await start("Write a note [fail-validation: 1]", { trustMode: { planning: "auto", fixes: "manual" } });
+    await reach(run.id, "awaiting_fix_decision");
+    const { page } = await openPanel(run.id);
+    await expect.poll(() => page.getByTestId("fix-decision-card").isVisible(), { timeout: 30_000 }).toBe(true);
+    await expect.poll(() => page.getByTestId("validation-report").textContent()).toMatch(/failed/i);
+    await page.screenshot({ path: path.join(SHOTS, "panel-fix.png"), fullPage: true });
+    await page.getByTestId("fix-accept").click();
+    const done = await reach(run.id, "completed");
+    expect(done.outcome).toBe("accepted_failed_validation");
+    await page.close();
+  });
+
   it("the bridge sends only API paths with the token, and refuses anything else with a 400 that says why", async () => {
     const ok = await bridgeFetch({ api, message: { type: "fetch", id: 1, url: "/api/projects" } });
     expect(ok.status).toBe(200);
