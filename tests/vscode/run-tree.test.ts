@@ -104,7 +104,9 @@ describe("VS Code extension: the run tree against the real API", () => {
     const refused = new RunTreeModel({ api: () => new GatehouseApi({ url: server.url, token: "gh_not_a_token" }) });
     await refused.refresh();
     expect(refused.children()).toEqual([{ kind: "message", id: "error", label: expect.stringMatching(/^The server refused the token/) }]);
-    expect(refused.children()[0]!.kind === "message" && refused.children()[0]!.label).not.toContain("gatehouse login");
+    const label = refused.children()[0]!.kind === "message" ? (refused.children()[0] as { label: string }).label : "";
+    expect(label).not.toContain("gatehouse login");
+    expect(label).toMatch(/Create a token in the dashboard and run “Gatehouse: Set API Token”\.$/);
 
     const unset = new RunTreeModel({ api: () => null });
     await unset.refresh();

@@ -1,5 +1,5 @@
 import { ApiClient } from "../../../../cli/client";
-import { CliError } from "../../../../cli/errors";
+import { CliError, EXIT } from "../../../../cli/errors";
 import type { Answer, Clarification, Gate, Plan, Project, Run, RunDetail, RunEvent } from "../../../../cli/types";
 
 /*
@@ -15,8 +15,12 @@ export type Validation = { valid: true } | { valid: false; error: { message: str
 
 /** What the extension says when a call fails: the server's message, without the CLI's "run `gatehouse …`" advice. */
 export function errorMessage(error: unknown): string {
-  if (error instanceof CliError) return error.message.replace(/ ?(Check|See|Create|run|Run)[^.]*`gatehouse[^`]*`[^.]*\.?/g, "").trim();
-  return error instanceof Error ? error.message : String(error);
+  if (!(error instanceof CliError)) return error instanceof Error ? error.message : String(error);
+  const message = error.message.replace(/ ?(Check|See|Create|run|Run)[^.]*`gatehouse[^`]*`[^.]*\.?/g, "").trim();
+  // The editor's way to fix a refused token, in place of the CLI's `gatehouse login`.
+  return error.exitCode === EXIT.auth && message.startsWith("The server refused the token")
+    ? `${message} Create a token in the dashboard and run “Gatehouse: Set API Token”.`
+    : message;
 }
 
 const runPath = (id: string) => `/api/runs/${encodeURIComponent(id)}`;

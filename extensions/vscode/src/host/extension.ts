@@ -171,6 +171,14 @@ export async function activate(context: vscode.ExtensionContext) {
   const timer = setInterval(() => void model.refresh(), seconds * 1000);
   context.subscriptions.push({ dispose: () => clearInterval(timer) });
   await model.refresh();
+  // Runs that already waited before VS Code started are not announced one by one; one summary says how many.
+  const waiting = model.waiting();
+  if (waiting.length > 0) {
+    const what = waiting.length === 1 ? `“${waiting[0]!.title}”: ${needsYou(waiting[0]!)}` : `${waiting.length} runs wait for you`;
+    void vscode.window.showInformationMessage(`Gatehouse: ${what}.`, "Open").then(async (choice) => {
+      if (choice === "Open") await vscode.commands.executeCommand("gatehouse.openRun", waiting.length === 1 ? { id: waiting[0]!.id } : undefined);
+    });
+  }
 }
 
 export function deactivate() {}
