@@ -67,13 +67,45 @@ try {
   check(true, "approving in the panel runs the plan to completion (the tree follows over SSE)");
   await webview.getByTestId("nothing-to-decide").filter({ hasText: "completed" }).waitFor({ timeout: 30_000 });
   check(true, "the open panel follows the run to completed");
-  await view.getByText("Add a greeting note").first().click({ button: "right" });
-  await page.getByRole("menuitem", { name: "Show Branch Diff" }).hover();
-  await page.keyboard.press("Enter");
-  await page.waitForSelector(".monaco-diff-editor", { timeout: 30_000 });
+  // The tree re-renders on every refresh (every 5 s here), which may close an open context menu: try again then.
+  for (let attempt = 1; ; attempt++) {
+    await view.getByText("Add a greeting note").first().click({ button: "right" });
+    await page.getByRole("menuitem", { name: "Show Branch Diff" }).hover();
+    await page.keyboard.press("Enter");
+    const opened = await page.waitForSelector(".monaco-diff-editor", { timeout: 10_000 }).then(() => true, () => false);
+    if (opened) break;
+    if (attempt === 3) throw new Error("Show Branch Diff did not open the diff editor in three tries");
+    await page.keyboard.press("Escape");
+  }
   await page.waitForTimeout(1500);
   check(/add-a-greeting-note\.md/.test(await page.locator(".tabs-container").innerText()), "the branch diff opens in VS Code's diff editor");
   await shot("code-server-diff");
+
+  // Palette commands: answer the multiple choice with a quick pick, reject the new plan with feedback.
+  await palette("Gatehouse: Answer Question");
+  await page.waitForTimeout(1000);
+  await page.keyboard.press("Enter"); // the only run with an open question
+  const option = (text) => page.locator(".quick-input-list .monaco-list-row").filter({ hasText: new RegExp(`^\\s*${text}\\s*$`) });
+  await option("a").waitFor({ timeout: 30_000 });
+  // The rows' checkboxes, clicked as DOM events: a hover tooltip of the list may cover the pointer's target.
+  // (by position: a row's text is not stable while the list re-renders after a toggle)
+  for (const index of [0, 2]) await page.locator(`.quick-input-list .monaco-list-row[data-index="${index}"]`).locator("input[type=checkbox], .monaco-checkbox, .quick-input-list-checkbox").first().dispatchEvent("click");
+  await page.waitForFunction(() => /2 Selected/.test(document.querySelector(".quick-input-widget")?.textContent ?? ""), null, { timeout: 10_000 });
+  await shot("code-server-answer");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => /Pick letters\s*completed/.test(document.querySelector(".pane-body")?.textContent ?? ""), null, { timeout: 90_000 });
+  check(true, "Answer Question (a multiple-choice quick pick) sends the answer and the run completes");
+
+  await palette("Gatehouse: Reject Plan with Feedback");
+  await page.waitForTimeout(1000);
+  await page.keyboard.press("Enter"); // the only run waiting for approval
+  await page.waitForTimeout(1000);
+  await page.keyboard.type("Mention where tokens are created");
+  await page.keyboard.press("Enter");
+  const rejected = page.locator(".notification-toast").filter({ hasText: "rejected the plan" });
+  await rejected.waitFor({ timeout: 30_000 });
+  check(true, "Reject Plan with Feedback sends the feedback (a notification confirms)");
+  await shot("code-server-reject");
 } catch (error) {
   check(false, `driving the workbench: ${error.message.split("\n")[0]}`);
   await shot("code-server-failure").catch(() => undefined);
