@@ -121,7 +121,7 @@ async function findClarification(ctx: Ctx, id: string): Promise<Clarification | 
 
 const MAX_FILE_BYTES = 256 * 1024;
 
-function fileAnswer(file: string): Answer {
+export function fileAnswer(file: string): Answer {
   let content: Buffer;
   try {
     content = fs.readFileSync(file);
