@@ -466,18 +466,8 @@ export async function implementerTurn({
     const responseType = clarificationResponseType(input.responseType, offered);
     // Options belong to choices only: a free-text or file question shows none.
     const options = responseType === "single_choice" || responseType === "multiple_choice" ? offered : [];
-    if (extra.length) {
-      // One question at a time; the others get an answer the model can act on.
-      next.messages.push({
-        role: "tool",
-        content: extra.map((c) => ({
-          type: "tool-result" as const,
-          toolCallId: c.toolCallId,
-          toolName: REQUEST_CLARIFICATION,
-          output: { type: "error-text" as const, value: "Only one question at a time; ask again after the first is answered." },
-        })),
-      });
-    }
+    // One question at a time; the others get an answer the model can act on.
+    refuseExtra(next, extra, REQUEST_CLARIFICATION, "Only one question at a time; ask again after the first is answered.");
     next = {
       ...next,
       status: "awaiting_clarification",
@@ -495,17 +485,7 @@ export async function implementerTurn({
   if (replans.length > 0) {
     const [first, ...extra] = replans;
     const input = redactDeep(first!.input) as { observation: string; proposal: string };
-    if (extra.length) {
-      next.messages.push({
-        role: "tool",
-        content: extra.map((c) => ({
-          type: "tool-result" as const,
-          toolCallId: c.toolCallId,
-          toolName: PROPOSE_REPLAN,
-          output: { type: "error-text" as const, value: "One re-plan at a time." },
-        })),
-      });
-    }
+    refuseExtra(next, extra, PROPOSE_REPLAN, "One re-plan at a time.");
     next = { ...next, pendingReplan: { toolCallId: first!.toolCallId, observation: input.observation, proposal: input.proposal } };
     return { kind: "replan", state: next, observation: input.observation, proposal: input.proposal };
   }
@@ -576,4 +556,13 @@ export function applyReplanDecision(
         : []),
     ],
   };
+}
+
+/** Calls of a one-at-a-time tool beyond the first get an error result the model can act on. */
+function refuseExtra(state: ImplementerState, extra: Array<{ toolCallId: string }>, toolName: string, message: string) {
+  if (!extra.length) return;
+  state.messages.push({
+    role: "tool",
+    content: extra.map((c) => ({ type: "tool-result" as const, toolCallId: c.toolCallId, toolName, output: { type: "error-text" as const, value: message } })),
+  });
 }

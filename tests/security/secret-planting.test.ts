@@ -148,6 +148,30 @@ function branchObjects(repo: string, branch: string): string {
   return [branch, ...objects.map((sha) => git(repo, "cat-file", "-p", sha))].join("\n");
 }
 
+/** A repository whose base branch holds a key file, and a run on it with the scripted implementer. */
+async function runOnKeyFile(request: string) {
+  const repo = makeRepo();
+  fs.mkdirSync(path.join(repo, "config"));
+  fs.writeFileSync(path.join(repo, "config/leak.txt"), `client=${CONFIGURED.GITHUB_APP_CLIENT_SECRET}\n${FAKE.privateKey}\n`);
+  git(repo, "add", ".");
+  git(repo, "commit", "-qm", "a key file in the base branch");
+  const { project } = await newProject(t.h.user, repo);
+  const created = await runsRoute.POST(
+    req("/api/runs", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        projectId: project.id,
+        request,
+        config: { trustMode: { planning: "auto" }, modelRouting: { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" } },
+      }),
+    }),
+    { params: Promise.resolve({}) },
+  );
+  const { run } = (await created.json()) as { run: { id: string } };
+  return { repo, run };
+}
+
 describe("finding 2: planted secrets", () => {
   it("appear nowhere: every DB table, the logs, the run branch's git objects, API and SSE responses (count printed, must be 0)", async () => {
     t.model.respond(leakyImplementer);
@@ -274,25 +298,7 @@ describe("finding 2: planted secrets", () => {
       }
       return turns > 0 ? { text: "Done without secrets." } : { toolCalls: [{ name: "update_todo", arguments: { id: "T1", status: "done" } }] };
     });
-    const repo = makeRepo();
-    fs.mkdirSync(path.join(repo, "config"));
-    fs.writeFileSync(path.join(repo, "config/leak.txt"), `client=${CONFIGURED.GITHUB_APP_CLIENT_SECRET}\n${FAKE.privateKey}\n`);
-    git(repo, "add", ".");
-    git(repo, "commit", "-qm", "a key file in the base branch");
-    const { project } = await newProject(t.h.user, repo);
-    const created = await runsRoute.POST(
-      req("/api/runs", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          projectId: project.id,
-          request: "Copy the config into the note",
-          config: { trustMode: { planning: "auto" }, modelRouting: { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" } },
-        }),
-      }),
-      { params: Promise.resolve({}) },
-    );
-    const { run } = (await created.json()) as { run: { id: string } };
+    const { repo, run } = await runOnKeyFile("Copy the config into the note");
     const paused = await waitForStatus(run.id, ["paused", "completed", "failed", "awaiting_fix_decision"], 120_000);
     expect(paused.status).toBe("paused");
     expect(paused.pauseReason).toMatchObject({ reason: "secret_detected", stage: "implementation" });
@@ -338,25 +344,7 @@ describe("finding 2: planted secrets", () => {
           }
         : { text: "Done." };
     });
-    const repo = makeRepo();
-    fs.mkdirSync(path.join(repo, "config"));
-    fs.writeFileSync(path.join(repo, "config/leak.txt"), `client=${CONFIGURED.GITHUB_APP_CLIENT_SECRET}\n${FAKE.privateKey}\n`);
-    git(repo, "add", ".");
-    git(repo, "commit", "-qm", "a key file in the base branch");
-    const { project } = await newProject(t.h.user, repo);
-    const created = await runsRoute.POST(
-      req("/api/runs", {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({
-          projectId: project.id,
-          request: "Copy the config, then ask",
-          config: { trustMode: { planning: "auto" }, modelRouting: { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" } },
-        }),
-      }),
-      { params: Promise.resolve({}) },
-    );
-    const { run } = (await created.json()) as { run: { id: string } };
+    const { repo, run } = await runOnKeyFile("Copy the config, then ask");
     const waiting = await waitForStatus(run.id, ["awaiting_clarification", "completed", "failed", "paused"], 120_000);
     expect(waiting.status).toBe("awaiting_clarification");
 
