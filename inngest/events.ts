@@ -43,3 +43,8 @@ export const decisionAnnounced = eventType("run/decision.announced", {
     }),
   }),
 });
+/**
+ * A decision needs people's attention (it opened, a reminder point passed, it escalated, or its default applied); the
+ * notify function delivers it over the project's channels. `recipients`: user ids (else: whoever may decide).
+ */
+export const decisionNotify = eventType("run/decision.notify", { schema: z.object({ runId: z.string(), subject: z.object({ type: z.enum(["gate", "clarification"]), id: z.string() }), reason: z.enum(["opened", "reminder", "escalated", "defaulted"]), recipients: z.array(z.string()).optional() }) });

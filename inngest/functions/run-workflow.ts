@@ -1,11 +1,12 @@
 import { NonRetriableError } from "inngest";
 import { inngest } from "../client";
-import { clarificationAnswered, gateDecided, mergeDecided, runCancelled, runResumed, runStarted, slotFreed } from "../events";
+import { clarificationAnswered, decisionNotify, gateDecided, mergeDecided, runCancelled, runResumed, runStarted, slotFreed } from "../events";
 import * as ops from "@/lib/runs/workflow-ops";
 import { slotFreedEvents } from "./decision-reannounce";
 import * as githubOps from "@/lib/runs/github-ops";
 import * as budgets from "@/lib/runs/budget";
-import type { PlanDocument, Stage } from "@/lib/workflow";
+import * as deadlines from "@/lib/runs/deadlines";
+import type { DecisionDeadlineInfo, DecisionSubject, PlanDocument, Stage } from "@/lib/workflow";
 import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
 import { log } from "@/lib/log";
 
@@ -20,6 +21,7 @@ import { log } from "@/lib/log";
 
 /** How long one wait lasts before the stored state is checked again (a safety net for a lost announcement). */
 const RECHECK_AFTER = "6h";
+const RECHECK_AFTER_MS = 6 * 3_600_000;
 
 /** The key under which a step memoizes "the run had already ended" (see runStep). */
 const ENDED = "__runEnded";
@@ -69,19 +71,74 @@ export const runWorkflow = inngest.createFunction(
     const run = await runStep("load", () => ops.loadRun({ runId }));
     const config = run.config;
 
-    /** Check the stored state; while it is pending, wait for its announcement (or the re-check timer) and look again. */
+    /**
+     * Check the stored state; while it is pending, wait for its announcement (or the re-check timer) and look again.
+     * With a deadline (config.deadlines, fixed when the decision opened), the wait also ends at the next reminder
+     * point or the deadline: durable waits with an absolute timeout, so the schedule survives restarts.
+     */
     async function waitFor<T extends object>(
       key: string,
       check: () => Promise<ops.WaitResult<T>>,
       announcement: string,
+      timed?: { subject: DecisionSubject; deadline: DecisionDeadlineInfo | null },
     ): Promise<T> {
+      const deadline = timed?.deadline ?? null;
+      // Reminders sent so far, and whether the deadline is still ahead (an escalated decision waits on without one).
+      let reminded = 0;
+      let due = deadline !== null;
       for (let i = 0; ; i++) {
-        const result = (await runStep(`${key}:check:${i}`, check)) as ops.WaitResult<T>;
+        const result = (await runStep(`${key}:check:${i}`, async () => {
+          const read = await check();
+          // The time of the check, memoized: which reminder or deadline is next is decided from it on every replay.
+          return read.state === "pending" ? { ...read, now: ops.workflowClock.now() } : read;
+        })) as ops.WaitResult<T> & { now?: number };
         if (result.state === "ended") throw new RunEnded(result.status);
         if (result.state === "done") return result as T;
+        let next: number | null = null;
+        if (timed && deadline && due) {
+          const now = result.now ?? 0;
+          if (now >= deadline.at) {
+            const outcome = await runStep(`${key}:timeout`, () =>
+              deadlines.timeOut({ runId, stepKey: `${key}:timeout`, subject: timed.subject, deadline }),
+            );
+            due = false;
+            if (outcome.kind === "cancelled") {
+              // As POST /cancel does: the cleanup function drops the sandbox and writes the records.
+              await step.sendEvent(`${key}:timeout:cancelled`, runCancelled.create({ runId }));
+              throw new RunEnded("cancelled");
+            }
+            if (outcome.kind === "escalated" || outcome.kind === "defaulted") {
+              await step.sendEvent(
+                `${key}:timeout:notify`,
+                decisionNotify.create({
+                  runId,
+                  subject: timed.subject,
+                  reason: outcome.kind,
+                  ...(outcome.kind === "escalated" ? { recipients: outcome.recipients } : {}),
+                }),
+              );
+            }
+            continue;
+          }
+          if (reminded < deadline.reminders.length && now >= deadline.reminders[reminded]!) {
+            // Several points passed at once (the run was down): one reminder, for the latest of them.
+            while (reminded + 1 < deadline.reminders.length && now >= deadline.reminders[reminded + 1]!) reminded++;
+            const index = reminded;
+            const sent = await runStep(`${key}:remind:${index}`, () =>
+              deadlines.remind({ runId, stepKey: `${key}:remind:${index}`, subject: timed.subject, reminder: index, deadline: deadline.at }),
+            );
+            if (sent.reminded) {
+              await step.sendEvent(`${key}:remind:${index}:notify`, decisionNotify.create({ runId, subject: timed.subject, reason: "reminder" }));
+            }
+            reminded++;
+            continue;
+          }
+          const at = reminded < deadline.reminders.length ? deadline.reminders[reminded]! : deadline.at;
+          if (at - now < RECHECK_AFTER_MS) next = at;
+        }
         await step.waitForEvent(`${key}:wait:${i}`, {
           event: announcement,
-          timeout: RECHECK_AFTER,
+          timeout: next === null ? RECHECK_AFTER : new Date(next),
           // One shared expression (event.data.runId == async.data.runId) rather than one per run with its id inlined.
           match: "data.runId",
         });
@@ -141,7 +198,10 @@ export const runWorkflow = inngest.createFunction(
     async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
       const opened = await runStep(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
       await releaseSlot(`${key}:open`);
-      const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name);
+      const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name, {
+        subject: { type: "gate", id: opened.gateId },
+        deadline: opened.deadline ?? null,
+      });
       await reacquireSlot(`${key}:decision`);
       if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
       return decision;
@@ -153,7 +213,10 @@ export const runWorkflow = inngest.createFunction(
         ops.openGate({ runId, stepKey: `${key}:open`, kind: "budget", context: { reason: budgets.describeExcess(exceeded), ...exceeded } }),
       );
       await releaseSlot(`${key}:open`);
-      const decision = await waitFor(`${key}:decision`, () => budgets.readBudgetDecision({ runId, gateId: opened.gateId }), gateDecided.name);
+      const decision = await waitFor(`${key}:decision`, () => budgets.readBudgetDecision({ runId, gateId: opened.gateId }), gateDecided.name, {
+        subject: { type: "gate", id: opened.gateId },
+        deadline: opened.deadline ?? null,
+      });
       await reacquireSlot(`${key}:decision`);
       if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
       return decision;
@@ -201,10 +264,14 @@ export const runWorkflow = inngest.createFunction(
           `${key}:answer`,
           () => ops.readClarification({ runId, clarificationId: asked.clarificationId }),
           clarificationAnswered.name,
+          { subject: { type: "clarification", id: asked.clarificationId }, deadline: asked.deadline ?? null },
         );
         answer = answered.answer;
       } else {
-        const decided = await waitFor(`${key}:escalation`, () => ops.readGate({ runId, gateId: asked.gateId }), gateDecided.name);
+        const decided = await waitFor(`${key}:escalation`, () => ops.readGate({ runId, gateId: asked.gateId }), gateDecided.name, {
+          subject: { type: "gate", id: asked.gateId },
+          deadline: asked.deadline ?? null,
+        });
         if (decided.decision === "reject") {
           throw new NonRetriableError(`The escalated question was rejected: ${decided.notes ?? "no reason given"}`);
         }

@@ -87,6 +87,22 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { by } = p(event, "CLARIFICATION_IGNORED");
       return item("Question skipped: proceed with best judgement", "info", by ? `by ${name(by)}` : undefined);
     }
+    case "DECISION_REMINDED": {
+      const { subject, deadline } = p(event, "DECISION_REMINDED");
+      return item(`Reminder: the ${subject?.type === "clarification" ? "question" : "gate"} is still open`, "waiting", deadline ? `deadline ${new Date(deadline).toISOString()}` : undefined);
+    }
+    case "DECISION_TIMED_OUT": {
+      const { subject, action } = p(event, "DECISION_TIMED_OUT");
+      const then = action === "escalate" ? "escalated" : action === "default" ? "the default applies" : "the run is cancelled";
+      return item(`Deadline passed on the ${subject?.type === "clarification" ? "question" : "gate"}`, "warning", then);
+    }
+    case "DECISION_ESCALATED": {
+      const { to } = p(event, "DECISION_ESCALATED");
+      const who = to && "userId" in to ? name(to.userId) : to && "role" in to ? `the project's ${to.role}s` : undefined;
+      return item("Escalated to a backup approver", "warning", who ? `${who} may now decide` : undefined);
+    }
+    case "DECISION_DEFAULTED":
+      return item("The declared default applied", "info", text(p(event, "DECISION_DEFAULTED").answer));
     case "ARTIFACT_CREATED": {
       const { type, path } = p(event, "ARTIFACT_CREATED");
       return item(`Artifact: ${type ?? "file"}`, "info", path);

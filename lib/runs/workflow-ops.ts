@@ -58,8 +58,10 @@ import {
   updateMemory,
   type WorktreeLocation,
 } from "@/lib/git";
+import { deadlineFor } from "./deadlines";
 import {
   TERMINAL_STATUSES,
+  type DecisionDeadlineInfo,
   type GateKind,
   type NewRunEvent,
   type PlanDocument,
@@ -564,18 +566,19 @@ export async function openGate({
   stepKey: string;
   kind: GateKind;
   context: Record<string, unknown>;
-}): Promise<{ gateId: string; tree: string | null }> {
+}): Promise<{ gateId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }> {
   const run = await loadRun({ runId });
   const tree = await parkSandbox(run, `waiting for a ${kind} decision`, stepKey);
-  const gateId = await write(async (tx) => {
+  const { gateId, deadline } = await write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
     const earlier = (await findStepEvents(tx, runId, stepKey)).find((e) => e.type === "APPROVAL_REQUESTED");
-    if (earlier?.type === "APPROVAL_REQUESTED") return earlier.payload.gateId;
+    if (earlier?.type === "APPROVAL_REQUESTED") return { gateId: earlier.payload.gateId, deadline: earlier.payload.deadline ?? null };
     const [max] = await tx.select({ n: sql<number>`coalesce(max(${gates.gateNumber}), 0)` }).from(gates).where(eq(gates.workflowRunId, runId));
     const gateNumber = (max?.n ?? 0) + 1;
     const id = newId("gate");
     const planVersion = kind === "plan" ? (context.version as number | undefined) : undefined;
+    const deadline = deadlineFor({ config: run.config, subject: kind, now: workflowClock.now() });
     await tx.insert(gates).values({
       id,
       workflowRunId: runId,
@@ -584,12 +587,15 @@ export async function openGate({
       artifactVersion: planVersion ?? null,
       context: redactDeep(context),
     });
-    await appendEventsTx(tx, runId, [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null } }], {
-      stepKey,
-    });
-    return id;
+    await appendEventsTx(
+      tx,
+      runId,
+      [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null, ...(deadline ? { deadline } : {}) } }],
+      { stepKey },
+    );
+    return { gateId: id, deadline };
   });
-  return { gateId, tree };
+  return { gateId, tree, deadline };
 }
 
 export { applyPlanEdits, type EditedPlan } from "./plan-edits";
@@ -664,7 +670,10 @@ export async function ask({
   context: string | null;
   options: string[];
   responseType: ClarificationResponseType;
-}): Promise<{ kind: "clarification"; clarificationId: string; tree: string | null } | { kind: "escalation"; gateId: string; tree: string | null }> {
+}): Promise<
+  | { kind: "clarification"; clarificationId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }
+  | { kind: "escalation"; gateId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }
+> {
   const run = await loadRun({ runId });
   const state = await getRunState({ id: runId });
   if ((state?.clarificationCount ?? 0) >= run.config.maxClarifications) {
@@ -689,15 +698,16 @@ export async function ask({
         clarifications: earlier.map((c) => ({ question: c.question, response: c.response, status: c.status })),
       },
     });
-    return { kind: "escalation", gateId: gate.gateId, tree: gate.tree };
+    return { kind: "escalation", gateId: gate.gateId, tree: gate.tree, deadline: gate.deadline };
   }
   const tree = await parkSandbox(run, "waiting for an answer", stepKey);
-  const clarificationId = await write(async (tx) => {
+  const { clarificationId, deadline } = await write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
     const earlier = (await findStepEvents(tx, runId, stepKey)).find((e) => e.type === "CLARIFICATION_REQUESTED");
-    if (earlier?.type === "CLARIFICATION_REQUESTED") return earlier.payload.clarificationId;
+    if (earlier?.type === "CLARIFICATION_REQUESTED") return { clarificationId: earlier.payload.clarificationId, deadline: earlier.payload.deadline ?? null };
     const id = newId("clr");
+    const deadline = deadlineFor({ config: run.config, subject: "clarification", now: workflowClock.now() });
     await tx.insert(clarificationRequests).values({
       id,
       workflowRunId: runId,
@@ -708,12 +718,15 @@ export async function ask({
       responseType: options.length && responseType === "text" ? "single_choice" : responseType,
       attemptNumber: (current?.clarificationCount ?? 0) + 1,
     });
-    await appendEventsTx(tx, runId, [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question) } }], {
-      stepKey,
-    });
-    return id;
+    await appendEventsTx(
+      tx,
+      runId,
+      [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question), ...(deadline ? { deadline } : {}) } }],
+      { stepKey },
+    );
+    return { clarificationId: id, deadline };
   });
-  return { kind: "clarification", clarificationId, tree };
+  return { kind: "clarification", clarificationId, tree, deadline };
 }
 
 /** What the asking stage reads when a person skipped its question. */

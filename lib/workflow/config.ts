@@ -38,6 +38,78 @@ const stageBudgetSchema = z.strictObject({
   costUsd: z.number({ error: "must be a number" }).positive("must be more than 0").optional(),
 });
 
+/** A duration: a whole number with a unit, `30s`, `10m`, `2h`, `3d`. */
+const DURATION = /^(\d{1,6})(s|m|h|d)$/;
+const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+export function durationMs(text: string): number {
+  const m = DURATION.exec(text.trim());
+  if (!m) throw new Error(`not a duration: ${text}`);
+  return Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS];
+}
+const duration = z
+  .string({ error: 'must be a duration such as "30s", "10m", "2h" or "3d"' })
+  .trim()
+  .regex(DURATION, 'must be a duration such as "30s", "10m", "2h" or "3d"')
+  .refine((d) => durationMs(d) >= 1_000 && durationMs(d) <= 365 * 86_400_000, "must be between 1 second and 365 days");
+/** A reminder point: a duration after the decision opened (`"1h"`), or before its deadline (`"10m before"`). */
+const reminderPoint = z
+  .string({ error: 'must be a reminder point such as "1h" (after it opened) or "10m before" (the deadline)' })
+  .trim()
+  .regex(/^\d{1,6}(s|m|h|d)( before)?$/, 'must be a reminder point such as "1h" (after it opened) or "10m before" (the deadline)');
+
+/** The decisions that can have a deadline: every gate kind the workflow opens, and clarification questions. */
+export const DEADLINE_SUBJECTS = ["plan", "implementation", "fix", "escalation", "budget", "conflict", "policy", "clarification"] as const;
+export type DeadlineSubject = (typeof DEADLINE_SUBJECTS)[number];
+/** The decision a declared default may take, per gate kind (a question's default is its answer, any text). */
+export const DEFAULT_DECISIONS: Partial<Record<DeadlineSubject, readonly string[]>> = {
+  plan: ["approve", "reject"],
+  implementation: ["approve", "reject"],
+  escalation: ["approve", "reject"],
+  conflict: ["approve", "reject"],
+  policy: ["approve", "reject"],
+  fix: ["retry", "accept", "cancel"],
+};
+
+/** Who a timed-out decision escalates to: the members of a project role (or a higher one), or one named user. */
+const escalationTarget = z.union([
+  z.strictObject({ role: z.enum(["owner", "approver", "viewer"], { error: 'must be "owner", "approver" or "viewer"' }) }),
+  z.strictObject({ userId: z.string().trim().min(1, "must not be empty").max(100) }),
+], { error: 'must be {role: "owner" | "approver" | "viewer"} or {userId: "..."}' });
+
+export const onTimeoutSchema = z.discriminatedUnion(
+  "action",
+  [
+    z.strictObject({ action: z.literal("escalate"), to: escalationTarget }),
+    z.strictObject({ action: z.literal("default"), answer: z.string().trim().min(1, "must not be empty").max(5_000) }),
+    z.strictObject({ action: z.literal("cancel") }),
+  ],
+  { error: 'must be {action: "escalate", to}, {action: "default", answer} or {action: "cancel"}' },
+);
+export type OnTimeout = z.output<typeof onTimeoutSchema>;
+
+/** One kind of decision's deadline (lib/runs/deadlines.ts): when, the reminders before it, and what happens then. */
+const decisionDeadlineSchema = z.strictObject({
+  after: duration,
+  remind: z.array(reminderPoint).max(10, "must have at most 10 reminder points").default([]),
+  onTimeout: onTimeoutSchema,
+});
+export type DecisionDeadline = z.output<typeof decisionDeadlineSchema>;
+
+const deadlinesSchema = z
+  .strictObject(Object.fromEntries(DEADLINE_SUBJECTS.map((k) => [k, decisionDeadlineSchema.optional()])) as Record<DeadlineSubject, z.ZodOptional<typeof decisionDeadlineSchema>>)
+  .superRefine((deadlines, ctx) => {
+    for (const subject of DEADLINE_SUBJECTS) {
+      const onTimeout = deadlines[subject]?.onTimeout;
+      if (onTimeout?.action !== "default" || subject === "clarification") continue;
+      const allowed = DEFAULT_DECISIONS[subject];
+      if (!allowed) {
+        ctx.addIssue({ code: "custom", path: [subject, "onTimeout"], message: `a ${subject} gate has no default decision; use "escalate" or "cancel"` });
+      } else if (!allowed.includes(onTimeout.answer)) {
+        ctx.addIssue({ code: "custom", path: [subject, "onTimeout", "answer"], message: `must be one of: ${allowed.join(", ")}` });
+      }
+    }
+  });
+
 export const runConfigSchema = z.strictObject({
   trustMode: z
     .strictObject({
@@ -111,6 +183,11 @@ export const runConfigSchema = z.strictObject({
       validation: stageBudgetSchema.optional(),
     })
     .optional(),
+  /**
+   * Deadlines on decisions (seed 000's HITL timeouts), per gate kind and for clarification questions: reminders at
+   * `remind`, and at `after` the onTimeout action. Unset = no deadline (the run waits for a person as long as it takes).
+   */
+  deadlines: deadlinesSchema.optional(),
   /** The policy for the implementer's risky actions (lib/agents/policy.ts). */
   policy: z
     .strictObject({

@@ -1,5 +1,5 @@
 import type { GateKind } from "./types";
-import type { Stage } from "./config";
+import type { OnTimeout, Stage } from "./config";
 
 /** A plan as the planner returns it and the dashboard shows it (carried in PLAN_CREATED / PLAN_EDITED). */
 export type PlanDocument = {
@@ -14,6 +14,15 @@ export type PlanDocument = {
   /** Tasks of the tasks.md that were already checked: not part of the plan, skipped. */
   skipped?: Array<{ id: string; title: string; reason: string }>;
 };
+
+/** A gate or a clarification question: what a deadline, a reminder or an escalation is about. */
+export type DecisionSubject = { type: "gate" | "clarification"; id: string };
+
+/**
+ * A decision's deadline (config.deadlines, lib/runs/deadlines.ts), fixed when the gate or question opened: epoch ms of
+ * the deadline and of each reminder, and what happens at the deadline.
+ */
+export type DecisionDeadlineInfo = { at: number; reminders: number[]; onTimeout: OnTimeout };
 
 /**
  * Every state change of a run is one of these events, appended to workflow_events with the next sequence number.
@@ -41,7 +50,7 @@ export type RunEventPayloads = {
   STAGE_COMPLETED: { stage: Stage };
   PLAN_CREATED: { version: number; plan?: PlanDocument; path?: string; commitSha?: string; feedback?: string | null };
   PLAN_EDITED: { version: number; by: string; plan?: PlanDocument; path?: string; commitSha?: string };
-  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null };
+  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null; deadline?: DecisionDeadlineInfo };
   /** `planHash`: on a plan gate, the hash of the plan approved (with the edits), frozen from here (lib/workflow/plan-hash.ts). */
   APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean; planHash?: string };
   APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
@@ -50,7 +59,15 @@ export type RunEventPayloads = {
   /** The planner's answer to a PLAN_QUESTION_ASKED, with the version of the revised plan it gave alongside. */
   PLAN_QUESTION_ANSWERED: { gateId: string; question: string; answer: string; version: number };
   FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" };
-  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string };
+  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo };
+  /** A reminder point of a pending decision's deadline passed (`reminder` counts from 0); people were notified. */
+  DECISION_REMINDED: { subject: DecisionSubject; reminder: number; deadline: number };
+  /** A decision's deadline passed with nobody deciding; `action` is what happens now (the next event says how). */
+  DECISION_TIMED_OUT: { subject: DecisionSubject; deadline: number; action: OnTimeout["action"] };
+  /** The decision went to a backup approver: `to` (and the people it names, `recipients`) may now decide it too. */
+  DECISION_ESCALATED: { subject: DecisionSubject; to: { role: "owner" | "approver" | "viewer" } | { userId: string }; recipients: string[] };
+  /** The declared default was applied as the decision (followed by the decision's own event, by "deadline"). */
+  DECISION_DEFAULTED: { subject: DecisionSubject; answer: string };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
   /** A person chose not to answer: the asking stage proceeds with its best judgement and notes the assumption. */
   CLARIFICATION_IGNORED: { clarificationId: string; by: string };
@@ -123,6 +140,10 @@ export const RUN_EVENT_TYPES = [
   "CLARIFICATION_REQUESTED",
   "CLARIFICATION_ANSWERED",
   "CLARIFICATION_IGNORED",
+  "DECISION_REMINDED",
+  "DECISION_TIMED_OUT",
+  "DECISION_ESCALATED",
+  "DECISION_DEFAULTED",
   "ARTIFACT_CREATED",
   "TASK_STARTED",
   "TASK_COMPLETED",

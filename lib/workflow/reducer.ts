@@ -156,6 +156,14 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       }
       return next({ status: "running", pendingClarification: null, resumedAt: at });
 
+    case "DECISION_REMINDED":
+    case "DECISION_TIMED_OUT":
+    case "DECISION_ESCALATED":
+    case "DECISION_DEFAULTED":
+      // Steps of a pending decision's deadline: the decision itself (or the cancellation) is its own event.
+      requireStatus("awaiting_approval", "awaiting_clarification", "awaiting_fix_decision");
+      return next({});
+
     case "ARTIFACT_CREATED":
     case "TASK_STARTED":
     case "TASK_COMPLETED":
