@@ -14,6 +14,7 @@ import { TERMINAL_STATUSES, type NewRunEvent, type PlanDocument } from "@/lib/wo
 import { getVisibleRun } from "./service";
 import { applyPlanEdits } from "./plan-edits";
 import { planHash } from "@/lib/workflow/plan-hash";
+import { mayDecideEscalated } from "./deadlines";
 
 /*
  * Human decisions. Each is written to the database first — the gate/clarification row and the run's event in ONE
@@ -200,7 +201,13 @@ export async function decide({
   claim: Omit<Parameters<typeof claimGate>[2], "decidedBy">;
   events: (gate: GateRow) => NewRunEvent[];
 }): Promise<GateRow> {
-  await getVisibleRun({ user, runId, action: "decide" });
+  await getVisibleRun({ user, runId, action: "decide" }).catch(async (error) => {
+    // Not an approver: still allowed as the backup approver a gate's deadline escalated it to (config.deadlines).
+    if (!(error instanceof AppError && error.type === "forbidden")) throw error;
+    const run = await getVisibleRun({ user, runId });
+    const gate = await write((tx) => findGate(tx, runId, gateId));
+    if (!(await mayDecideEscalated({ runId, projectId: run.projectId, subject: { type: "gate", id: gate.id }, userId: user.id }))) throw error;
+  });
   return write(async (tx) => {
     const gate = await findGate(tx, runId, gateId);
     check(gate);
@@ -517,6 +524,14 @@ export function checkAnswer(
   }
 }
 
+/** An approver of the project, or the backup approver the question's deadline escalated it to (config.deadlines). */
+async function requireClarificationDecider({ user, runId, projectId, clarificationId }: { user: SessionUser; runId: string; projectId: string; clarificationId: string }) {
+  await requireProjectRole({ user, projectId, action: "decide", notFound: "not_found:clarification" }).catch(async (error) => {
+    if (!(error instanceof AppError && error.type === "forbidden")) throw error;
+    if (!(await mayDecideEscalated({ runId, projectId, subject: { type: "clarification", id: clarificationId }, userId: user.id }))) throw error;
+  });
+}
+
 export async function answerClarification({
   user,
   clarificationId,
@@ -534,7 +549,7 @@ export async function answerClarification({
     if (error instanceof AppError && error.type === "not_found") throw new AppError("not_found:clarification");
     throw error;
   });
-  await requireProjectRole({ user, projectId: run.projectId, action: "decide", notFound: "not_found:clarification" });
+  await requireClarificationDecider({ user, runId: run.id, projectId: run.projectId, clarificationId });
   checkAnswer(clarification, response);
   // Checked as given (a chosen option must match), stored redacted.
   const stored = redactAnswer(response);
@@ -566,7 +581,7 @@ export async function skipClarification({ user, clarificationId }: { user: Sessi
     if (error instanceof AppError && error.type === "not_found") throw new AppError("not_found:clarification");
     throw error;
   });
-  await requireProjectRole({ user, projectId: run.projectId, action: "decide", notFound: "not_found:clarification" });
+  await requireClarificationDecider({ user, runId: run.id, projectId: run.projectId, clarificationId });
   return write(async (tx) => {
     const updated = await tx
       .update(clarificationRequests)
