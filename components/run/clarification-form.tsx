@@ -11,6 +11,7 @@ import { RadioGroup, RadioGroupItem } from "@/components/ui/radio-group";
 import { Textarea } from "@/components/ui/textarea";
 import type { Clarification, Run } from "@/components/runs/api";
 import { useDecision } from "./use-decision";
+import { DeadlineCountdown } from "./deadline-countdown";
 
 const MAX_FILE_BYTES = 256 * 1024;
 
@@ -117,6 +118,7 @@ export function ClarificationForm({ run, clarification }: { run: Run; clarificat
             {clarification.question}
           </CardDescription>
           {clarification.context && <p className="text-muted-foreground text-sm whitespace-pre-wrap">{clarification.context}</p>}
+          <DeadlineCountdown deadline={clarification.deadline} />
         </CardHeader>
         <CardContent className="space-y-3 py-4">
           {typed.inputs}

@@ -14,6 +14,7 @@ import { PlanView } from "./plan-panel";
 import { editedPlanBody, PlanEditor, PlanFieldsEditor, type EditableCriterion, type EditableTask, type Validity } from "./plan-editor";
 import { useTypedResponse } from "./clarification-form";
 import { useDecision } from "./use-decision";
+import { DeadlineCountdown } from "./deadline-countdown";
 
 function ErrorNote({ error }: { error: Error | null }) {
   if (!error) return null;
@@ -67,6 +68,7 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
         <CardDescription>
           Nothing is implemented until you decide. Approve as is, edit the plan first, ask the planner a question, or send it back with feedback.
         </CardDescription>
+        <DeadlineCountdown deadline={gate.deadline} />
       </CardHeader>
       <CardContent className="grid gap-6 lg:grid-cols-[minmax(0,1fr)_17rem]">
         <div className="min-w-0 space-y-4" data-testid="approval-plan">
@@ -249,6 +251,7 @@ export function FixDecisionCard({ run, gate, fallbackReport }: { run: Run; gate:
           {ctx.attempt ? `Attempt ${ctx.attempt}. ` : ""}
           {ctx.score !== undefined ? `Score ${ctx.score}/10. ` : ""}Retry lets the implementer fix the findings; accept delivers it as is.
         </CardDescription>
+        <DeadlineCountdown deadline={gate?.deadline} />
       </CardHeader>
       <CardContent className="grid gap-4 lg:grid-cols-[1fr_16rem]">
         <div className="min-w-0 space-y-3" data-testid="validation-report">
@@ -306,6 +309,7 @@ export function BudgetCard({ run, gate }: { run: Run; gate: Gate }) {
       <CardHeader>
         <CardTitle>The {ctx.stage ?? "stage"} budget is spent</CardTitle>
         <CardDescription>{ctx.reason ?? "The run spent more than its budget allows."} The run waits for your decision; it does not fail.</CardDescription>
+        <DeadlineCountdown deadline={gate.deadline} />
       </CardHeader>
       <CardContent className="space-y-3">
         <div className="grid max-w-xs gap-2">
@@ -388,6 +392,7 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
       <CardHeader>
         <CardTitle>{title[gate.kind] ?? `Approve gate ${gate.gateNumber}`}</CardTitle>
         <CardDescription>{escalation ? "Answer to continue, or reject with a reason." : "Approve to continue, or reject with a reason."}</CardDescription>
+        <DeadlineCountdown deadline={gate.deadline} />
       </CardHeader>
       <CardContent className="space-y-3">
         {str(ctx.question) && (

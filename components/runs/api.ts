@@ -60,6 +60,17 @@ export type Project = {
   createdAt: string;
 };
 
+/** A gate's or question's deadline (config.deadlines): epoch ms, what happens then, and how far it has gone. */
+export type Deadline = {
+  at: number;
+  reminders: number[];
+  onTimeout: { action: "escalate"; to: { role: string } | { userId: string } } | { action: "default"; answer: string } | { action: "cancel" };
+  reminded: number;
+  timedOut: boolean;
+  escalated: { to: { role: string } | { userId: string }; recipients: string[] } | null;
+  escalatesToName?: string | null;
+};
+
 export type Gate = {
   id: string;
   gateNumber: number;
@@ -71,6 +82,7 @@ export type Gate = {
   decidedBy: string | null;
   decidedAt: string | null;
   notes: string | null;
+  deadline?: Deadline | null;
 };
 
 export type Clarification = {
@@ -83,6 +95,7 @@ export type Clarification = {
   status: string;
   response: unknown;
   answeredAt: string | null;
+  deadline?: Deadline | null;
 };
 
 export type RunDetail = {

@@ -207,3 +207,43 @@ export async function mayDecideEscalated({ runId, projectId, subject, userId }: 
     return "userId" in to ? to.userId === userId : RANK[role] >= RANK[to.role];
   });
 }
+
+/** A decision's deadline as the dashboard shows it: when, what then, and whether it has passed or escalated. */
+export type DeadlineView = DecisionDeadlineInfo & {
+  /** Reminders sent so far. */
+  reminded: number;
+  timedOut: boolean;
+  escalated: { to: { role: ProjectRole } | { userId: string }; recipients: string[] } | null;
+  /** The named backup approver's display name (set by the run detail, which knows the run's people). */
+  escalatesToName?: string | null;
+};
+
+/** The deadlines of a run's gates and questions, by gate or clarification id (those without one are absent). */
+export async function deadlineViews({ runId }: { runId: string }): Promise<Record<string, DeadlineView>> {
+  const db = await getDb();
+  const rows = await db
+    .select({ type: workflowEvents.type, payload: workflowEvents.payload })
+    .from(workflowEvents)
+    .where(
+      and(
+        eq(workflowEvents.workflowRunId, runId),
+        sql`${workflowEvents.type} IN ('APPROVAL_REQUESTED', 'CLARIFICATION_REQUESTED', 'DECISION_REMINDED', 'DECISION_TIMED_OUT', 'DECISION_ESCALATED')`,
+      ),
+    )
+    .orderBy(workflowEvents.sequence);
+  const views: Record<string, DeadlineView> = {};
+  for (const { type, payload } of rows) {
+    const p = payload as Record<string, unknown> & { subject?: DecisionSubject; deadline?: unknown };
+    if (type === "APPROVAL_REQUESTED" || type === "CLARIFICATION_REQUESTED") {
+      const id = (type === "APPROVAL_REQUESTED" ? p.gateId : p.clarificationId) as string;
+      if (p.deadline && typeof p.deadline === "object") views[id] = { ...(p.deadline as DecisionDeadlineInfo), reminded: 0, timedOut: false, escalated: null };
+      continue;
+    }
+    const view = p.subject ? views[p.subject.id] : undefined;
+    if (!view) continue;
+    if (type === "DECISION_REMINDED") view.reminded += 1;
+    if (type === "DECISION_TIMED_OUT") view.timedOut = true;
+    if (type === "DECISION_ESCALATED") view.escalated = { to: p.to as NonNullable<DeadlineView["escalated"]>["to"], recipients: (p.recipients as string[]) ?? [] };
+  }
+  return views;
+}

@@ -1,4 +1,5 @@
 import { parseTasksMd, pastedTasksMd } from "@/lib/agents/tasks-md";
+import { deadlineViews } from "./deadlines";
 import { and, eq, or, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
@@ -157,10 +158,18 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
       .leftJoin(projectMembers, eq(projectMembers.userId, users.id))
       .where(or(eq(users.id, run.userId), eq(projectMembers.projectId, run.projectId))),
   ]);
+  const deadlines = await deadlineViews({ runId });
+  const names = new Map(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id]));
+  for (const view of Object.values(deadlines)) {
+    // The backup approver by name, for the card ("escalates to …").
+    const to = view.onTimeout.action === "escalate" ? view.onTimeout.to : null;
+    if (to && "userId" in to) view.escalatesToName = names.get(to.userId) ?? null;
+  }
   return {
     run: toRunDto(run),
-    gates: gateRows,
-    clarifications: clarificationRows,
+    // With each its deadline (config.deadlines), or null: the cards count down to it.
+    gates: gateRows.map((g) => ({ ...g, deadline: deadlines[g.id] ?? null })),
+    clarifications: clarificationRows.map((c) => ({ ...c, deadline: deadlines[c.id] ?? null })),
     artifacts: artifactRows,
     cost: { ...(costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 }), ...(await costBreakdownForRun({ runId })) },
     sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
