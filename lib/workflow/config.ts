@@ -50,7 +50,8 @@ const duration = z
   .string({ error: 'must be a duration such as "30s", "10m", "2h" or "3d"' })
   .trim()
   .regex(DURATION, 'must be a duration such as "30s", "10m", "2h" or "3d"')
-  .refine((d) => durationMs(d) >= 1_000 && durationMs(d) <= 365 * 86_400_000, "must be between 1 second and 365 days");
+  // Past a failed regex too (zod runs every check): only a well-formed duration is measured.
+  .refine((d) => !DURATION.test(d) || (durationMs(d) >= 1_000 && durationMs(d) <= 365 * 86_400_000), "must be between 1 second and 365 days");
 /** A reminder point: a duration after the decision opened (`"1h"`), or before its deadline (`"10m before"`). */
 const reminderPoint = z
   .string({ error: 'must be a reminder point such as "1h" (after it opened) or "10m before" (the deadline)' })
