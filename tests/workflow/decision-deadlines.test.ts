@@ -5,10 +5,10 @@ import { clarificationRequests, gates } from "@/lib/db/schema";
 import { setMember } from "@/lib/db/queries/projects";
 import { listEvents } from "@/lib/db/queries/runs";
 import { query } from "@/lib/executor/store";
-import { approveGate } from "@/lib/runs/decisions";
+import { answerClarification, approveGate } from "@/lib/runs/decisions";
 import { decisionKey } from "@/lib/runs/decision-acks";
 import { announceDecision } from "@/inngest/announce";
-import { decisionNotify, gateDecided } from "@/inngest/events";
+import { clarificationAnswered, decisionNotify, gateDecided } from "@/inngest/events";
 import { makeUser } from "../auth/fixtures";
 import {
   expectRunConsistent,
@@ -175,5 +175,41 @@ describe("a question with a declared default", () => {
       subject: { type: "clarification", id: question.id },
       reason: "defaulted",
     });
+  });
+});
+
+describe("a question escalated to a project role", () => {
+  it("a viewer may answer only once the question escalated to viewers; the run goes on with their answer", async () => {
+    const { project, repo } = await newProject(h.user);
+    const viewer = await makeUser("Viewer");
+    await setMember({ projectId: project.id, userId: viewer.id, role: "viewer" });
+    const viewerUser = { id: viewer.id, name: viewer.name, via: "api-token" as const };
+    const run = await launch(h.user, project.id, "Greeting\n[ask: Which language? | English | French]", {
+      trustMode: { planning: "auto" },
+      deadlines: { clarification: { after: "10m", onTimeout: { action: "escalate", to: { role: "viewer" } } } },
+    });
+    await waitForStatus(run.id, ["awaiting_clarification"]);
+    const db = await getDb();
+    const question = await until(
+      async () => (await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id))).find((c) => c.status === "pending"),
+      "the question",
+    );
+    await expect(answerClarification({ user: viewerUser, clarificationId: question.id, response: "English" })).rejects.toMatchObject({ status: 403 });
+
+    await advanceClock(10 * 60_000 + 1_000);
+    const escalated = await until(async () => (await eventsOf(run.id)).find((e) => e.type === "DECISION_ESCALATED"), "the escalation");
+    // Everyone with the role or a higher one is a backup approver: the viewer and the owner.
+    expect((escalated.payload as { recipients: string[] }).recipients.sort()).toEqual([h.user.id, viewer.id].sort());
+
+    await answerClarification({ user: viewerUser, clarificationId: question.id, response: "English" });
+    await announceDecision({
+      event: clarificationAnswered.create({ runId: run.id, clarificationId: question.id }),
+      key: decisionKey.clarification(question.id),
+    });
+    expect((await waitForStatus(run.id, ["completed", "failed", "cancelled"])).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+    expect(events.find((e) => e.type === "CLARIFICATION_ANSWERED")!.payload).toMatchObject({ clarificationId: question.id, by: viewer.id });
+    expect(git(repo, "show", `${run.branch}:docs/requests/greeting.md`)).toMatch(/\*\*Which language\?\*\* — English/);
   });
 });
