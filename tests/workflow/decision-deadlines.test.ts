@@ -122,13 +122,17 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
     expect((await notifications(run.id)).map((n) => n.reason)).toEqual(["reminder", "escalated"]);
   });
 
-  it("onTimeout cancel: nobody decides, the run is cancelled at the deadline and its gate closed", async () => {
+  it("onTimeout cancel, across an executor restart: nobody decides, the run is cancelled at the deadline and its gate closed", async () => {
     const { project } = await newProject(h.user);
     const run = await launch(h.user, project.id, "Deadline cancel", {
       trustMode: { planning: "manual" },
       deadlines: { plan: { after: "2m", onTimeout: { action: "cancel" } } },
     });
     const gate = await waitForPendingGate(run.id);
+    await until(async () => (await h.executor.status()).inFlight === 0, "the run to park");
+    // The executor that parked the run stops; a new one (as after a restart) holds nothing of it in memory.
+    await h.close();
+    h = await startWorkflowHarness();
     await advanceClock(2 * 60_000 + 1_000);
     expect((await waitForStatus(run.id, ["cancelled", "completed", "failed"])).status).toBe("cancelled");
     expect(await waitForWorkflow(run.id)).toMatch(/completed|cancelled/);
