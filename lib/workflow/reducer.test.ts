@@ -141,3 +141,30 @@ describe("replayEvents", () => {
     expect(replayEvents("run_1", [])).toBeNull();
   });
 });
+
+describe("a decision's deadline (DECISION_REMINDED / TIMED_OUT / ESCALATED / DEFAULTED)", () => {
+  const subject = { type: "gate" as const, id: "g1" };
+  const steps: NewRunEvent[] = [
+    { type: "DECISION_REMINDED", payload: { subject, reminder: 0, deadline: 1 } },
+    { type: "DECISION_TIMED_OUT", payload: { subject, deadline: 1, action: "escalate" } },
+    { type: "DECISION_ESCALATED", payload: { subject, to: { role: "owner" }, recipients: ["usr_1"] } },
+    { type: "DECISION_DEFAULTED", payload: { subject, answer: "approve" } },
+  ];
+
+  it("are recorded while the run waits for the decision, and change nothing else", () => {
+    const waiting = run(reach.awaiting_approval);
+    let state = waiting;
+    steps.forEach((e, i) => (state = apply(state, at(e), { runId: "run_1", sequence: waiting.lastSequence + i + 1 })));
+    expect({ ...state, lastSequence: 0, updatedAt: 0 }).toEqual({ ...waiting, lastSequence: 0, updatedAt: 0 });
+    // The default's decision is its own event: the gate is decided by APPROVAL_GRANTED after DECISION_DEFAULTED.
+    const decided = apply(state, at({ type: "APPROVAL_GRANTED", payload: { gateId: "g1", by: "deadline" } }), { runId: "run_1", sequence: state.lastSequence + 1 });
+    expect(decided.status).toBe("running");
+  });
+
+  it("are refused when the run is not waiting for a person's decision", () => {
+    for (const status of ["running", "paused", "completed", "cancelled"] as const) {
+      const state = run(reach[status]);
+      for (const e of steps) expect(() => apply(state, at(e), { runId: "run_1", sequence: state.lastSequence + 1 })).toThrow(IllegalTransitionError);
+    }
+  });
+});
