@@ -46,6 +46,18 @@ describe("timeline", () => {
     expect(describeEvent(ev("TASK_STARTED", { taskId: "t2", index: 2, total: 3 })).title).toBe("Task 2 of 3 started");
   });
 
+  it("tells a decision's deadline steps in words: reminder, timed out with what follows, escalated to whom, the default", () => {
+    const subject = { type: "gate", id: "g1" };
+    const people = { usr_b: "Backup" };
+    expect(describeEvent(ev("DECISION_REMINDED", { subject, reminder: 0, deadline: Date.UTC(2025, 0, 1, 1) })).title).toBe("Reminder: the gate is still open");
+    expect(describeEvent(ev("DECISION_REMINDED", { subject, reminder: 0, deadline: Date.UTC(2025, 0, 1, 1) })).detail).toBe("deadline 2025-01-01T01:00:00.000Z");
+    const timedOut = describeEvent(ev("DECISION_TIMED_OUT", { subject: { type: "clarification", id: "c1" }, deadline: 1, action: "default" }));
+    expect([timedOut.title, timedOut.detail, timedOut.tone]).toEqual(["Deadline passed on the question", "the default applies", "warning"]);
+    expect(describeEvent(ev("DECISION_ESCALATED", { subject, to: { userId: "usr_b" }, recipients: ["usr_b"] }), people).detail).toBe("Backup may now decide");
+    expect(describeEvent(ev("DECISION_ESCALATED", { subject, to: { role: "owner" }, recipients: [] })).detail).toBe("the project's owners may now decide");
+    expect(describeEvent(ev("DECISION_DEFAULTED", { subject, answer: "approve" })).detail).toBe("approve");
+  });
+
   it("names who decided instead of showing their user id", () => {
     const people = { usr_local_owner: "Owner" };
     expect(describeEvent(ev("APPROVAL_GRANTED", { by: "usr_local_owner" }), people).detail).toBe("by Owner");

@@ -7,6 +7,7 @@ import { listEvents } from "@/lib/db/queries/runs";
 import { query } from "@/lib/executor/store";
 import { answerClarification, approveGate } from "@/lib/runs/decisions";
 import { decisionKey } from "@/lib/runs/decision-acks";
+import { getRunDetail } from "@/lib/runs/service";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered, decisionNotify, gateDecided } from "@/inngest/events";
 import { makeUser } from "../auth/fixtures";
@@ -111,6 +112,17 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
     });
     // Still open: escalation hands the decision on, it does not take it.
     expect((await waitForStatus(run.id, ["awaiting_approval"])).status).toBe("awaiting_approval");
+    // The run detail (GET /api/runs/:id) carries the deadline and how far it went, for the card's countdown.
+    const detail = await getRunDetail({ user: h.user, runId: run.id });
+    expect(detail.gates.find((g) => g.id === gate.id)!.deadline).toEqual({
+      at: deadline.at,
+      reminders: deadline.reminders,
+      onTimeout: { action: "escalate", to: { userId: backup.id } },
+      reminded: 1,
+      timedOut: true,
+      escalated: { to: { userId: backup.id }, recipients: [backup.id] },
+      escalatesToName: "Backup",
+    });
 
     await approveGate({ user: backupUser, runId: run.id, input: { gateId: gate.id, notes: "approved as the backup" } });
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
