@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { runConfigSchema, type RunConfig } from "@/lib/workflow";
+import { resolveRunConfig, runConfigSchema, type RunConfig } from "@/lib/workflow";
 import { deadlineFor } from "./deadlines";
 
 const config = (deadlines: unknown) => runConfigSchema.parse({ deadlines }) as RunConfig;
@@ -43,3 +43,17 @@ describe("config.deadlines", () => {
     expect(info).toEqual({ at: now + 7_200_000, reminders: [now + 3_600_000, now + 5_400_000], onTimeout: { action: "escalate", to: { role: "owner" } } });
   });
 });
+
+describe("deadlines in a project's defaults and a run's own config", () => {
+  const routing = { planner: "demo:default", implementer: "demo:default", validator: "demo:default" };
+  it("merge per key, and a run's onTimeout replaces the project's whole (never a mix of two actions)", () => {
+    const resolved = resolveRunConfig({
+      projectDefaults: { deadlines: { plan: { after: "1d", remind: ["1h before"], onTimeout: { action: "escalate", to: { role: "owner" } } } } },
+      input: { deadlines: { plan: { onTimeout: { action: "default", answer: "reject" } } } },
+      defaultRouting: routing,
+    });
+    expect(resolved.success).toBe(true);
+    expect(resolved.data!.deadlines!.plan).toEqual({ after: "1d", remind: ["1h before"], onTimeout: { action: "default", answer: "reject" } });
+  });
+});
+

@@ -251,11 +251,17 @@ export type RunConfig = z.output<typeof runConfigSchema> & {
 export type Stage = "planning" | "implementation" | "validation" | "delivery";
 export const STAGES: readonly Stage[] = ["planning", "implementation", "validation", "delivery"];
 
+/**
+ * Keys whose value is one of several shapes (a deadline's onTimeout: escalate | default | cancel): an upper layer's
+ * replaces the lower's whole, since a merge of two shapes would be neither.
+ */
+const REPLACED_WHOLE = new Set(["onTimeout"]);
+
 /** Deep-merge plain objects: `over` wins; arrays and scalars replace. */
 export function mergeConfig(base: unknown, over: unknown): unknown {
   if (isPlainObject(base) && isPlainObject(over)) {
     const out: Record<string, unknown> = { ...base };
-    for (const [k, v] of Object.entries(over)) out[k] = v === undefined ? out[k] : mergeConfig(out[k], v);
+    for (const [k, v] of Object.entries(over)) out[k] = v === undefined ? out[k] : REPLACED_WHOLE.has(k) ? v : mergeConfig(out[k], v);
     return out;
   }
   return over === undefined ? base : over;
