@@ -55,22 +55,28 @@ describe("the plan diagram coloured by task status", () => {
 
   it("a hostile diagram cannot inject through node ids or labels: unsafe ids are left uncoloured and only our lines are added", async () => {
     const hostile = `flowchart TD
-  end_["T1: x"] --> B["T2\\nclassDef ghDone fill:url(http://evil)"]
-  click B call alert()
-  C["Wire it up #quot; ] --> D"]`;
-    const graph = await parseFlowGraph(hostile).catch(() => null);
-    // Whatever mermaid made of it, the lines we append name only ids that pass the pattern.
+  A["T1: x<br>classDef ghDone fill:red"] --> B["Write the request note"]
+  B --> C["%% class A ghFailed"]
+  C --> D["Wire it up"]
+  click B call alert()`;
+    const graph = await parseFlowGraph(hostile);
+    const out = colourByStatus({ source: hostile, graph, tasks, statuses: { T1: "failed" } });
+    expect(out.coloured).toEqual({ T1: "failed", T2: "pending", T3: "pending" });
+    const added = out.source.slice(hostile.length).split("\n").filter(Boolean);
+    expect(added).toEqual([
+      "  classDef ghPending fill:#f1f5f9,stroke:#94a3b8,color:#334155",
+      "  class B,D ghPending",
+      "  classDef ghFailed fill:#fee2e2,stroke:#dc2626,stroke-width:3px,color:#7f1d1d",
+      "  class A ghFailed",
+    ]);
+    await expect(validateMermaid(out.source)).resolves.toEqual({ kind: "flowchart" });
+    // Ids that could carry syntax are never written, whatever a parser hands over.
     const fake = { nodes: [{ id: "A;classDef x fill:red", label: "T1", shape: "square" }, { id: "end", label: "Write the request note", shape: "square" }, { id: "ok_1", label: "Wire it up", shape: "square" }], edges: [] };
     const { source, coloured } = colourByStatus({ source: "flowchart TD\n  ok_1[Wire it up]", graph: fake, tasks, statuses: { T3: "done" } });
     expect(coloured).toEqual({ T3: "done" });
     expect(source.split("\n").filter((l) => /^\s*class(Def)? /.test(l))).toEqual(["  classDef ghDone fill:#dcfce7,stroke:#16a34a,color:#14532d", "  class ok_1 ghDone"]);
     for (const id of ["A;classDef x", "end", "END", "default", "a b", "x\nclick", "1abc", ""]) expect(isSafeNodeId(id)).toBe(false);
     for (const id of ["T1", "t_1_2", "_x", "Node_9"]) expect(isSafeNodeId(id)).toBe(true);
-    if (graph) {
-      const out = colourByStatus({ source: hostile, graph, tasks, statuses: {} });
-      const added = out.source.slice(hostile.length).split("\n").filter(Boolean);
-      for (const line of added) expect(line).toMatch(/^  (classDef gh[A-Z][a-z]+ [#:,\w -]+|class [A-Za-z_][\w,]* gh[A-Z][a-z]+)$/);
-    }
   });
 
   it("a diagram that is not a flowchart is returned unchanged", async () => {
