@@ -29,6 +29,7 @@ test("the estimate on the card, the plan diagram coloured as tasks go from pendi
   await expect(estimate).toHaveAttribute("data-basis", "price-table");
   await expect(estimate.getByTestId("estimate-implementation")).toContainText(/\d.* – .*\d/);
   await expect(estimate.getByTestId("estimate-total")).toBeVisible();
+  await expect(card.getByTestId("mermaid-diagram").locator("svg")).toBeVisible();
   await page.screenshot({ path: `${SHOTS}/estimate-on-plan-card.png`, fullPage: true });
 
   // Approve an edited diagram: plan v2.
