@@ -10,6 +10,8 @@ import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/runs/markdown";
 import type { Gate, Run } from "@/components/runs/api";
 import type { PlanDocument } from "@/lib/workflow/events";
+import type { RunEstimate } from "@/lib/runs/estimate-model";
+import { EstimateSummary } from "./estimate-table";
 import { PlanView } from "./plan-panel";
 import { editedPlanBody, PlanEditor, PlanFieldsEditor, type EditableCriterion, type EditableTask, type Validity } from "./plan-editor";
 import { useTypedResponse } from "./clarification-form";
@@ -53,6 +55,7 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
   const [feedbackError, setFeedbackError] = useState<string | null>(null);
   const base = { gateId: gate.id, ...(notes.trim() ? { notes: notes.trim() } : {}) };
   const answered = (gate.context as { answered?: { question: string; answer: string } } | null)?.answered;
+  const estimate = (gate.context as { estimate?: RunEstimate } | null)?.estimate;
   const startEditing = () => {
     const parts = editableParts(plan);
     setSource(plan?.mermaid ?? "");
@@ -85,6 +88,7 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
               <p className="text-muted-foreground mt-1 text-xs">This is the plan it revised with that answer.</p>
             </div>
           )}
+          {estimate && <EstimateSummary estimate={estimate} />}
           {mode === "edit" ? (
             <>
               <PlanEditor value={source} onChange={setSource} onValidity={setValidity} />

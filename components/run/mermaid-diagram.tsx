@@ -10,7 +10,7 @@ type MermaidApi = typeof import("mermaid").default;
 let loading: Promise<MermaidApi> | null = null;
 
 /** mermaid is large: load it only when a diagram is on screen. */
-function loadMermaid(): Promise<MermaidApi> {
+export function loadMermaid(): Promise<MermaidApi> {
   loading ??= import("mermaid").then((m) => m.default);
   return loading;
 }

@@ -8,18 +8,29 @@ import { DiffView } from "@/components/runs/diff-view";
 import { hasChanges, planDiff } from "@/lib/dashboard/plan-diff";
 import type { PlanVersion, TaskTriage } from "@/lib/dashboard/timeline";
 import type { PlanDocument } from "@/lib/workflow/events";
+import type { TaskStatus } from "@/lib/mermaid/plan-diagram";
 import { MermaidDiagram } from "./mermaid-diagram";
+import { PlanDiagramDiff, StatusDiagram } from "./plan-diagrams";
 
 /**
  * A plan: its diagram (SVG), summary, tasks with dependencies and triage's verdict, tasks a tasks.md had already checked,
  * acceptance criteria and risks.
  */
-export function PlanView({ plan, triage = {} }: { plan: PlanDocument; triage?: Record<string, TaskTriage> }) {
+export function PlanView({
+  plan,
+  triage = {},
+  statuses,
+}: {
+  plan: PlanDocument;
+  triage?: Record<string, TaskTriage>;
+  /** Each task's status in the run: when given, the diagram is coloured by it (live). */
+  statuses?: Record<string, TaskStatus>;
+}) {
   return (
     <div className="space-y-4" data-testid="plan">
       {plan.summary && <p className="text-sm">{plan.summary}</p>}
       <div className="bg-background rounded-md border p-3">
-        <MermaidDiagram source={plan.mermaid} />
+        {statuses ? <StatusDiagram plan={plan} statuses={statuses} /> : <MermaidDiagram source={plan.mermaid} />}
       </div>
       <div>
         <h3 className="mb-2 text-sm font-semibold">Tasks</h3>
@@ -98,9 +109,12 @@ export function PlanPanel({
   fallback = null,
   people = {},
   triage = {},
+  statuses,
   emptyText = "No plan yet: the planner is reading the request and the repository.",
 }: {
   versions: PlanVersion[];
+  /** Each task's status in the run (TASK_* events): the diagram is coloured by it. */
+  statuses?: Record<string, TaskStatus>;
   /** Triage's verdict per task (TASK_TRIAGED events). */
   triage?: Record<string, TaskTriage>;
   /** The plan to show while the event log (which holds every version) is still loading. */
@@ -151,7 +165,7 @@ export function PlanPanel({
           Re-planned after feedback: <span className="italic">{shown.feedback}</span>
         </p>
       )}
-      <PlanView plan={shown.plan} triage={triage} />
+      <PlanView plan={shown.plan} triage={triage} statuses={statuses} />
       {versions.length > 1 && (
         <section className="space-y-2" aria-labelledby="plan-diff-heading">
           <div className="flex flex-wrap items-end gap-3">
@@ -178,6 +192,9 @@ export function PlanPanel({
               </Select>
             </div>
           </div>
+          {diff && fromVersion && fromVersion.version !== shown.version && (
+            <PlanDiagramDiff from={fromVersion.plan} to={shown.plan} fromVersion={fromVersion.version} toVersion={shown.version} />
+          )}
           {diff && hasChanges(diff) ? (
             <DiffView diff={diff} testId="plan-diff" />
           ) : (

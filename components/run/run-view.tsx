@@ -17,9 +17,11 @@ import { isTerminal } from "@/lib/dashboard/filters";
 import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
 import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
+import { taskStatuses } from "@/lib/dashboard/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
 import { ClarificationForm } from "./clarification-form";
+import { EstimateComparison } from "./estimate-table";
 import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
 import { ModelCalls } from "./model-calls";
 import { PlanPanel } from "./plan-panel";
@@ -53,6 +55,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
 
   const versions = useMemo(() => planVersions(events), [events]);
   const triage = useMemo(() => taskTriage(events), [events]);
+  const statuses = useMemo(() => taskStatuses(events), [events]);
   const progress = useMemo(() => stageProgress(events), [events]);
   const results = useMemo(() => validations(events), [events]);
 
@@ -107,6 +110,13 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
       {run.status === "awaiting_clarification" && pendingQuestion && <ClarificationForm key={pendingQuestion.id} run={run} clarification={pendingQuestion} />}
       {run.status === "paused" && <PausedCard run={run} />}
       {run.status === "completed" && <DeliveryCard detail={detail.data} />}
+      {run.status === "completed" && detail.data.estimate && (
+        <Card>
+          <CardContent>
+            <EstimateComparison report={detail.data.estimate} />
+          </CardContent>
+        </Card>
+      )}
       {run.status === "failed" && run.error && (
         <Alert variant="destructive">
           <AlertTitle>The run failed</AlertTitle>
@@ -134,6 +144,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
                   versions={versions}
                   people={detail.data.people}
                   triage={triage}
+                  statuses={statuses}
                   emptyText={planWaitsForAnswer ? "No plan yet: the planner is waiting for your answer to its question above." : undefined}
                 />
               )}
@@ -165,7 +176,8 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
                 ))
               )}
             </TabsContent>
-            <TabsContent value="cost" className="pt-2">
+            <TabsContent value="cost" className="space-y-4 pt-2">
+              {detail.data.estimate && !planGate && <EstimateComparison report={detail.data.estimate} />}
               <ModelCalls runId={runId} cost={cost} refreshKey={lastSequence} />
             </TabsContent>
           </Tabs>

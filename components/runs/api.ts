@@ -1,5 +1,6 @@
 import type { RunDto } from "@/lib/runs/dto";
 import type { CostBreakdown, RunCost } from "@/lib/dashboard/costs";
+import type { EstimateReport } from "@/lib/runs/estimate-model";
 
 /** What the browser gets from the API; errors carry the server's message, which says what to do. */
 export class ApiRequestError extends Error {
@@ -106,6 +107,8 @@ export type RunDetail = {
   cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[] };
   /** How this server isolates agent commands; `warning` is a sentence when isolation is missing or weaker than full. */
   sandbox: { isolated: boolean; warning: string | null };
+  /** The plan gate's cost estimate beside the actuals per stage (lib/runs/estimate.ts); null when none was made. */
+  estimate?: EstimateReport | null;
   /** Display names of the user ids that appear in the run. */
   people: Record<string, string>;
 };

@@ -6,6 +6,7 @@ import { slotFreedEvents } from "./decision-reannounce";
 import * as githubOps from "@/lib/runs/github-ops";
 import * as budgets from "@/lib/runs/budget";
 import * as deadlines from "@/lib/runs/deadlines";
+import * as estimates from "@/lib/runs/estimate";
 import type { DecisionDeadlineInfo, DecisionSubject, PlanDocument, Stage } from "@/lib/workflow";
 import type { ClarificationResponseType, ImplementerState } from "@/lib/agents";
 import { log } from "@/lib/log";
@@ -406,7 +407,11 @@ export const runWorkflow = inngest.createFunction(
         question = null;
         if (config.trustMode.planning === "auto") break;
 
-        const decision = await gate(`plan-gate:${round}`, "plan", { plan, version, ...(answered ? { answered } : {}) });
+        // The estimate for this plan (tokens, cost, time per stage), made once and kept with the gate it is shown on.
+        const estimatePlan = plan;
+        const estimateVersion = version;
+        const estimate = await runStep(`plan-gate:${round}:estimate`, () => estimates.makeEstimate({ runId, plan: estimatePlan, version: estimateVersion }));
+        const decision = await gate(`plan-gate:${round}`, "plan", { plan, version, estimate, ...(answered ? { answered } : {}) });
         if (decision.decision === "approve") {
           if (decision.editedPlan) {
             version += 1;
@@ -452,7 +457,8 @@ export const runWorkflow = inngest.createFunction(
         version += 1;
         const draftedVersion = version;
         await runStep(`${key}:record`, () => ops.recordPlan({ runId, stepKey: `${key}:record`, plan: drafted.plan, version: draftedVersion, feedback: note }));
-        const decision = await gate(`${key}:gate`, "plan", { plan: drafted.plan, version: draftedVersion, replan: note });
+        const estimate = await runStep(`${key}:estimate`, () => estimates.makeEstimate({ runId, plan: drafted.plan, version: draftedVersion }));
+        const decision = await gate(`${key}:gate`, "plan", { plan: drafted.plan, version: draftedVersion, replan: note, estimate });
         await runStep(`${key}:done`, () => ops.completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
         if (decision.decision !== "approve") return { approved: false, plan: null, notes: decision.notes ?? null };
         let chosen = drafted.plan;

@@ -13,6 +13,8 @@ export type PullRequestFacts = {
   plan: PlanDocument | null;
   /** Task id → done or not, from the run's TASK_COMPLETED events. */
   completedTasks: string[];
+  /** The plan's diagram coloured by task status (lib/mermaid/plan-diagram.ts), when it is a flowchart that maps to tasks. */
+  diagram?: string | null;
   validation: { status: "passed" | "failed" | "pending"; score?: number | null; report?: string | null };
   costUsd: number;
 };
@@ -49,7 +51,8 @@ export function pullRequestBody(facts: PullRequestFacts): string {
   if (facts.plan) {
     if (facts.plan.summary) parts.push(`## Plan\n\n${facts.plan.summary.trim()}`);
     else parts.push("## Plan");
-    parts.push(fence(facts.plan.mermaid, "mermaid"));
+    parts.push(fence(facts.diagram ?? facts.plan.mermaid, "mermaid"));
+    if (facts.diagram) parts.push("<sub>Tasks on the diagram: green done · blue running · grey pending · red failed · dashed skipped.</sub>");
     if (facts.plan.tasks.length) {
       const lines = facts.plan.tasks.map((t) => `- [${done.has(t.id) ? "x" : " "}] **${t.id}** ${t.title}`);
       parts.push(`### Tasks\n\n${lines.join("\n")}`);

@@ -7,3 +7,15 @@ export {
   type MermaidConstraints,
 } from "./constraints";
 export { hasExternalContent, sanitizeDiagram } from "./sanitize";
+export { parseFlowGraph } from "./graph";
+export {
+  changedTaskIds,
+  colourByStatus,
+  diffDiagrams,
+  isSafeNodeId,
+  taskNodes,
+  TASK_STATUSES,
+  type DiagramDiff,
+  type FlowGraph,
+  type TaskStatus,
+} from "./plan-diagram";

@@ -19,6 +19,8 @@ import {
   type PullRequestInfo,
 } from "@/lib/github/pulls";
 import { log } from "@/lib/log";
+import { taskStatuses } from "@/lib/dashboard/task-status";
+import { colourByStatus, parseFlowGraph, validateMermaid } from "@/lib/mermaid";
 import { redact } from "@/lib/security/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import type { PlanDocument } from "@/lib/workflow";
@@ -74,6 +76,7 @@ async function pullRequestFacts(run: RunContext): Promise<PullRequestFacts> {
     if (e.type === "VALIDATION_PASSED") validation = { status: "passed", score: e.payload.score ?? null, report: e.payload.report ?? null };
     if (e.type === "VALIDATION_FAILED") validation = { status: "failed", score: e.payload.score ?? null, report: e.payload.report ?? null };
   }
+  const diagram = plan ? await colouredDiagram(plan, events) : null;
   const db = await getDb();
   const [cost] = await db
     .select({ usd: sql<number>`coalesce(sum(${modelCalls.costUsd}), 0)` })
@@ -85,9 +88,27 @@ async function pullRequestFacts(run: RunContext): Promise<PullRequestFacts> {
     request: redact(run.request),
     plan,
     completedTasks: completed,
+    diagram,
     validation,
     costUsd: cost?.usd ?? 0,
   };
+}
+
+/**
+ * The plan's diagram coloured by where each task stands, for the pull request body (refreshed with it at every push
+ * and at delivery). Anything that keeps it from parsing leaves the plain diagram: a body is never held up by a colour.
+ */
+async function colouredDiagram(plan: PlanDocument, events: Array<{ type: string; payload: unknown }>): Promise<string | null> {
+  try {
+    const graph = await parseFlowGraph(plan.mermaid);
+    const { source, coloured } = colourByStatus({ source: plan.mermaid, graph, tasks: plan.tasks, statuses: taskStatuses(events) });
+    if (!Object.keys(coloured).length) return null;
+    await validateMermaid(source);
+    return source;
+  } catch (error) {
+    log.warn("the plan diagram could not be coloured for the pull request", { error: error instanceof Error ? error.message : String(error) });
+    return null;
+  }
 }
 
 async function push(run: RunContext, stepKey: string) {

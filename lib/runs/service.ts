@@ -15,6 +15,7 @@ import { cachePath } from "@/lib/github/git";
 import type { Project } from "@/lib/db/queries/projects";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { costBreakdownForRun } from "@/lib/dashboard/costs";
+import { estimateReport } from "./estimate";
 import { toRunDto } from "./dto";
 import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
 
@@ -173,6 +174,8 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     artifacts: artifactRows,
     cost: { ...(costRows[0] ?? { usd: 0, tokensIn: 0, tokensOut: 0, calls: 0 }), ...(await costBreakdownForRun({ runId })) },
     sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
+    /** The plan gate's estimate beside what the stages took (null when no plan gate carried one). */
+    estimate: await estimateReport({ runId }),
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };
 }

@@ -4,7 +4,8 @@ import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { projects, workflowRuns } from "@/lib/db/schema";
 import { createProject } from "@/lib/db/queries/projects";
-import { getRunState } from "@/lib/db/queries/runs";
+import { getRunState, listEvents } from "@/lib/db/queries/runs";
+import { validateMermaid } from "@/lib/mermaid";
 import { cachePath } from "@/lib/github/git";
 import { signPayload } from "@/lib/github/webhooks";
 import { pullRequestTitle } from "@/lib/github/pulls";
@@ -60,6 +61,14 @@ describe("a run on a GitHub project", () => {
     expect(pr.history).toEqual(["opened draft", "updated", "ready", "merged"]);
     expect(pr.body).toContain("```mermaid");
     expect(pr.body).toContain("> Add a greeting");
+    // The plan's diagram, coloured at delivery: every task's node is done, and the coloured diagram still parses.
+    const diagram = /```mermaid\n([\s\S]*?)\n```/.exec(pr.body)![1]!;
+    const plan = (await listEvents({ runId: run.id })).find((e) => e.type === "PLAN_CREATED")!.payload as { plan: PlanDocument };
+    expect(diagram.startsWith(plan.plan.mermaid.trim())).toBe(true);
+    expect(diagram).toContain("classDef ghDone ");
+    expect(/^\s*class (\S+) ghDone$/m.exec(diagram)![1]!.split(",").sort()).toEqual(plan.plan.tasks.map((t) => t.id).sort());
+    expect(diagram).not.toMatch(/ghPending|ghRunning/);
+    await expect(validateMermaid(diagram)).resolves.toEqual({ kind: "flowchart" });
     expect(pr.body).toMatch(/- \[x\] \*\*\w+\*\*/);
     expect(pr.body).toContain("✅ passed");
     expect(pr.body).toContain("Model usage: $");
