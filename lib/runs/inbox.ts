@@ -1,11 +1,11 @@
-import { and, count, desc, eq, inArray, isNotNull, isNull, ne, not, or, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, inArray, isNotNull, isNull, ne, or, sql, type SQL } from "drizzle-orm";
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, inboxItemStates, projectMembers, projects, workflowRuns, type GateKind } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, rolesAllowedTo, type SessionUser } from "@/lib/auth/guard";
-import { TERMINAL_STATUSES } from "@/lib/workflow/types";
+import { RUN_STATUSES, TERMINAL_STATUSES } from "@/lib/workflow/types";
 import { runTitle } from "./title";
 
 /*
@@ -58,6 +58,8 @@ export const inboxActionSchema = z.strictObject({
 });
 
 const TERMINAL = [...TERMINAL_STATUSES];
+/** Spelled out rather than "not terminal", so the open inbox (read every second by each stream) can use the status index. */
+const LIVE = RUN_STATUSES.filter((status) => !TERMINAL_STATUSES.has(status));
 const DECIDING_ROLES = rolesAllowedTo("decide");
 
 const GATE_SUMMARY: Record<GateKind, string> = {
@@ -89,6 +91,7 @@ type Row = {
 /** The two kinds of item, each as its table, the column that says "decided", and its card's anchor on the run page. */
 function sources(userId: string) {
   const runDecidedOrEnded = (status: SQLiteColumn) => or(ne(status, "pending"), inArray(workflowRuns.status, TERMINAL))!;
+  const pendingInLiveRun = (status: SQLiteColumn) => and(eq(status, "pending"), inArray(workflowRuns.status, LIVE))!;
   return [
     {
       kind: "gate" as const,
@@ -97,6 +100,7 @@ function sources(userId: string) {
       createdCol: gates.createdAt,
       runCol: gates.workflowRunId,
       decided: runDecidedOrEnded(gates.status),
+      pending: pendingInLiveRun(gates.status),
       select: {
         id: gates.id,
         gateKind: gates.kind,
@@ -112,6 +116,7 @@ function sources(userId: string) {
       createdCol: clarificationRequests.createdAt,
       runCol: clarificationRequests.workflowRunId,
       decided: runDecidedOrEnded(clarificationRequests.status),
+      pending: pendingInLiveRun(clarificationRequests.status),
       select: {
         id: clarificationRequests.id,
         gateKind: sql<GateKind | null>`null`,
@@ -129,9 +134,9 @@ function filterCondition(source: Source, filter: InboxFilter): SQL | undefined {
   const done = or(source.decided, isNotNull(inboxItemStates.doneAt))!;
   switch (filter) {
     case "open":
-      return not(done);
+      return and(source.pending, isNull(inboxItemStates.doneAt));
     case "unread":
-      return and(not(done), isNull(inboxItemStates.readAt));
+      return and(source.pending, isNull(inboxItemStates.doneAt), isNull(inboxItemStates.readAt));
     case "done":
       return done;
     case "all":
