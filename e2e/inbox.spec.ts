@@ -35,6 +35,8 @@ test("the inbox: a gate that opens reaches the badge and the list over the strea
   await expect(row).toContainText("Inbox: write a note");
   await expect(row.getByTestId("inbox-item-state")).toHaveText("New");
   await expect(page.getByTestId("inbox-count")).toHaveText(String(before + 1), { timeout: 30_000 });
+  // The list shows it: no toast on the inbox page itself.
+  await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
   await page.screenshot({ path: `${SHOTS}/inbox.png`, fullPage: true });
 
   // Mark read: the row and the badge follow, and it is still read after a reload (stored, not in the page).

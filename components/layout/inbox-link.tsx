@@ -23,7 +23,7 @@ function runsOnScreen(pathname: string | null, compared: string | null, groupRun
 /**
  * "Inbox" in the navigation: the count of the caller's unread open items (gates and questions they may decide), fed by
  * the inbox stream; one inbox toast (replaced, never stacked) when new items arrive — not for the ones already open
- * when the page loaded, nor for the run on screen.
+ * when the page loaded, nor for the run on screen, nor on the inbox page itself.
  */
 export function InboxLink() {
   const router = useRouter();
@@ -45,7 +45,8 @@ export function InboxLink() {
   useEffect(() => {
     if (!snapshot) return;
     const open = snapshot.items.filter((i) => !i.done);
-    if (seen.current) {
+    // On the inbox page the list itself shows what arrives.
+    if (seen.current && pathname !== "/inbox") {
       const fresh = open.filter((i) => !seen.current!.has(i.id) && !onScreen.includes(i.runId));
       const runs = [...new Map(fresh.map((i) => [i.runId, i])).values()];
       if (runs.length > 0) {
@@ -60,7 +61,7 @@ export function InboxLink() {
       }
     }
     seen.current = new Set(open.map((i) => i.id));
-  }, [snapshot, router, onScreen]);
+  }, [snapshot, router, onScreen, pathname]);
 
   const unread = snapshot?.unread ?? 0;
   return (
