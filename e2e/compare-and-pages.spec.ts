@@ -22,8 +22,8 @@ test("compare view: no 'no plan' while loading, approaches differ, cancel the ot
   for (let i = 0; i < 3; i++) await expect(columns.nth(i).getByTestId("run-status")).toHaveAttribute("data-status", "awaiting_approval", { timeout: 60_000 });
 
   // 9: the runs on screen raise no inbox toast, once the inbox has counted them.
-  const waiting = await request.get("/api/runs?status=awaiting_approval,awaiting_clarification,awaiting_fix_decision,paused&limit=100", { headers: authHeaders });
-  await expect(page.getByTestId("inbox-count")).toHaveText(String(((await waiting.json()).runs as unknown[]).length), { timeout: 30_000 });
+  const waiting = await request.get("/api/inbox", { headers: authHeaders });
+  await expect(page.getByTestId("inbox-count")).toHaveText(String(((await waiting.json()) as { unread: number }).unread), { timeout: 30_000 });
   await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
 
   // The demo model takes a different route per approach: the plans say which one they are.
@@ -126,8 +126,8 @@ test("compare a group by its id: /compare?group= shows the runs POST /api/runs s
   // Both reach their plan gates on screen, followed by their streams; the group's runs raise no inbox toast.
   for (let i = 0; i < 2; i++) await expect(columns.nth(i).getByTestId("run-status")).toHaveAttribute("data-status", "awaiting_approval", { timeout: 60_000 });
   await expect(columns.getByTestId("compare-plan-summary")).toHaveCount(2);
-  const waiting = await request.get("/api/runs?status=awaiting_approval,awaiting_clarification,awaiting_fix_decision,paused&limit=100", { headers: authHeaders });
-  await expect(page.getByTestId("inbox-count")).toHaveText(String(((await waiting.json()).runs as unknown[]).length), { timeout: 30_000 });
+  const waiting = await request.get("/api/inbox", { headers: authHeaders });
+  await expect(page.getByTestId("inbox-count")).toHaveText(String(((await waiting.json()) as { unread: number }).unread), { timeout: 30_000 });
   await expect(page.getByTestId("inbox-toast")).toHaveCount(0);
   expect(polled).toEqual([]);
   await page.goto("/compare?group=grp_does_not_exist");

@@ -156,8 +156,8 @@ test("toasts: one inbox toast for runs that start waiting, none for the run on s
   const status = async (id: string) => (await (await request.get(`/api/runs/${id}`, { headers: authHeaders })).json()).run.status as string;
   for (const run of others) await expect.poll(() => status(run.id), { timeout: 60_000 }).toBe("awaiting_approval");
   // Once the navigation counts every waiting run, the inbox has seen all three arrive.
-  const waiting = await request.get("/api/runs?status=awaiting_approval,awaiting_clarification,awaiting_fix_decision,paused&limit=100", { headers: authHeaders });
-  const count = ((await waiting.json()).runs as unknown[]).length;
+  const waiting = await request.get("/api/inbox", { headers: authHeaders });
+  const count = ((await waiting.json()) as { unread: number }).unread;
   await expect(page.getByTestId("inbox-count")).toHaveText(String(count), { timeout: 30_000 });
   const toast = page.getByTestId("inbox-toast");
   await expect(toast).toHaveCount(1);

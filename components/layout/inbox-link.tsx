@@ -5,10 +5,8 @@ import { usePathname, useRouter, useSearchParams } from "next/navigation";
 import { useEffect, useMemo, useRef } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { toast } from "sonner";
-import { apiGet, runKeys, type Run } from "@/components/runs/api";
-import { runsQuery } from "@/lib/dashboard/filters";
-
-const LIMIT = 100;
+import { apiGet, type Run } from "@/components/runs/api";
+import { useInboxStream } from "@/components/inbox/use-inbox-stream";
 
 /**
  * The runs a page shows (/runs/<id>, /compare?runs=a,b, /compare?group=<id> with the group's runs), whose own cards
@@ -23,17 +21,14 @@ function runsOnScreen(pathname: string | null, compared: string | null, groupRun
 }
 
 /**
- * "Waiting on you": the count of runs that need a person, in the navigation; one inbox toast (replaced, never stacked)
- * when new ones arrive — not for the ones already waiting when the page loaded, nor for the run on screen.
+ * "Inbox" in the navigation: the count of the caller's unread open items (gates and questions they may decide), fed by
+ * the inbox stream; one inbox toast (replaced, never stacked) when new items arrive — not for the ones already open
+ * when the page loaded, nor for the run on screen, nor on the inbox page itself.
  */
 export function InboxLink() {
   const router = useRouter();
   const pathname = usePathname();
-  const { data } = useQuery({
-    queryKey: runKeys.inbox,
-    queryFn: () => apiGet<{ runs: Run[]; nextCursor: string | null }>(`/api/runs?${runsQuery({ filter: "waiting", limit: LIMIT })}`),
-    refetchInterval: 4_000,
-  });
+  const snapshot = useInboxStream();
   const seen = useRef<Set<string> | null>(null);
   const search = useSearchParams();
   const compared = search.get("runs");
@@ -48,36 +43,42 @@ export function InboxLink() {
   const onScreen = useMemo(() => runsOnScreen(pathname, compared, groupRuns), [pathname, compared, groupRuns]);
 
   useEffect(() => {
-    if (!data) return;
-    const waiting = data.runs.map((r) => ({ key: `${r.id}:${r.status}:${r.pendingGate?.gateId ?? r.pendingClarification?.clarificationId ?? ""}`, run: r }));
-    if (seen.current) {
-      const fresh = waiting.filter((w) => !seen.current!.has(w.key) && !onScreen.includes(w.run.id)).map((w) => w.run);
-      if (fresh.length > 0) {
-        const one = fresh.length === 1 ? fresh[0]! : null;
-        toast(one ? "A run needs you" : `${fresh.length} runs need you`, {
+    if (!snapshot) return;
+    const open = snapshot.items.filter((i) => !i.done);
+    // On the inbox page the list itself shows what arrives.
+    if (seen.current && pathname !== "/inbox") {
+      const fresh = open.filter((i) => !seen.current!.has(i.id) && !onScreen.includes(i.runId));
+      const runs = [...new Map(fresh.map((i) => [i.runId, i])).values()];
+      if (runs.length > 0) {
+        const one = runs.length === 1 ? runs[0]! : null;
+        toast(one ? "A run needs you" : `${runs.length} runs need you`, {
           id: "inbox",
-          description: one ? one.title : fresh.slice(0, 3).map((r) => r.title).join(" · "),
-          action: { label: "Open", onClick: () => router.push(one ? `/runs/${one.id}` : "/?filter=waiting") },
+          description: one ? `${one.runTitle}: ${one.summary}` : runs.slice(0, 3).map((i) => i.runTitle).join(" · "),
+          action: { label: "Open", onClick: () => router.push(one ? one.link : "/inbox") },
           duration: 10_000,
           testId: "inbox-toast",
         });
       }
     }
-    seen.current = new Set(waiting.map((w) => w.key));
-  }, [data, router, onScreen]);
+    seen.current = new Set(open.map((i) => i.id));
+  }, [snapshot, router, onScreen, pathname]);
 
-  const count = data?.runs.length ?? 0;
-  const label = data?.nextCursor ? `${LIMIT}+` : String(count);
+  const unread = snapshot?.unread ?? 0;
   return (
-    <Link href="/?filter=waiting" className="text-muted-foreground hover:text-foreground inline-flex items-center gap-1.5 text-sm" data-testid="nav-inbox">
-      Waiting on you
-      {count > 0 && (
+    <Link
+      href="/inbox"
+      className="text-muted-foreground hover:text-foreground inline-flex items-center gap-1.5 text-sm"
+      data-testid="nav-inbox"
+      data-live={snapshot ? "true" : "false"}
+    >
+      Inbox
+      {unread > 0 && (
         <span
           className="inline-flex min-w-5 items-center justify-center rounded-full bg-amber-500 px-1.5 text-xs font-semibold text-white dark:text-black"
           data-testid="inbox-count"
-          aria-label={`${label} runs waiting`}
+          aria-label={`${unread} unread in your inbox`}
         >
-          {label}
+          {unread}
         </span>
       )}
     </Link>

@@ -96,6 +96,9 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
         </Alert>
       )}
       {streamError && connection === "polling" && <p className="text-muted-foreground text-xs">{streamError}</p>}
+      {/* Where an inbox item's link lands (/runs/<id>#gate-<id>, #question-<id>): just above the card that decides it. */}
+      {pendingGate && <span id={`gate-${pendingGate.id}`} className="absolute" aria-hidden="true" />}
+      {pendingQuestion && <span id={`question-${pendingQuestion.id}`} className="absolute" aria-hidden="true" />}
 
       {planGate && (
         <ApprovalCard key={planGate.id} run={run} gate={planGate} plan={gatePlan}>

@@ -54,6 +54,11 @@ const RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
 export type ProjectAction = "read" | "decide" | "manage";
 const NEEDED: Record<ProjectAction, ProjectRole> = { read: "viewer", decide: "approver", manage: "owner" };
 
+/** The roles that may do `action` on a project: the rule requireProjectRole checks, for queries across projects. */
+export function rolesAllowedTo(action: ProjectAction): ProjectRole[] {
+  return (Object.keys(RANK) as ProjectRole[]).filter((role) => RANK[role] >= RANK[NEEDED[action]]);
+}
+
 /**
  * Check the caller's role on a project. A non-member gets 404 — the project and its runs do not exist for them; a
  * member without the needed role gets 403.

@@ -112,7 +112,8 @@ export function runEventStream({
   });
 }
 
-function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+/** Sleep, cut short when the signal aborts (the client went away). */
+export function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     // Remove the abort listener once the timer fires, or a long-lived stream piles up listeners on its signal.
     const onAbort = () => {

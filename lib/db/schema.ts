@@ -377,3 +377,25 @@ export const githubRepositories = sqliteTable(
   },
   (t) => [index("github_repositories_installation_idx").on(t.installationId), index("github_repositories_full_name_idx").on(t.fullName)],
 );
+
+// ---------------------------------------------------------------------------------------------------------------------
+// The inbox: one row per person and item they acted on
+
+/**
+ * What one person has done with one inbox item (a gate or a clarification question). Which items are open is computed
+ * from the runs' own rows (gates, clarification_requests); only this per-person state is stored, so it survives a
+ * restart. `itemId` is the gate's or the question's id (`gate_…` / `clr_…`); no foreign key, as it points at either.
+ */
+export const inboxItemStates = sqliteTable(
+  "inbox_item_states",
+  {
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    itemId: text("item_id").notNull(),
+    readAt: integer("read_at", { mode: "timestamp_ms" }),
+    doneAt: integer("done_at", { mode: "timestamp_ms" }),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
+  },
+  (t) => [primaryKey({ columns: [t.userId, t.itemId] })],
+);

@@ -27,6 +27,9 @@ const USER_SCOPED = new Set([
   "GET /api/invitations",
   "POST /api/invitations/[id]/accept",
   "POST /api/invitations/[id]/decline",
+  // The caller's own inbox: only items of projects where they may decide (tests/api/inbox.test.ts proves the scoping).
+  "GET /api/inbox",
+  "GET /api/inbox/stream",
 ]);
 
 /**

@@ -32,6 +32,7 @@ export function sampleBodies(key: string, w: World): unknown[] {
     "POST /api/mermaid/validate": { source: "flowchart TD\n  A --> B" },
     "POST /api/runs/[id]/ask-back": { question: "matrix: why this order?" },
     "POST /api/runs/[id]/budget": { action: "finish_task" },
+    "POST /api/inbox/[itemId]": { action: "read" },
   };
   const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
   return key in specific ? [specific[key]] : generic;
@@ -51,6 +52,8 @@ export function paramValue(previous: string, name: string, w: World): { value: s
   if (previous === "clarifications" && name === "id") return { value: w.clarificationId, project: true };
   if (previous === "members" && name === "userId") return { value: w.target.id, project: true };
   if (previous === "tokens" && name === "id") return { value: w.approver.tokenId, project: false };
+  // An inbox item is the fixture run's gate: deciding people of the project may mark it, a viewer 403, others 404.
+  if (previous === "inbox" && name === "itemId") return { value: w.gateId, project: true };
   if (previous === "checkpoint" && name === "runId") return { value: w.runId, project: false };
   if (previous === "invitations" && name === "invitationId") return { value: w.invitationId, project: true };
   if (previous === "invitations" && name === "id") return { value: w.invitationId, project: false };
