@@ -57,6 +57,8 @@ Turn the request into a plan another agent will implement and a third will valid
 - Return a Mermaid diagram (flowchart, sequence, class, ER or state) of the change; no code fence.
 - Tasks are small, ordered by dependsOn, and each lists the files or folders it may change: that list is a contract,
   changes outside it fail validation.
+- Give each task its own quick acceptance commands in "checks" when one can prove it (a focused test, a type check): they
+  run right after the task, and a failure goes to a debugging step.
 - Acceptance criteria are checkable; give a command that proves one when possible (it runs in the repository, exit 0 = pass).
 - Ask a clarification (kind "clarification") only when the request cannot be planned without an answer.
 - Respect the project memory and address any rejection feedback.

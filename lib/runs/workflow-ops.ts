@@ -438,7 +438,14 @@ function toPlanDocument(plan: Omit<Plan, "constraints">): PlanDocument {
   return {
     summary: plan.summary,
     mermaid: plan.mermaid,
-    tasks: plan.tasks.map((t) => ({ id: t.id, title: t.title, description: t.description, dependsOn: t.dependsOn, files: t.files })),
+    tasks: plan.tasks.map((t) => ({
+      id: t.id,
+      title: t.title,
+      description: t.description,
+      dependsOn: t.dependsOn,
+      files: t.files,
+      ...(t.checks?.length ? { checks: t.checks } : {}),
+    })),
     acceptanceCriteria: plan.acceptanceCriteria.map((c) => ({ id: c.id, description: c.description, command: c.command })),
     risks: plan.risks,
   };
@@ -450,7 +457,14 @@ export async function toAgentPlan(plan: PlanDocument): Promise<Plan> {
     constraints: await extractConstraints(plan.mermaid),
     summary: plan.summary,
     mermaid: plan.mermaid,
-    tasks: plan.tasks.map((t) => ({ id: t.id, title: t.title, description: t.description ?? "", dependsOn: t.dependsOn ?? [], files: t.files ?? [] })),
+    tasks: plan.tasks.map((t) => ({
+      id: t.id,
+      title: t.title,
+      description: t.description ?? "",
+      dependsOn: t.dependsOn ?? [],
+      files: t.files ?? [],
+      checks: t.checks ?? [],
+    })),
     acceptanceCriteria: plan.acceptanceCriteria.map((c, i) => ({ id: c.id ?? `ac${i + 1}`, description: c.description, command: c.command })),
     risks: plan.risks ?? [],
   };
