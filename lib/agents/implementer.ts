@@ -566,3 +566,74 @@ function refuseExtra(state: ImplementerState, extra: Array<{ toolCallId: string 
     content: extra.map((c) => ({ type: "tool-result" as const, toolCallId: c.toolCallId, toolName, output: { type: "error-text" as const, value: message } })),
   });
 }
+
+/**
+ * Per-task verification failed and the debug step chose to fix it (or a person answered its question, or retried at
+ * the fix gate): the task is open again and the model is told why, with the failing command's output, so the next
+ * turns are a fix pass on that task. A finished session goes on (status running), and loop counters start afresh.
+ */
+export function reopenTask(
+  state: ImplementerState,
+  {
+    failure,
+    verdict,
+    answer,
+    note,
+  }: {
+    failure: { taskId: string; command: string; exitCode: number | null; output: string };
+    verdict: { category: string; reason: string; question?: string | null } | null;
+    /** A person's answer to the debug step's question. */
+    answer?: string | null;
+    /** A person's note (the fix gate's retry). */
+    note?: string | null;
+  },
+): ImplementerState {
+  const todos = state.todos.map((t) => (t.id === failure.taskId ? { ...t, status: "pending" as const } : t));
+  const lines = [
+    `Task ${failure.taskId}'s own acceptance command failed right after you marked it done, so it is open again.`,
+    `Command: ${failure.command}`,
+    `Exit code: ${failure.exitCode ?? "timed out"}`,
+    `Output (its end):\n${redact(failure.output)}`,
+  ];
+  if (verdict) lines.push(`The debug step classified it as a ${verdict.category} failure: ${redact(verdict.reason)}`);
+  if (verdict?.question && answer?.trim()) lines.push(`A person answered the question "${redact(verdict.question)}": ${redact(answer.trim())}`);
+  if (note?.trim()) lines.push(`A person's note: ${redact(note.trim())}`);
+  lines.push(`Fix task ${failure.taskId} now, run \`${failure.command}\` to check it passes, and mark the task done with update_todo again.`);
+  return {
+    ...state,
+    todos,
+    status: state.status === "done" ? "running" : state.status,
+    summary: state.status === "done" ? null : state.summary,
+    idleTurns: 0,
+    repeats: {},
+    messages: [...state.messages, { role: "user", content: section("verify-failure", lines.join("\n")) }],
+  };
+}
+
+/**
+ * A re-plan the debug step escalated (its failure was the plan's) was decided at the plan gate: told to the model as a
+ * message (no tool call of its own to answer). Approved, the new plan's tasks are the todos (one done stays done).
+ */
+export function applyDebugReplan(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: Plan | null; notes: string | null },
+): ImplementerState {
+  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
+  if (!decision.approved || !decision.plan) {
+    return { ...state, messages: [...state.messages, { role: "user", content: `The re-plan after the failed check was not approved. Go on with the approved plan.${note}` }] };
+  }
+  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
+  const todos: Todo[] = decision.plan.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }));
+  const open = decision.plan.tasks.filter((t) => !done.has(t.id)).map((t) => ({ id: t.id, title: t.title, files: t.files }));
+  return {
+    ...state,
+    todos,
+    status: todos.every((t) => t.status === "done") ? state.status : "running",
+    summary: todos.every((t) => t.status === "done") ? state.summary : null,
+    messages: [
+      ...state.messages,
+      { role: "user", content: `The re-plan after the failed check was approved. Work from this plan now.${note}\n\n${describePlan(decision.plan)}` },
+      { role: "user", content: section("todos", JSON.stringify(open)) },
+    ],
+  };
+}

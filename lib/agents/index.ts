@@ -1,10 +1,12 @@
 export {
   answerClarification,
   applyPolicyDecision,
+  applyDebugReplan,
   applyReplanDecision,
   collectCommand,
   DEFAULT_MAX_ITERATIONS,
   implementerTurn,
+  reopenTask,
   StepBudgetExceededError,
   startImplementer,
   type ImplementerFailureReason,
@@ -26,3 +28,13 @@ export {
   type Finding,
   type ValidationResult,
 } from "./validator";
+export {
+  DEBUG_ACTIONS,
+  DEBUG_CATEGORIES,
+  parseDebugVerdict,
+  runDebugger,
+  type DebugAction,
+  type DebugCategory,
+  type DebugVerdict,
+  type VerifyFailure,
+} from "./debugger";

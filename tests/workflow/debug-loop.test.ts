@@ -1,0 +1,143 @@
+import fs from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { createProject } from "@/lib/db/queries/projects";
+import { answerClarification } from "@/lib/runs/decisions";
+import { clarificationAnswered } from "@/inngest/events";
+import { announceDecision } from "@/inngest/announce";
+import { decisionKey } from "@/lib/runs/decision-acks";
+import { getDb } from "@/lib/db";
+import { clarificationRequests } from "@/lib/db/schema";
+import { eq } from "drizzle-orm";
+import { expectRunConsistent, git, launch, makeRepo, waitForStatus, waitForWorkflow } from "./harness";
+import { useScriptedWorkflow, type Reply } from "./model-server";
+
+/**
+ * Per-task verification and the debug loop (seed 003) with a model's real tool calls (an OpenAI-compatible server
+ * scripted per request): a task's own acceptance command runs right after it, a failure is classified by a debug step
+ * (the same model, structured output), and the verdict drives the run.
+ */
+
+const t = useScriptedWorkflow();
+const SCRIPTED = { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" };
+
+/** A repository with a shell test for add.sh (which does not exist yet). */
+function repoWithTest() {
+  const repo = makeRepo();
+  fs.writeFileSync(
+    path.join(repo, "test-add.sh"),
+    ['out=$(sh add.sh 2 2)', 'if [ "$out" = "4" ]; then echo "ok 1 - add 2 2"; else echo "not ok 1 - add 2 2: expected 4, got $out"; exit 1; fi', ""].join("\n"),
+  );
+  git(repo, "add", ".");
+  git(repo, "commit", "-q", "-m", "a test for add.sh");
+  return repo;
+}
+
+const TASKS = ["```tasks.md", "- [ ] T1: Make add.sh print the sum of its two arguments", "  Files: add.sh", "  Check: sh test-add.sh", "```"].join("\n");
+
+type Body = { messages?: Array<{ role: string; content?: unknown; tool_calls?: unknown[] }>; response_format?: unknown; tools?: unknown[] };
+
+/** The implementer's turn: its assistant messages with tool calls so far. */
+const turnOf = (body: Body) => (body.messages ?? []).filter((m) => m.role === "assistant" && m.tool_calls?.length).length;
+const lastUser = (body: Body) => JSON.stringify([...(body.messages ?? [])].reverse().find((m) => m.role === "user")?.content ?? "");
+
+describe("per-task verification and the debug loop", () => {
+  it("a task whose test fails is classified as a test failure, fixed in another pass with the failure in context, and verified", { timeout: 180_000 }, async () => {
+    const repo = repoWithTest();
+    const project = await createProject({ name: "debug-loop", ownerId: t.h.user.id, repository: { type: "local", path: repo } });
+    const implementerPrompts: string[] = [];
+    const debugPrompts: string[] = [];
+    t.model.respond((raw): Reply => {
+      const body = raw as Body;
+      if (body.response_format && !body.tools?.length) {
+        debugPrompts.push(JSON.stringify(body.messages));
+        return { text: JSON.stringify({ category: "test", action: "fix", reason: "add.sh subtracts instead of adding.", question: null }) };
+      }
+      implementerPrompts.push(JSON.stringify(body.messages));
+      const turn = turnOf(body);
+      if (turn === 0) {
+        return {
+          toolCalls: [
+            { name: "update_todo", arguments: { id: "T1", status: "in_progress" } },
+            { name: "write_file", arguments: { path: "add.sh", content: 'echo $(($1 - $2))\n' } },
+          ],
+        };
+      }
+      if (turn === 1) return { toolCalls: [{ name: "update_todo", arguments: { id: "T1", status: "done" } }] };
+      if (turn === 2 && lastUser(body).includes("verify-failure")) {
+        return {
+          toolCalls: [
+            { name: "write_file", arguments: { path: "add.sh", content: 'echo $(($1 + $2))\n' } },
+            { name: "update_todo", arguments: { id: "T1", status: "done" } },
+          ],
+        };
+      }
+      return { text: "add.sh prints the sum." };
+    });
+    const run = await launch(t.h.user, project.id, `Add numbers\n\n${TASKS}`, { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: SCRIPTED });
+
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval", "awaiting_clarification"], 150_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+
+    const failed = events.filter((e) => e.type === "TASK_VERIFY_FAILED").map((e) => e.payload);
+    expect(failed).toMatchObject([{ taskId: "T1", command: "sh test-add.sh", exitCode: 1, attempt: 1, output: expect.stringContaining("expected 4, got 0") }]);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([
+      { taskId: "T1", category: "test", action: "fix", reason: "add.sh subtracts instead of adding.", attempt: 1, parsed: true },
+    ]);
+    expect(events.filter((e) => e.type === "TASK_VERIFIED").map((e) => e.payload)).toMatchObject([{ taskId: "T1", commands: ["sh test-add.sh"] }]);
+    // In this order: the failure, its classification, the fix pass finishing the task again, and the passing check.
+    const order = events.filter((e) => ["TASK_COMPLETED", "TASK_VERIFY_FAILED", "DEBUG_CLASSIFIED", "TASK_VERIFIED"].includes(e.type)).map((e) => e.type);
+    expect(order).toEqual(["TASK_COMPLETED", "TASK_VERIFY_FAILED", "DEBUG_CLASSIFIED", "TASK_COMPLETED", "TASK_VERIFIED"]);
+
+    // The debug step saw the failing output; the fix pass had it in context (and the verdict's reason).
+    expect(debugPrompts).toHaveLength(1);
+    expect(debugPrompts[0]).toContain("expected 4, got 0");
+    expect(implementerPrompts[2]).toContain("verify-failure");
+    expect(implementerPrompts[2]).toContain("expected 4, got 0");
+    expect(implementerPrompts[2]).toContain("add.sh subtracts instead of adding.");
+    // What was delivered passes the test.
+    expect(git(repo, "show", `${run.branch}:add.sh`)).toBe("echo $(($1 + $2))");
+    expect(events.some((e) => e.type === "VALIDATION_PASSED")).toBe(true);
+  });
+
+  it("an environment failure asks a person; the answer reaches the fix pass", { timeout: 180_000 }, async () => {
+    const repo = repoWithTest();
+    const project = await createProject({ name: "debug-ask", ownerId: t.h.user.id, repository: { type: "local", path: repo } });
+    const implementerPrompts: string[] = [];
+    let debugCalls = 0;
+    t.model.respond((raw): Reply => {
+      const body = raw as Body;
+      if (body.response_format && !body.tools?.length) {
+        debugCalls += 1;
+        return { text: JSON.stringify({ category: "environment", action: "ask", reason: "The test needs a tool.", question: "Which shell should add.sh target?" }) };
+      }
+      implementerPrompts.push(JSON.stringify(body.messages));
+      const turn = turnOf(body);
+      if (turn === 0) return { toolCalls: [{ name: "write_file", arguments: { path: "add.sh", content: "echo 0\n" } }, { name: "update_todo", arguments: { id: "T1", status: "done" } }] };
+      if (turn === 1 && lastUser(body).includes("verify-failure")) {
+        return { toolCalls: [{ name: "write_file", arguments: { path: "add.sh", content: 'echo $(($1 + $2))\n' } }, { name: "update_todo", arguments: { id: "T1", status: "done" } }] };
+      }
+      return { text: "Done." };
+    });
+    const run = await launch(t.h.user, project.id, `Add numbers\n\n${TASKS}`, { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: SCRIPTED });
+
+    await waitForStatus(run.id, ["awaiting_clarification"], 120_000);
+    const db = await getDb();
+    const [question] = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id));
+    expect(question!.question).toBe("Which shell should add.sh target?");
+    await answerClarification({ user: t.h.user, clarificationId: question!.id, response: "POSIX sh" });
+    await announceDecision({
+      event: clarificationAnswered.create({ runId: run.id, clarificationId: question!.id }),
+      key: decisionKey.clarification(question!.id),
+    });
+
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+    expect(debugCalls).toBe(1);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([{ category: "environment", action: "ask" }]);
+    expect(implementerPrompts[1]).toContain("POSIX sh");
+    expect(events.filter((e) => e.type === "TASK_VERIFIED")).toHaveLength(1);
+  });
+});
