@@ -9,6 +9,8 @@ export {
   reopenTask,
   StepBudgetExceededError,
   startImplementer,
+  type ContextBudget,
+  type PromptInfo,
   type ImplementerFailureReason,
   type ImplementerState,
   type ImplementerTurnResult,
@@ -38,3 +40,4 @@ export {
   type DebugVerdict,
   type VerifyFailure,
 } from "./debugger";
+export { boundConversation, conversationTokens, messageTokens, type BoundedPrompt } from "./context";

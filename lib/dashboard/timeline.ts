@@ -119,6 +119,10 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const next = action === "fix" ? "fixing it" : action === "ask" ? "asking a person" : "escalating";
       return item(`Debug: ${category ?? "?"} failure in ${taskId ?? "a task"}, ${next}`, action === "fix" ? "info" : "warning", text(reason));
     }
+    case "CONTEXT_SUMMARISED": {
+      const { omittedMessages, budget } = p(event, "CONTEXT_SUMMARISED");
+      return item("Conversation summarised to fit the context", "info", `${omittedMessages ?? "?"} earlier messages summarised · budget ${budget ?? "?"} tokens`);
+    }
     case "POLICY_REFUSED": {
       const { summary, reason } = p(event, "POLICY_REFUSED");
       return item("Refused by the policy", "warning", `${summary}: ${reason}`);

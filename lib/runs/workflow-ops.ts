@@ -12,7 +12,7 @@ import { holdsSecret, redact, redactDeep } from "@/lib/security/redact";
 import { log } from "@/lib/log";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
-import { isModelCallError } from "@/lib/ai";
+import { contextWindowOf, isModelCallError } from "@/lib/ai";
 import {
   answerClarification as answerImplementerClarification,
   applyDebugReplan,
@@ -34,6 +34,7 @@ import {
   type Plan,
   type PlannerResult,
   type PolicyAction,
+  type PromptInfo,
   type VerifyFailure,
 } from "@/lib/agents";
 import { outputTail } from "@/lib/agents/debugger";
@@ -1143,8 +1144,18 @@ export async function implementTurn({
   const loaded = await loadConversation(state);
   // Real time, not workflowClock: the host cuts the call by the wall clock.
   const stepEndsAt = stepStartedAt + stepBudget.ms();
+  let prompt: PromptInfo | null = null;
+  const contextConfig = run.config.context;
   try {
     result = await implementerTurn({
+      contextBudget: {
+        window: contextWindowOf(run.config.modelRouting.implementer, contextConfig?.window),
+        summariseAt: contextConfig?.summariseAt ?? 0.7,
+        keepToolResults: contextConfig?.keepToolResults ?? 6,
+      },
+      onPrompt: (info) => {
+        prompt = info;
+      },
       stepEndsAt,
       now: Date.now,
       state: loaded,
@@ -1187,6 +1198,12 @@ export async function implementTurn({
     throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
+  const sent = prompt as PromptInfo | null;
+  if (sent?.summarised && !state.contextSummarised) {
+    // The first summarised prompt of this session is the run's record; later turns stay summarised silently.
+    events.push({ type: "CONTEXT_SUMMARISED", payload: { ...sent.summarised, tokens: sent.tokens, budget: sent.budget } });
+    result = { ...result, state: { ...result.state, contextSummarised: true } };
+  }
   // Refusals under the policy (deny list, file caps) are the run's record too, not only the model's.
   for (const refusal of (result.state.refusals ?? []).slice(state.refusals?.length ?? 0)) {
     events.push({ type: "POLICY_REFUSED", payload: refusal });

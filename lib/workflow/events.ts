@@ -86,6 +86,11 @@ export type RunEventPayloads = {
     parsed: boolean;
     exhausted?: boolean;
   };
+  /**
+   * Bounded context: the implementer's conversation no longer fit `budget` tokens (the model's context window times
+   * context.summariseAt) and from this turn on is sent summarised (recorded once per implementation attempt).
+   */
+  CONTEXT_SUMMARISED: { omittedMessages: number; keptToolResults: number; tokens: number; budget: number };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
   POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
@@ -152,6 +157,7 @@ export const RUN_EVENT_TYPES = [
   "TASK_VERIFIED",
   "TASK_VERIFY_FAILED",
   "DEBUG_CLASSIFIED",
+  "CONTEXT_SUMMARISED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",
   "VALIDATION_PASSED",

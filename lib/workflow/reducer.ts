@@ -166,6 +166,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_VERIFIED":
     case "TASK_VERIFY_FAILED":
     case "DEBUG_CLASSIFIED":
+    case "CONTEXT_SUMMARISED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
       notTerminal();
