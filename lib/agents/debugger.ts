@@ -128,8 +128,20 @@ export function outputTail(output: string, max = 4_000): string {
   return clean.length <= max ? clean : `…(${clean.length - max} characters before)\n${clean.slice(-max)}`;
 }
 
-export function debugPrompt({ failure, task, attempt }: { failure: VerifyFailure; task: { id: string; title: string; description?: string }; attempt: number }) {
+export function debugPrompt({
+  failure,
+  task,
+  attempt,
+  request,
+}: {
+  failure: VerifyFailure;
+  task: { id: string; title: string; description?: string };
+  attempt: number;
+  /** The run's request, for context (what was asked). */
+  request?: string;
+}) {
   return [
+    ...(request?.trim() ? [section("request", redact(request))] : []),
     section("task", `${task.id}: ${task.title}${task.description ? `\n${task.description}` : ""}`),
     section(
       "verify-failure",
@@ -146,11 +158,13 @@ export async function runDebugger({
   failure,
   task,
   attempt,
+  request,
   modelId,
   model,
   context,
   signal,
 }: {
+  request?: string;
   failure: VerifyFailure;
   task: { id: string; title: string; description?: string };
   attempt: number;
@@ -169,7 +183,7 @@ export async function runDebugger({
         const result = await generateText({
           model,
           system: SYSTEM,
-          prompt: debugPrompt({ failure, task, attempt }),
+          prompt: debugPrompt({ failure, task, attempt, request }),
           output: Output.object({ schema: debugOutputSchema }),
           maxRetries: 0,
           abortSignal: signal,

@@ -998,6 +998,7 @@ export async function debugTask({
       failure,
       task: { id: task.id, title: task.title, description: task.description },
       attempt,
+      request: run.request,
       modelId: run.config.modelRouting.implementer,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
     });
