@@ -9,7 +9,7 @@ import { decisionKey } from "@/lib/runs/decision-acks";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
-import { expectRunConsistent, git, launch, makeRepo, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, makeRepo, waitForStatus, waitForWorkflow } from "./harness";
 import { useScriptedWorkflow, type Reply } from "./model-server";
 
 /**
@@ -139,5 +139,23 @@ describe("per-task verification and the debug loop", () => {
     expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([{ category: "environment", action: "ask" }]);
     expect(implementerPrompts[1]).toContain("POSIX sh");
     expect(events.filter((e) => e.type === "TASK_VERIFIED")).toHaveLength(1);
+  });
+
+  it("with the demo model: [verify:] fails, the debug step classifies it, the ```fix: pass makes it pass", { timeout: 180_000 }, async () => {
+    const repo = repoWithTest();
+    const project = await createProject({ name: "debug-demo", ownerId: t.h.user.id, repository: { type: "local", path: repo } });
+    const request = ["Add numbers", "", fileBlock("add.sh", "echo $(($1 - $2))"), "```fix:add.sh", "echo $(($1 + $2))", "```", "[verify: sh test-add.sh]"].join("\n");
+    const run = await launch(t.h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" } });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval", "awaiting_clarification"], 150_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+    const order = events.filter((e) => ["TASK_VERIFY_FAILED", "DEBUG_CLASSIFIED", "TASK_VERIFIED"].includes(e.type)).map((e) => [e.type, (e.payload as { taskId: string }).taskId]);
+    expect(order).toEqual([
+      ["TASK_VERIFY_FAILED", "T2"],
+      ["DEBUG_CLASSIFIED", "T2"],
+      ["TASK_VERIFIED", "T2"],
+    ]);
+    expect(events.find((e) => e.type === "DEBUG_CLASSIFIED")!.payload).toMatchObject({ category: "test", action: "fix", parsed: true });
+    expect(git(repo, "show", `${run.branch}:add.sh`)).toBe("echo $(($1 + $2))");
   });
 });
