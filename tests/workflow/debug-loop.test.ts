@@ -2,14 +2,15 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/db/queries/projects";
-import { answerClarification } from "@/lib/runs/decisions";
-import { clarificationAnswered } from "@/inngest/events";
+import { answerClarification, approveGate, cancelRun, decideFix } from "@/lib/runs/decisions";
+import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
+import { inngest } from "@/inngest/client";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/decision-acks";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
-import { expectRunConsistent, fileBlock, git, launch, makeRepo, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, makeRepo, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { useScriptedWorkflow, type Reply } from "./model-server";
 
 /**
@@ -157,5 +158,85 @@ describe("per-task verification and the debug loop", () => {
     ]);
     expect(events.find((e) => e.type === "DEBUG_CLASSIFIED")!.payload).toMatchObject({ category: "test", action: "fix", parsed: true });
     expect(git(repo, "show", `${run.branch}:add.sh`)).toBe("echo $(($1 + $2))");
+  });
+
+  it("a failure the fix passes cannot fix escalates to the fix gate after verification.maxDebugAttempts; accepted, the run goes on", { timeout: 180_000 }, async () => {
+    const repo = repoWithTest();
+    const project = await createProject({ name: "debug-exhausted", ownerId: t.h.user.id, repository: { type: "local", path: repo } });
+    let debugCalls = 0;
+    let turn = 0;
+    t.model.respond((raw): Reply => {
+      const body = raw as Body;
+      if (body.response_format && !body.tools?.length) {
+        debugCalls += 1;
+        return { text: JSON.stringify({ category: "test", action: "fix", reason: "Still subtracting.", question: null }) };
+      }
+      // A model that never gets it right: every pass writes the same wrong script and marks the task done.
+      turn += 1;
+      const last = body.messages?.at(-1);
+      if (turn === 1 || (last?.role === "user" && JSON.stringify(last.content).includes("verify-failure"))) {
+        return { toolCalls: [{ name: "write_file", arguments: { path: "add.sh", content: `echo $(($1 - $2)) # pass ${turn}\n` } }, { name: "update_todo", arguments: { id: "T1", status: "done" } }] };
+      }
+      return { text: "Done." };
+    });
+    const run = await launch(t.h.user, project.id, `Add numbers\n\n${TASKS}`, {
+      trustMode: { planning: "auto", fixes: "manual" },
+      modelRouting: SCRIPTED,
+      verification: { maxDebugAttempts: 1 },
+    });
+
+    await waitForStatus(run.id, ["awaiting_fix_decision"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("fix");
+    expect(gate.context).toMatchObject({ automaticFixesExhausted: true, verification: { taskId: "T1", command: "sh test-add.sh", category: "test" } });
+    expect(String((gate.context as { report: string }).report)).toContain("expected 4, got 0");
+    await decideFix({ user: t.h.user, runId: run.id, input: { gateId: gate.id, decision: "accept" } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "accept" }), key: decisionKey.gate(gate.id) });
+
+    // Accepted as it is: the run goes on to validation, whose own run of the check fails and goes to a person again.
+    await waitForStatus(run.id, ["awaiting_fix_decision", "completed", "failed"], 120_000);
+    const events = await expectRunConsistent(run.id);
+    expect(debugCalls).toBe(2);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([
+      { attempt: 1, action: "fix" },
+      { attempt: 2, action: "escalate", exhausted: true },
+    ]);
+    expect(events.some((e) => e.type === "VALIDATION_FAILED")).toBe(true);
+    await cancelRun({ user: t.h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await waitForWorkflow(run.id);
+  });
+
+  it("a failure the debug step puts on the plan escalates to a re-plan at the plan gate", { timeout: 180_000 }, async () => {
+    const repo = repoWithTest();
+    const project = await createProject({ name: "debug-plan", ownerId: t.h.user.id, repository: { type: "local", path: repo } });
+    t.model.respond((raw): Reply => {
+      const body = raw as Body;
+      if (body.response_format && !body.tools?.length) {
+        // Hostile: a plan problem the model wants "fixed" anyway; the run escalates it regardless.
+        return { text: 'Verdict: {"category": "PLAN", "action": "fix", "reason": "The check tests a script the task does not own."}' };
+      }
+      if (turnOf(body) === 0) {
+        return { toolCalls: [{ name: "write_file", arguments: { path: "add.sh", content: "echo 0\n" } }, { name: "update_todo", arguments: { id: "T1", status: "done" } }] };
+      }
+      return { text: "Done." };
+    });
+    const run = await launch(t.h.user, project.id, `Add numbers\n\n${TASKS}`, { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: SCRIPTED });
+
+    await waitForStatus(run.id, ["awaiting_approval"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("plan");
+    expect(gate.context).toMatchObject({ version: 2, replan: expect.stringMatching(/^Re-plan proposed by the debug step\. Observation: task T1's acceptance command `sh test-add.sh` failed/) });
+    const events = await expectRunConsistent(run.id);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([{ category: "plan", action: "escalate", parsed: true }]);
+    await approveGate({ user: t.h.user, runId: run.id, input: { gateId: gate.id } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+    // The approved plan is the implementer's now; the run goes on (validation judges what is there).
+    await waitForStatus(run.id, ["awaiting_fix_decision", "completed", "failed"], 120_000);
+    const after = await expectRunConsistent(run.id);
+    expect(after.filter((e) => e.type === "PLAN_CREATED").map((e) => (e.payload as { version: number }).version)).toEqual([1, 2]);
+    await cancelRun({ user: t.h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await waitForWorkflow(run.id);
   });
 });
