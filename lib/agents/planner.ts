@@ -96,7 +96,14 @@ function draftOf(out: PlannerOutput): Omit<Plan, "constraints" | "mermaid"> {
   const ids = new Set(out.tasks.map((t) => t.id));
   return {
     summary: out.summary,
-    tasks: out.tasks.map((t) => ({ ...t, dependsOn: t.dependsOn.filter((d) => ids.has(d) && d !== t.id) })),
+    tasks: out.tasks.map((t) => ({
+      ...t,
+      dependsOn: t.dependsOn.filter((d) => ids.has(d) && d !== t.id),
+      checks: (t.checks ?? [])
+        .map((c) => c.trim())
+        .filter((c) => c && c.length <= 2_000)
+        .slice(0, 20),
+    })),
     acceptanceCriteria: out.acceptanceCriteria.map((c, i) => ({
       id: c.id?.trim() || `AC${i + 1}`,
       description: c.description,
