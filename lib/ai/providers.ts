@@ -70,7 +70,9 @@ export const PROVIDERS: Record<ProviderId, ProviderInfo> = {
   },
   demo: {
     label: "demo (scripted)",
-    contextWindow: { default: 128_000 },
+    // Scripted, so no real limit; it follows its script by counting the turns it is sent, so it gets them all unless a
+    // run sets context.window.
+    contextWindow: { default: 10_000_000 },
     create: (_env, name) => createDemoModel(name),
   },
 };

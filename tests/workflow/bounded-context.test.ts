@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
 import { estimateTokens } from "@/lib/ai/scripted-model";
+import { getDb } from "@/lib/db";
+import { implementerChunks } from "@/lib/db/schema";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { useScriptedWorkflow, type Reply } from "./model-server";
 
@@ -59,6 +62,12 @@ describe("bounded context", () => {
       }
     }
     expect(firstUser(requests[TURNS - 1]!)).toMatch(/- T1 "[^"]+": done/);
+    // The conversation itself was never shortened: every tool result is stored whole outside the prompt and the steps.
+    const db = await getDb();
+    const chunks = await db.select({ messages: implementerChunks.messages }).from(implementerChunks).where(eq(implementerChunks.workflowRunId, run.id));
+    const stored = chunks.flatMap((c) => c.messages as Array<{ role: string; content: unknown }>);
+    expect(stored.filter((m) => m.role === "tool").length).toBeGreaterThanOrEqual(TURNS - 1);
+    expect(JSON.stringify(stored)).toContain("revision 2\n");
     // Recorded once, with the budget it kept to.
     expect(events.filter((e) => e.type === "CONTEXT_SUMMARISED").map((e) => e.payload)).toMatchObject([{ budget: BUDGET, keptToolResults: 4 }]);
   });
