@@ -110,6 +110,14 @@ function describeEvent(type: string, p: Record<string, unknown>): string | null 
       return `  task ${s(p.taskId)} ${p.skipped ? "already done, skipped" : "may be done, implemented anyway"} (confidence ${Math.round(Number(p.confidence) * 100)}%)`;
     case "TASK_PROGRESS":
       return `  task ${s(p.taskId)} at ${Math.round(Number(p.progress) * 100)}%: ${oneLine(s(p.changed), 70)}`;
+    case "TASK_VERIFIED":
+      return `  task ${s(p.taskId)} verified`;
+    case "TASK_VERIFY_FAILED":
+      return `  ✗ task ${s(p.taskId)} failed its check \`${oneLine(s(p.command), 50)}\` (exit ${p.exitCode ?? "timeout"})`;
+    case "DEBUG_CLASSIFIED":
+      return `  debug ${s(p.taskId)}: ${s(p.category)} → ${s(p.action)}: ${oneLine(s(p.reason), 60)}`;
+    case "CONTEXT_SUMMARISED":
+      return `  context summarised (${s(p.omittedMessages)} earlier messages, budget ${s(p.budget)} tokens)`;
     case "POLICY_REFUSED":
       return `  ✗ policy refused ${oneLine(s(p.summary), 40)}: ${oneLine(s(p.reason), 70)}`;
     case "IMPLEMENTATION_SUCCEEDED":

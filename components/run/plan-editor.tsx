@@ -70,7 +70,8 @@ export function PlanEditor({ value, onChange, onValidity }: { value: string; onC
   );
 }
 
-export type EditableTask = { id: string; title: string; description?: string; files?: string[]; dependsOn?: string[] };
+/** `checks` (the task's own acceptance commands) are not edited here, but kept: an edit must not drop them. */
+export type EditableTask = { id: string; title: string; description?: string; files?: string[]; dependsOn?: string[]; checks?: string[] };
 export type EditableCriterion = { id?: string; description: string; command?: string };
 
 /** "a, b , c" ↔ ["a", "b", "c"]: files and dependencies are edited as comma-separated lists. */
@@ -176,6 +177,7 @@ export function editedPlanBody({ mermaid, tasks, criteria, summary }: { mermaid:
       ...(t.description ? { description: t.description } : {}),
       ...(t.files?.length ? { files: t.files } : {}),
       ...(t.dependsOn?.length ? { dependsOn: t.dependsOn } : {}),
+      ...(t.checks?.length ? { checks: t.checks } : {}),
     })),
     // None at all (a draft without criteria) keeps the drafted ones rather than asking for an empty list.
     ...(criteria.length

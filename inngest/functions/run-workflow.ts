@@ -473,6 +473,68 @@ export const runWorkflow = inngest.createFunction(
         }
         return { approved: true, plan: chosen, notes: decision.notes ?? null };
       }
+      /** Debug steps per task so far (the verdicts' attempts; a retry at the fix gate starts the count afresh). */
+      const debugAttempts: Record<string, number> = {};
+
+      /**
+       * A task failed its own acceptance command (per-task verification): the debug step classifies it, and the run
+       * fixes it (another implementer pass on the task, with the failure in context), asks a person, or escalates (a
+       * re-plan through the plan gate for a plan problem, else the fix gate). Returns the implementer's next state.
+       */
+      async function debugFailure(
+        key: string,
+        implAttempt: number,
+        current: ImplementerState,
+        failure: ops.VerifyStepResult["failed"] & object,
+      ): Promise<ImplementerState> {
+        const { attempt: debugAttempt, ...failed } = failure;
+        debugAttempts[failure.taskId] = debugAttempt;
+        let debugged: ops.DebugStepResult;
+        for (let t = 0; ; t++) {
+          const k = `${key}:debug${t ? `:retry:${t}` : ""}`;
+          debugged = await runStep(k, () => ops.debugTask({ runId, stepKey: k, plan: approvedPlan, failure: failed, attempt: debugAttempt }));
+          if (debugged.kind === "verdict") break;
+          await pauseUntilResumed(k, debugged.reason === "model_auth" ? "model_auth" : "model_outage", debugged.message, "implementation");
+        }
+        const { verdict, exhausted } = debugged;
+        if (verdict.action === "fix") return ops.applyVerifyFailure(current, { failure: failed, verdict });
+        if (verdict.action === "ask" && verdict.question) {
+          const answer = await clarify(`${key}:q`, "implementation", {
+            question: verdict.question,
+            context: `Task ${failure.taskId}'s check \`${failure.command}\` failed (${verdict.category}): ${verdict.reason}`,
+            options: [],
+            responseType: "text",
+          });
+          return ops.applyVerifyFailure(current, { failure: failed, verdict, answer });
+        }
+        if (verdict.category === "plan" && verdict.parsed && !exhausted && replans < config.limits.maxReplans) {
+          // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
+          replans += 1;
+          const replanned = await replan(
+            `${key}:replan`,
+            `Re-plan proposed by the debug step. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
+          );
+          if (replanned.plan) approvedPlan = replanned.plan;
+          const next = await ops.applyDebugReplanDecision(current, replanned);
+          stageStart = (await runStep(`${key}:replan:resume`, () => ops.startStage({ runId, stage: "implementation", attempt: implAttempt, stepKey: `${key}:replan:resume` }))).now;
+          return next;
+        }
+        const decision = await gate(`${key}:fix-gate`, "fix", {
+          report: `Task ${failure.taskId} failed its check \`${failure.command}\` (exit ${failure.exitCode ?? "timed out"}). Debug step: ${verdict.category} — ${verdict.reason}${exhausted ? ` (after ${debugAttempt - 1} fix passes)` : ""}\n\n${failure.output}`,
+          score: null,
+          findings: [],
+          attempt: debugAttempt,
+          automaticFixesExhausted: exhausted,
+          majorFindings: false,
+          verification: { taskId: failure.taskId, command: failure.command, category: verdict.category },
+        });
+        if (decision.decision === "cancel") throw new RunEnded("cancelled");
+        // Accepted: the task stays done as it is; validation still judges the whole.
+        if (decision.decision === "accept") return current;
+        debugAttempts[failure.taskId] = 0;
+        return ops.applyVerifyFailure(current, { failure: failed, verdict, note: decision.notes ?? null });
+      }
+
       // Triage: tasks already done in the repository (their own checks pass) are skipped, once for the run.
       const triaged = config.triage?.enabled === false ? { skip: [] } : await runStep("triage", () => ops.triage({ runId, plan: approvedPlan }));
 
@@ -498,8 +560,11 @@ export const runWorkflow = inngest.createFunction(
           }),
         )) as ImplementerState;
         let failure: string | null = null;
+        /** Tasks finished and not verified yet (their checks run after the next turn that leaves nothing pending). */
+        const unverified: string[] = [];
         for (let turn = 0; ; turn++) {
           let result: ops.TurnStepResult;
+          const todosBefore = new Map(state.todos.map((t) => [t.id, t.status]));
           for (let t = 0; ; t++) {
             const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
             const current = state;
@@ -531,6 +596,25 @@ export const runWorkflow = inngest.createFunction(
             const collected = await awaitCommand(`impl:${attempt}:turn:${turn}:command`, state, approvedPlan, deadline(stageStart, "implementation"));
             state = collected.state;
             if (result.kind === "command_running" || (collected.kind === "policy" && result.kind === "continue")) result = collected;
+          }
+          if (result.kind !== "failure") {
+            for (const t of state.todos) {
+              if (t.status === "done" && todosBefore.get(t.id) !== "done" && !unverified.includes(t.id)) unverified.push(t.id);
+            }
+          }
+          if (config.verification?.enabled !== false && unverified.length && (result.kind === "continue" || result.kind === "done")) {
+            // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
+            const key = `impl:${attempt}:turn:${turn}:verify`;
+            const ids = unverified.splice(0);
+            const counts = { ...debugAttempts };
+            const checked = await runStep(key, () => ops.verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts }));
+            if (checked.failed) {
+              // Tasks after the failing one were not checked yet: they are, after the fix.
+              unverified.push(...ids.slice(ids.indexOf(checked.failed.taskId) + 1));
+              state = await debugFailure(key, attempt, state, checked.failed);
+              // A session that had finished goes on with the task open again.
+              if (result.kind === "done" && state.status === "running") result = { kind: "continue", state, now: result.now };
+            }
           }
           if (result.now > deadline(stageStart, "implementation")) {
             const resumed = await pauseUntilResumed(

@@ -1,8 +1,11 @@
 import { generateText, stepCountIs, type LanguageModel, type ModelMessage } from "ai";
+import { z } from "zod";
+import { estimateTokens } from "@/lib/ai/scripted-model";
 import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
+import { boundConversation, conversationTokens } from "./context";
 import { describePlan, type Plan } from "./plan";
 import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
 import {
@@ -66,6 +69,8 @@ export type ImplementerState = {
    * collects it (collectCommand) before the next model turn. Absent in older states.
    */
   pendingCommand?: PendingCommand | null;
+  /** Set once the conversation had to be summarised to fit the model's context (recorded once, as CONTEXT_SUMMARISED). */
+  contextSummarised?: boolean;
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
   failure: { reason: ImplementerFailureReason; message: string } | null;
@@ -251,6 +256,69 @@ export function startImplementer({
   };
 }
 
+export type ContextBudget = {
+  /** The model's context window in tokens (lib/ai/providers.ts contextWindowOf, or the run's context.window). */
+  window: number;
+  /** The share of the window a prompt may fill before the conversation is summarised (0.2–0.95). */
+  summariseAt: number;
+  /** Tool results kept verbatim at the end of a summarised conversation. */
+  keepToolResults: number;
+};
+
+export type PromptInfo = {
+  /** The prompt's estimated tokens (system, tools, messages) and the budget it must stay within. */
+  tokens: number;
+  budget: number;
+  /** Set when the conversation was summarised for this turn. */
+  summarised: { omittedMessages: number; keptToolResults: number } | null;
+};
+
+/** The tokens the tool definitions take in every prompt (names, descriptions, input schemas as JSON schema). */
+function toolTokens(tools: Record<string, { description?: string; inputSchema?: unknown }>): number {
+  const defs = Object.entries(tools).map(([name, t]) => {
+    let schema: unknown = null;
+    try {
+      schema = z.toJSONSchema(t.inputSchema as z.ZodType);
+    } catch {
+      schema = null;
+    }
+    return { name, description: t.description, parameters: schema };
+  });
+  return estimateTokens(JSON.stringify(defs));
+}
+
+/** The messages this turn sends: the whole conversation, or summarised to stay within the context budget. */
+function promptFor({
+  state,
+  tools,
+  contextBudget,
+}: {
+  state: ImplementerState;
+  tools: Record<string, { description?: string; inputSchema?: unknown }>;
+  contextBudget?: ContextBudget;
+}): { messages: ModelMessage[]; info: PromptInfo } {
+  const fixed = estimateTokens(SYSTEM) + toolTokens(tools);
+  if (!contextBudget) {
+    const tokens = fixed + conversationTokens(state.messages);
+    return { messages: state.messages, info: { tokens, budget: Number.POSITIVE_INFINITY, summarised: null } };
+  }
+  const budget = Math.floor(contextBudget.window * contextBudget.summariseAt);
+  const bounded = boundConversation({
+    messages: state.messages,
+    todos: state.todos,
+    budgetTokens: Math.max(0, budget - fixed),
+    keepToolResults: contextBudget.keepToolResults,
+  });
+  return {
+    messages: bounded.messages,
+    info: {
+      tokens: fixed + conversationTokens(bounded.messages),
+      budget,
+      summarised: bounded.summary ? { omittedMessages: bounded.summary.omittedMessages, keptToolResults: bounded.summary.keptToolResults } : null,
+    },
+  };
+}
+
 /** Resume after a human answered the implementer's question. */
 export function answerClarification(state: ImplementerState, answer: unknown): ImplementerState {
   const pending = state.pendingClarification;
@@ -324,9 +392,18 @@ export async function implementerTurn({
   restore,
   stepEndsAt,
   now = Date.now,
+  contextBudget,
+  onPrompt,
 }: {
   state: ImplementerState;
   sandbox: Sandbox;
+  /**
+   * Bounded context: the prompt (system, tool definitions, messages) is kept within `window × summariseAt` tokens by
+   * summarising the conversation (lib/agents/context.ts); absent, the whole conversation is sent.
+   */
+  contextBudget?: ContextBudget;
+  /** Told what the turn sends (after summarising), e.g. to record that the context was summarised. */
+  onPrompt?: (info: PromptInfo) => void;
   /** The run's policy for risky actions (lib/agents/policy.ts). */
   policy?: Policy;
   /** The plan's files and folders (a delete outside them is risky). */
@@ -354,8 +431,17 @@ export async function implementerTurn({
     return fail(state, "iteration_limit", `The implementer used all ${state.maxIterations} turns without finishing.`);
   }
 
-  const ctx: ToolContext = { ...toolContext(state, { sandbox, policy, scope, restore }), stepEndsAt, now, pendingCommand: null, toolsStarted: false };
+  const ctx: ToolContext = {
+    ...toolContext(state, { sandbox, policy, scope, restore }),
+    stepEndsAt,
+    now,
+    pendingCommand: null,
+    toolsStarted: false,
+    conversation: state.messages,
+  };
   const tools = implementerTools(ctx);
+  const prompt = promptFor({ state, tools, contextBudget });
+  onPrompt?.(prompt.info);
   // Once a tool starts, the model has answered: the budget no longer cuts the call (the tools bound themselves).
   for (const t of Object.values(tools) as Array<{ execute?: (...a: unknown[]) => unknown }>) {
     const execute = t.execute;
@@ -387,7 +473,7 @@ export async function implementerTurn({
         const r = await generateText({
           model,
           system: SYSTEM,
-          messages: state.messages,
+          messages: prompt.messages,
           tools,
           stopWhen: stepCountIs(1),
           maxRetries: 0,
@@ -565,4 +651,75 @@ function refuseExtra(state: ImplementerState, extra: Array<{ toolCallId: string 
     role: "tool",
     content: extra.map((c) => ({ type: "tool-result" as const, toolCallId: c.toolCallId, toolName, output: { type: "error-text" as const, value: message } })),
   });
+}
+
+/**
+ * Per-task verification failed and the debug step chose to fix it (or a person answered its question, or retried at
+ * the fix gate): the task is open again and the model is told why, with the failing command's output, so the next
+ * turns are a fix pass on that task. A finished session goes on (status running), and loop counters start afresh.
+ */
+export function reopenTask(
+  state: ImplementerState,
+  {
+    failure,
+    verdict,
+    answer,
+    note,
+  }: {
+    failure: { taskId: string; command: string; exitCode: number | null; output: string };
+    verdict: { category: string; reason: string; question?: string | null } | null;
+    /** A person's answer to the debug step's question. */
+    answer?: string | null;
+    /** A person's note (the fix gate's retry). */
+    note?: string | null;
+  },
+): ImplementerState {
+  const todos = state.todos.map((t) => (t.id === failure.taskId ? { ...t, status: "pending" as const } : t));
+  const lines = [
+    `Task ${failure.taskId}'s own acceptance command failed right after you marked it done, so it is open again.`,
+    `Command: ${failure.command}`,
+    `Exit code: ${failure.exitCode ?? "timed out"}`,
+    `Output (its end):\n${redact(failure.output)}`,
+  ];
+  if (verdict) lines.push(`The debug step classified it as a ${verdict.category} failure: ${redact(verdict.reason)}`);
+  if (verdict?.question && answer?.trim()) lines.push(`A person answered the question "${redact(verdict.question)}": ${redact(answer.trim())}`);
+  if (note?.trim()) lines.push(`A person's note: ${redact(note.trim())}`);
+  lines.push(`Fix task ${failure.taskId} now, run \`${failure.command}\` to check it passes, and mark the task done with update_todo again.`);
+  return {
+    ...state,
+    todos,
+    status: state.status === "done" ? "running" : state.status,
+    summary: state.status === "done" ? null : state.summary,
+    idleTurns: 0,
+    repeats: {},
+    messages: [...state.messages, { role: "user", content: section("verify-failure", lines.join("\n")) }],
+  };
+}
+
+/**
+ * A re-plan the debug step escalated (its failure was the plan's) was decided at the plan gate: told to the model as a
+ * message (no tool call of its own to answer). Approved, the new plan's tasks are the todos (one done stays done).
+ */
+export function applyDebugReplan(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: Plan | null; notes: string | null },
+): ImplementerState {
+  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
+  if (!decision.approved || !decision.plan) {
+    return { ...state, messages: [...state.messages, { role: "user", content: `The re-plan after the failed check was not approved. Go on with the approved plan.${note}` }] };
+  }
+  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
+  const todos: Todo[] = decision.plan.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }));
+  const open = decision.plan.tasks.filter((t) => !done.has(t.id)).map((t) => ({ id: t.id, title: t.title, files: t.files }));
+  return {
+    ...state,
+    todos,
+    status: todos.every((t) => t.status === "done") ? state.status : "running",
+    summary: todos.every((t) => t.status === "done") ? state.summary : null,
+    messages: [
+      ...state.messages,
+      { role: "user", content: `The re-plan after the failed check was approved. Work from this plan now.${note}\n\n${describePlan(decision.plan)}` },
+      { role: "user", content: section("todos", JSON.stringify(open)) },
+    ],
+  };
 }

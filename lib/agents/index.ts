@@ -1,12 +1,16 @@
 export {
   answerClarification,
   applyPolicyDecision,
+  applyDebugReplan,
   applyReplanDecision,
   collectCommand,
   DEFAULT_MAX_ITERATIONS,
   implementerTurn,
+  reopenTask,
   StepBudgetExceededError,
   startImplementer,
+  type ContextBudget,
+  type PromptInfo,
   type ImplementerFailureReason,
   type ImplementerState,
   type ImplementerTurnResult,
@@ -26,3 +30,14 @@ export {
   type Finding,
   type ValidationResult,
 } from "./validator";
+export {
+  DEBUG_ACTIONS,
+  DEBUG_CATEGORIES,
+  parseDebugVerdict,
+  runDebugger,
+  type DebugAction,
+  type DebugCategory,
+  type DebugVerdict,
+  type VerifyFailure,
+} from "./debugger";
+export { boundConversation, conversationTokens, messageTokens, type BoundedPrompt } from "./context";

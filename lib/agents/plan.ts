@@ -11,6 +11,12 @@ export const taskSchema = z.object({
   description: z.string(),
   dependsOn: z.array(z.string()).describe("Ids of tasks that must be finished first"),
   files: z.array(z.string()).describe("Files or folders (relative paths) this task may change; the plan's scope"),
+  // Optional for the planner (a draft without it is still a plan), but a structured-output provider is offered it.
+  // Lenient here (blank ones are dropped, the list is cut to 20 in the planner): one odd command must not void a plan.
+  checks: z
+    .array(z.string())
+    .default([])
+    .describe("The task's own acceptance commands (exit 0 = done), run right after the task to verify it, e.g. `npm test -- greet`"),
 });
 
 export const criterionSchema = z.object({
@@ -45,7 +51,8 @@ export const plannerAnswerSchema = plannerOutputSchema.extend({
 });
 
 export type PlannerOutput = z.infer<typeof plannerOutputSchema>;
-export type PlanTask = z.infer<typeof taskSchema>;
+/** `checks` may be absent in a task built by hand (a stored plan document, a test): it means none. */
+export type PlanTask = Omit<z.infer<typeof taskSchema>, "checks"> & { checks?: string[] };
 export type AcceptanceCriterion = { id: string; description: string; command?: string };
 
 /** A checked plan: what the plan gate shows and the implementer and validator work from. */
@@ -70,6 +77,7 @@ export function describePlan(plan: Plan): string {
     lines.push(`- ${t.id}: ${t.title}${t.dependsOn.length ? ` (after ${t.dependsOn.join(", ")})` : ""}`);
     if (t.description) lines.push(`  ${t.description}`);
     if (t.files.length) lines.push(`  Files: ${t.files.join(", ")}`);
+    if (t.checks?.length) lines.push(`  Verified by: ${t.checks.map((c) => `\`${c}\``).join(", ")}`);
   }
   lines.push("", "Acceptance criteria:");
   for (const c of plan.acceptanceCriteria) lines.push(`- ${c.id}: ${c.description}${c.command ? ` (\`${c.command}\`)` : ""}`);

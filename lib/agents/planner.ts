@@ -58,6 +58,8 @@ Turn the request into a plan another agent will implement and a third will valid
 - In a flowchart, give each task a node whose id is the task's id (e.g. T1["…"]): the dashboard colours it as the work moves.
 - Tasks are small, ordered by dependsOn, and each lists the files or folders it may change: that list is a contract,
   changes outside it fail validation.
+- Give each task its own quick acceptance commands in "checks" when one can prove it (a focused test, a type check): they
+  run right after the task, and a failure goes to a debugging step.
 - Acceptance criteria are checkable; give a command that proves one when possible (it runs in the repository, exit 0 = pass).
 - Ask a clarification (kind "clarification") only when the request cannot be planned without an answer.
 - Respect the project memory and address any rejection feedback.
@@ -95,7 +97,14 @@ function draftOf(out: PlannerOutput): Omit<Plan, "constraints" | "mermaid"> {
   const ids = new Set(out.tasks.map((t) => t.id));
   return {
     summary: out.summary,
-    tasks: out.tasks.map((t) => ({ ...t, dependsOn: t.dependsOn.filter((d) => ids.has(d) && d !== t.id) })),
+    tasks: out.tasks.map((t) => ({
+      ...t,
+      dependsOn: t.dependsOn.filter((d) => ids.has(d) && d !== t.id),
+      checks: (t.checks ?? [])
+        .map((c) => c.trim())
+        .filter((c) => c && c.length <= 2_000)
+        .slice(0, 20),
+    })),
     acceptanceCriteria: out.acceptanceCriteria.map((c, i) => ({
       id: c.id?.trim() || `AC${i + 1}`,
       description: c.description,

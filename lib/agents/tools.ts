@@ -63,7 +63,15 @@ export type ToolContext = {
   pendingCommand?: PendingCommand | null;
   /** Set when any tool starts: from then on the step budget no longer aborts the model call (its answer is in). */
   toolsStarted?: boolean;
+  /**
+   * The whole conversation as stored (lib/runs/conversation.ts), for recall_output: a summarised prompt refers to
+   * earlier tool outputs by message number (lib/agents/context.ts).
+   */
+  conversation?: ReadonlyArray<{ role: string; content: unknown }>;
 };
+
+/** The most of one recalled output sent back (a read_file's own cap is in the same range). */
+const MAX_RECALL_CHARS = 20_000;
 
 /** A run_command left running detached: what is needed to finish it later exactly as an inline run would have. */
 export type PendingCommand = {
@@ -399,6 +407,23 @@ export function implementerTools(ctx: ToolContext) {
         }
         const open = ctx.todos.filter((t) => t.status !== "done").map((t) => `${t.id} (${t.status})`);
         return open.length ? `${id} is ${status}. Open: ${open.join(", ")}.` : `${id} is ${status}. All todos are done.`;
+      },
+    }),
+    recall_output: tool({
+      description:
+        "Read again, whole, an earlier tool output that the conversation summary refers to as #<n> (its message number).",
+      inputSchema: z.object({ message: z.number().int().min(0).describe("The message number n of #<n> in the summary") }),
+      execute: async ({ message }) => {
+        const m = ctx.conversation?.[message];
+        if (!m || m.role !== "tool" || !Array.isArray(m.content)) throw new Error(`Message #${message} is not a stored tool output.`);
+        const text = (m.content as Array<{ type?: string; toolName?: string; output?: { value?: unknown } }>)
+          .filter((p) => p.type === "tool-result")
+          .map((p) => {
+            const value = p.output?.value;
+            return `${p.toolName ?? "tool"}: ${typeof value === "string" ? value : JSON.stringify(value ?? null)}`;
+          })
+          .join("\n\n");
+        return text.length > MAX_RECALL_CHARS ? `${text.slice(0, MAX_RECALL_CHARS)}\n[… ${text.length - MAX_RECALL_CHARS} more characters]` : text;
       },
     }),
     record_progress: tool({

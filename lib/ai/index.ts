@@ -4,6 +4,7 @@ export { parseInstructions, slugify, type DemoInstructions } from "./demo/instru
 export { costUsd, priceOf } from "./prices";
 export { readSection, section } from "./prompt-sections";
 export {
+  contextWindowOf,
   getLanguageModel,
   isDemoModel,
   modelLabel,

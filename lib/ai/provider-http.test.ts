@@ -185,10 +185,11 @@ describe("the real provider code path over HTTP", () => {
     // The second request carried the tool results back to the model.
     const messages = server.requests[1]!.messages as Array<{ role: string; tool_call_id?: string }>;
     expect(messages.filter((m) => m.role === "tool").map((m) => m.tool_call_id)).toEqual(["call_1_0", "call_1_1"]);
-    // Every implementer tool is offered to the model, reflection's record_progress and propose_replan included.
+    // Every implementer tool is offered to the model, reflection's record_progress and propose_replan and bounded
+    // context's recall_output included.
     const offered = (server.requests[0]!.tools as Array<{ function?: { name?: string } }>).map((t) => t.function?.name);
-    expect(offered).toHaveLength(9);
-    expect(offered).toEqual(expect.arrayContaining(["write_file", "run_command", "request_clarification", "record_progress", "propose_replan"]));
+    expect(offered).toHaveLength(10);
+    expect(offered).toEqual(expect.arrayContaining(["write_file", "run_command", "request_clarification", "record_progress", "propose_replan", "recall_output"]));
     await sandbox.destroy();
   });
 

@@ -27,6 +27,25 @@ describe("timeline", () => {
     expect(merged.map((e) => e.sequence)).toEqual([a[0]!.sequence, a[1]!.sequence, b[0]!.sequence, b[1]!.sequence]);
   });
 
+  it("shows per-task verification, the debug step's verdict and a summarised context on the timeline", () => {
+    expect(describeEvent(ev("TASK_VERIFY_FAILED", { taskId: "T1", command: "sh test-add.sh", exitCode: 1, output: "x", attempt: 1 }))).toMatchObject({
+      title: "Task T1 failed its check",
+      detail: "`sh test-add.sh` exited 1",
+      tone: "danger",
+    });
+    expect(describeEvent(ev("DEBUG_CLASSIFIED", { taskId: "T1", category: "test", action: "fix", reason: "add subtracts", attempt: 1, parsed: true }))).toMatchObject({
+      title: "Debug: test failure in T1, fixing it",
+      detail: "add subtracts",
+    });
+    expect(describeEvent(ev("DEBUG_CLASSIFIED", { taskId: "T1", category: "plan", action: "escalate", reason: "r", attempt: 1, parsed: true })).title).toBe(
+      "Debug: plan failure in T1, escalating",
+    );
+    expect(describeEvent(ev("TASK_VERIFIED", { taskId: "T1", commands: ["sh test-add.sh"] }))).toMatchObject({ title: "Task T1 verified", tone: "success" });
+    expect(describeEvent(ev("CONTEXT_SUMMARISED", { omittedMessages: 120, keptToolResults: 4, tokens: 5000, budget: 5600 })).title).toBe(
+      "Conversation summarised to fit the context",
+    );
+  });
+
   it("describes events in words, with the question, feedback and pause reason a person needs", () => {
     expect(describeEvent(ev("CLARIFICATION_REQUESTED", { question: "Which database?" }))).toMatchObject({
       title: "Question asked",

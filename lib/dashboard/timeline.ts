@@ -122,6 +122,23 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { taskId, progress, changed } = p(event, "TASK_PROGRESS");
       return item(`Progress on ${taskId ?? "a task"}: ${Math.round((progress ?? 0) * 100)}%`, "info", changed);
     }
+    case "TASK_VERIFIED": {
+      const { taskId, commands } = p(event, "TASK_VERIFIED");
+      return item(`Task ${taskId ?? "?"} verified`, "success", (commands ?? []).map((c) => `\`${c}\``).join(", ") || undefined);
+    }
+    case "TASK_VERIFY_FAILED": {
+      const { taskId, command, exitCode } = p(event, "TASK_VERIFY_FAILED");
+      return item(`Task ${taskId ?? "?"} failed its check`, "danger", `\`${command ?? "?"}\` exited ${exitCode ?? "(timed out)"}`);
+    }
+    case "DEBUG_CLASSIFIED": {
+      const { taskId, category, action, reason } = p(event, "DEBUG_CLASSIFIED");
+      const next = action === "fix" ? "fixing it" : action === "ask" ? "asking a person" : "escalating";
+      return item(`Debug: ${category ?? "?"} failure in ${taskId ?? "a task"}, ${next}`, action === "fix" ? "info" : "warning", text(reason));
+    }
+    case "CONTEXT_SUMMARISED": {
+      const { omittedMessages, budget } = p(event, "CONTEXT_SUMMARISED");
+      return item("Conversation summarised to fit the context", "info", `${omittedMessages ?? "?"} earlier messages summarised · budget ${budget ?? "?"} tokens`);
+    }
     case "POLICY_REFUSED": {
       const { summary, reason } = p(event, "POLICY_REFUSED");
       return item("Refused by the policy", "warning", `${summary}: ${reason}`);

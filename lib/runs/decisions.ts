@@ -29,6 +29,8 @@ export const planTaskSchema = z.strictObject({
   description: z.string().max(20_000).optional(),
   dependsOn: z.array(z.string().max(100)).max(100).optional(),
   files: z.array(z.string().max(1000)).max(500).optional(),
+  /** The task's own acceptance commands, run right after it (per-task verification). */
+  checks: z.array(z.string().trim().min(1, "must not be empty").max(2_000)).max(20).optional(),
 });
 
 export const acceptanceCriterionSchema = z.strictObject({

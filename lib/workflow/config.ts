@@ -227,6 +227,29 @@ export const runConfigSchema = z.strictObject({
       threshold: z.number({ error: "must be a number" }).min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").default(0.8),
     })
     .prefault({}),
+  /**
+   * Per-task verification (seed 003): right after a task is finished its own acceptance commands (a plan task's
+   * `checks`, tasks.md `Check:` lines) run; a failure goes to a debug step that classifies it and fixes, asks or
+   * escalates. `maxDebugAttempts`: debug steps per task before it escalates to a person whatever the verdict.
+   */
+  verification: z
+    .strictObject({
+      enabled: z.boolean({ error: "must be true or false" }).default(true),
+      maxDebugAttempts: z.number({ error: "must be a number" }).int("must be a whole number").min(0, "must be at least 0").max(10, "must be at most 10").default(2),
+    })
+    .prefault({}),
+  /**
+   * The implementer's bounded context: past `summariseAt` of the model's context window (the provider registry's, or
+   * `window` here, in tokens) the conversation sent to the model is summarised, keeping the plan, the todo list, the
+   * decisions and the last `keepToolResults` tool results verbatim (lib/agents/context.ts).
+   */
+  context: z
+    .strictObject({
+      window: z.number({ error: "must be a number" }).int("must be a whole number").min(1_000, "must be at least 1000 tokens").max(10_000_000).optional(),
+      summariseAt: z.number({ error: "must be a number" }).min(0.2, "must be between 0.2 and 0.95").max(0.95, "must be between 0.2 and 0.95").default(0.7),
+      keepToolResults: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(50, "must be at most 50").default(6),
+    })
+    .prefault({}),
   /** Only honoured in a project's default config (lib/runs/service.ts): a run's own config cannot lower isolation. */
   sandbox: z
     .strictObject({

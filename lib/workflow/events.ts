@@ -84,6 +84,30 @@ export type RunEventPayloads = {
   TASK_TRIAGED: { taskId: string; confidence: number; evidence: string[]; skipped: boolean };
   /** PAOR reflection: after a task, the implementer's estimate of its progress (0–1) and what changed. */
   TASK_PROGRESS: { taskId: string; progress: number; changed: string };
+  /** Per-task verification: the task's own acceptance commands passed right after it was finished. */
+  TASK_VERIFIED: { taskId: string; commands: string[] };
+  /** Per-task verification: one of the task's acceptance commands failed (its output's tail, redacted). */
+  TASK_VERIFY_FAILED: { taskId: string; command: string; exitCode: number | null; output: string; attempt: number };
+  /**
+   * The debug step's verdict on a failed verification, and what the run does about it: `fix` (another implementer pass
+   * on the task), `ask` (a question for a person), `escalate` (a re-plan through the plan gate for a plan problem, else
+   * the fix gate); `parsed` false when the model's answer could not be read. `exhausted`: the task's debug attempts
+   * (limits.maxDebugAttempts) were used up, so it escalates whatever the verdict.
+   */
+  DEBUG_CLASSIFIED: {
+    taskId: string;
+    category: "compile" | "test" | "environment" | "plan";
+    action: "fix" | "ask" | "escalate";
+    reason: string;
+    attempt: number;
+    parsed: boolean;
+    exhausted?: boolean;
+  };
+  /**
+   * Bounded context: the implementer's conversation no longer fit `budget` tokens (the model's context window times
+   * context.summariseAt) and from this turn on is sent summarised (recorded once per implementation attempt).
+   */
+  CONTEXT_SUMMARISED: { omittedMessages: number; keptToolResults: number; tokens: number; budget: number };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
   POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
@@ -151,6 +175,10 @@ export const RUN_EVENT_TYPES = [
   "POLICY_REFUSED",
   "TASK_PROGRESS",
   "TASK_TRIAGED",
+  "TASK_VERIFIED",
+  "TASK_VERIFY_FAILED",
+  "DEBUG_CLASSIFIED",
+  "CONTEXT_SUMMARISED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",
   "VALIDATION_PASSED",

@@ -171,6 +171,10 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "POLICY_REFUSED":
     case "TASK_PROGRESS":
     case "TASK_TRIAGED":
+    case "TASK_VERIFIED":
+    case "TASK_VERIFY_FAILED":
+    case "DEBUG_CLASSIFIED":
+    case "CONTEXT_SUMMARISED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
       notTerminal();

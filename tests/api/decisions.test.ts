@@ -94,6 +94,25 @@ describe("plan gate decisions", () => {
     expect(good.json.gate).toMatchObject({ status: "approved", payload: { editedPlan: { mermaid: expect.stringContaining("A[Start]") } } });
   });
 
+  it("an edited plan's tasks keep their own acceptance commands (checks); an empty one is a 400 naming it", async () => {
+    const runId = await runningRun();
+    const gateId = await openGate(runId, "plan");
+    const mermaid = "flowchart TD\n  A[Start] --> B[Done]";
+    const bad = await call(approveRoute.POST, {
+      method: "POST", headers: ADMIN, params: { id: runId },
+      body: { gateId, editedPlan: { mermaid, tasks: [{ id: "t1", title: "Do it", checks: ["  "] }] } },
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.json.error.message).toMatch(/^editedPlan\.tasks\.0\.checks\.0: must not be empty/);
+    expect((await getRunState({ id: runId }))?.status).toBe("awaiting_approval");
+    const good = await call(approveRoute.POST, {
+      method: "POST", headers: ADMIN, params: { id: runId },
+      body: { gateId, editedPlan: { mermaid, tasks: [{ id: "t1", title: "Do it", checks: ["sh test.sh"] }] } },
+    });
+    expect(good.status).toBe(200);
+    expect(good.json.gate).toMatchObject({ payload: { editedPlan: { tasks: [{ id: "t1", checks: ["sh test.sh"] }] } } });
+  });
+
   it("reject needs feedback and records it; deciding again is a 409", async () => {
     const runId = await runningRun();
     const gateId = await openGate(runId, "plan");

@@ -7,6 +7,10 @@
  *   [ask-file: <q>]           → the implementer asks once for a file
  *   [run: <command line>]     → the implementer runs it with its run_command tool, once, in order (after its writes)
  *   [check: <command line>]   → the planner adds it as an acceptance command
+ *   [verify: <command line>]  → the planner adds it to the last task's own checks (per-task verification)
+ *   ```fix:<path>             → after a failed per-task check, the implementer's fix pass writes that file
+ *   [debug: <category>]       → the debug step classifies a failed check so (compile, test, environment, plan);
+ *                               default test
  *   [replan: <observation>]   → the implementer's first call proposes a re-plan with that observation; the demo planner,
  *                               re-planning, adds a task R1 to handle it
  *   [scope: <path>]           → the planner adds that file or folder to the last task's files (the plan's scope)
@@ -26,6 +30,12 @@ export type DemoInstructions = {
   runs: string[];
   /** [check:] command lines, in order. */
   checks: string[];
+  /** [verify:] command lines: the last task's own checks. */
+  verifies: string[];
+  /** ```fix:<path> blocks: written by the fix pass after a failed per-task check. */
+  fixes: Array<{ path: string; content: string }>;
+  /** [debug:] the debug step's category. */
+  debug: string | null;
   /** [scope:] paths, added to the last task's files. */
   scope: string[];
   /** [replan:] the observation the implementer proposes a re-plan with, first thing. */
@@ -40,9 +50,10 @@ export type DemoInstructions = {
 };
 
 const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
-const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid|scope|replan):([^\]]*)\]/g;
+const FIX_BLOCK = /^(`{3,}|~{3,})[ \t]*fix:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
+const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid|scope|replan|debug):([^\]]*)\]/g;
 /** A command may contain "]": its marker ends at the last "]" before the end of the line or the next marker. */
-const COMMAND_MARKER = /\[(run|check):[ \t]*(.*?)\][ \t]*(?=$|\[)/gm;
+const COMMAND_MARKER = /\[(run|check|verify):[ \t]*(.*?)\][ \t]*(?=$|\[)/gm;
 
 export function slugify(text: string): string {
   const slug = text
@@ -67,12 +78,19 @@ export function parseInstructions(request: string): DemoInstructions {
     files.push({ path: path.trim(), content: body });
     return "";
   });
-  const runs: string[] = [];
-  const checks: string[] = [];
-  const withoutCommands = withoutFiles.replace(COMMAND_MARKER, (_all, kind: string, line: string) => {
-    if (line.trim()) (kind === "run" ? runs : checks).push(line.trim());
+  const fixes: DemoInstructions["fixes"] = [];
+  const withoutFixes = withoutFiles.replace(FIX_BLOCK, (_all, _fence: string, path: string, body: string) => {
+    fixes.push({ path: path.trim(), content: body });
     return "";
   });
+  const runs: string[] = [];
+  const checks: string[] = [];
+  const verifies: string[] = [];
+  const withoutCommands = withoutFixes.replace(COMMAND_MARKER, (_all, kind: string, line: string) => {
+    if (line.trim()) (kind === "run" ? runs : kind === "verify" ? verifies : checks).push(line.trim());
+    return "";
+  });
+  let debug: string | null = null;
   const planAsks: string[] = [];
   const asks: DemoInstructions["asks"] = [];
   const scope: string[] = [];
@@ -91,6 +109,7 @@ export function parseInstructions(request: string): DemoInstructions {
       if (kind === "ask-file" && body.trim()) asks.push({ question: body.trim(), options: [], responseType: "file" });
       if (kind === "scope" && body.trim()) scope.push(body.trim());
       if (kind === "replan" && body.trim()) replan = body.trim();
+      if (kind === "debug" && body.trim()) debug = body.trim().toLowerCase();
       if (kind === "fail-validation") failValidation = count(body);
       if (kind === "invalid-mermaid") invalidMermaid = count(body);
       return "";
@@ -106,6 +125,9 @@ export function parseInstructions(request: string): DemoInstructions {
     asks,
     runs,
     checks,
+    verifies,
+    fixes,
+    debug,
     scope,
     replan,
     failValidation,

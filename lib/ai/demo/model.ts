@@ -26,6 +26,7 @@ function demoRespond(options: LanguageModelV3CallOptions): ScriptedReply {
   if (props.includes("mermaid")) return { text: JSON.stringify(planReply(ins, text)) };
   if (props.includes("findings")) return { text: JSON.stringify(reviewReply(ins, text)) };
   if (props.includes("alignmentScore")) return { text: JSON.stringify(alignmentReply(ins, text)) };
+  if (props.includes("category")) return { text: JSON.stringify(debugReply(ins, text)) };
   return { text: `Demo model (scripted, not AI). Request: ${ins.title}` };
 }
 
@@ -65,11 +66,15 @@ function planReply(ins: DemoInstructions, prompt: string) {
   if (ins.replan && (readSection(prompt, "rejection-feedback") ?? "").includes("Re-plan proposed by the implementer")) {
     ordered.push({ title: "Handle what the implementer observed", description: ins.replan, files: [] });
   }
-  // [scope:] widens the plan's scope: the last task may also change (and delete inside) these paths.
-  if (ins.scope.length) ordered[ordered.length - 1] = { ...ordered.at(-1)!, files: [...ordered.at(-1)!.files, ...ins.scope] };
+  // [scope:] widens the plan's scope: the last task may also change (and delete inside) these paths. A ```fix: file
+  // the fix pass writes is in the scope too.
+  const fixPaths = ins.fixes.map((f) => f.path).filter((p) => !ordered.some((t) => t.files.includes(p)));
+  if (ins.scope.length || fixPaths.length) ordered[ordered.length - 1] = { ...ordered.at(-1)!, files: [...ordered.at(-1)!.files, ...ins.scope, ...fixPaths] };
   const tasks = ordered.map((t, i) => ({
     id: `T${i + 1}`,
     ...t,
+    // [verify:] the last task's own checks (per-task verification).
+    checks: i === ordered.length - 1 ? ins.verifies : [],
     dependsOn: noteFirst ? (i === 0 ? [] : ["T1"]) : i === ordered.length - 1 ? ordered.slice(0, -1).map((_, j) => `T${j + 1}`) : [],
   }));
   const replanTask = tasks.find((t) => t.title === "Handle what the implementer observed");
@@ -187,6 +192,37 @@ function heldCall(prompt: LanguageModelV3Prompt): Call | null {
   return null;
 }
 
+/** Where the conversation is in the fix passes: the turns they took so far, and the next one's calls while one is on. */
+function fixPass(ins: DemoInstructions, prompt: LanguageModelV3Prompt): { turns: number; next: Call[] | null } {
+  let turns = 0;
+  let current: { taskId: string; turns: number } | null = null;
+  for (const m of prompt) {
+    if (m.role === "user") {
+      const text = m.content.map((p) => (p.type === "text" ? p.text : "")).join("\n");
+      const reopened = /<verify-failure>\s*Task (\S+)'s own acceptance command failed/.exec(text);
+      if (reopened) current = { taskId: reopened[1]!, turns: 0 };
+    } else if (m.role === "assistant" && current && current.turns < 2 && m.content.some((p) => p.type === "tool-call")) {
+      current.turns += 1;
+      turns += 1;
+    }
+  }
+  if (!current || current.turns >= 2) return { turns, next: null };
+  if (current.turns === 0) {
+    return {
+      turns,
+      next: [{ toolName: "update_todo", input: { id: current.taskId, status: "in_progress" } }, ...ins.fixes.map((f) => ({ toolName: "write_file", input: f }))],
+    };
+  }
+  const wrote = ins.fixes.map((f) => f.path);
+  return {
+    turns,
+    next: [
+      { toolName: "record_progress", input: { taskId: current.taskId, progress: 1, changed: wrote.length ? `Fixed ${wrote.join(", ")}.` : "Nothing to fix." } },
+      { toolName: "update_todo", input: { id: current.taskId, status: "done" } },
+    ],
+  };
+}
+
 function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, text: string): ScriptedReply {
   let todos: Array<{ id: string; files?: string[] }> = [];
   try {
@@ -242,10 +278,29 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
   if (ins.replan && !replanned) {
     return { toolCalls: [{ toolName: "propose_replan", input: { observation: ins.replan, proposal: "Add a task that handles it before finishing." } }] };
   }
-  const done = prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length - approvals - (replanned ? 1 : 0);
+  // A failed per-task check reopened a task (<verify-failure>): a fix pass of two turns writes the ```fix: files and
+  // marks the task done again; those turns do not advance the script.
+  const fix = fixPass(ins, prompt);
+  if (fix.next) return { toolCalls: fix.next };
+  const done =
+    prompt.filter((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call")).length - approvals - (replanned ? 1 : 0) - fix.turns;
   const next = turns[done];
   if (next) return { toolCalls: next };
   return { text: `Done (demo model, scripted). Wrote ${writes.map((w) => w.path).join(", ")}.` };
+}
+
+// ── debug step ────────────────────────────────────────────────────────────────────────────────────────────────────
+
+/** The debug step's verdict on a failed per-task check: [debug: <category>], else a test failure to fix. */
+function debugReply(ins: DemoInstructions, prompt: string) {
+  const category = ["compile", "test", "environment", "plan"].includes(ins.debug ?? "") ? ins.debug! : "test";
+  const command = /Command: (.*)/.exec(readSection(prompt, "verify-failure") ?? "")?.[1] ?? "the check";
+  return {
+    category,
+    action: category === "environment" ? "ask" : category === "plan" ? "escalate" : "fix",
+    reason: `Demo debug step (scripted, not AI): \`${command}\` failed; classified as ${category}${ins.debug ? " ([debug:] in the request)" : ""}.`,
+    question: category === "environment" ? `Demo: \`${command}\` needs something the sandbox lacks. What should the implementer do?` : null,
+  };
 }
 
 // ── validator ─────────────────────────────────────────────────────────────────────────────────────────────────────
