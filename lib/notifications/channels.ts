@@ -179,7 +179,6 @@ export async function sendTelegram({ secret, message, chatId }: Send<unknown> & 
   if (!secret) throw new Error("the Telegram channel has no bot token");
   const api = new Api(secret, {
     apiRoot: getEnv().GATEHOUSE_TELEGRAM_API_ROOT ?? "https://api.telegram.org",
-    fetch: globalThis.fetch as never,
     timeoutSeconds: TIMEOUT_MS / 1000,
   });
   const sent = await api.sendMessage(chatId, `${message.title}\n\n${message.text}`, { link_preview_options: { is_disabled: true } });
