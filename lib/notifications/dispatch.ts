@@ -1,7 +1,7 @@
 import { and, eq, inArray, isNull, ne, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, notificationChannels, notificationDeliveries, projectMembers, projects, workflowRuns, type NotificationKind } from "@/lib/db/schema";
-import { appendEvents } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/queries/runs";
 import { requireProjectRole, roleAllows, type SessionUser } from "@/lib/auth/guard";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
@@ -234,8 +234,12 @@ export async function recordDeliveryFailure({ deliveryId }: { deliveryId: string
   });
   if (!failed) return { recorded: false };
   if (failed.workflowRunId) {
-    await appendEvents(
-      failed.workflowRunId,
+    const runId = failed.workflowRunId;
+    // In a transaction of its own (as the workflow's appends are), not appendEvents: that one remembers the projection
+    // in this process, and a decision appended meanwhile by the routes (which do not) would leave the memory stale.
+    await write((tx) => appendEventsTx(
+      tx,
+      runId,
       [
         {
           type: "NOTIFICATION_FAILED",
@@ -251,7 +255,7 @@ export async function recordDeliveryFailure({ deliveryId }: { deliveryId: string
         },
       ],
       { stepKey: `notify:${deliveryId}:failed:${failed.attempts}` },
-    );
+    ));
   }
   return { recorded: true };
 }
