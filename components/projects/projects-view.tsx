@@ -17,6 +17,7 @@ import { Markdown } from "@/components/runs/markdown";
 import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { MyInvitations, ProjectInvitations } from "./invitations";
+import { ProjectNotifications } from "./project-notifications";
 import { emptyGitHubPick, GitHubRepositoryPicker, useInstallationRepositories, validateGitHubPick, type GitHubPick } from "./github-repository-picker";
 
 function repoLabel(p: Project) {
@@ -116,6 +117,14 @@ function ProjectCard({ project }: { project: Project }) {
             <summary className="cursor-pointer text-sm font-semibold">Members and invitations</summary>
             <div className="pt-2">
               <ProjectInvitations projectId={project.id} />
+            </div>
+          </details>
+        )}
+        {canManage && (
+          <details>
+            <summary className="cursor-pointer text-sm font-semibold">Notifications</summary>
+            <div className="pt-2">
+              <ProjectNotifications projectId={project.id} />
             </div>
           </details>
         )}
