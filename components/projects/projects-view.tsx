@@ -66,6 +66,8 @@ function ProjectCard({ project }: { project: Project }) {
     },
   });
   const canManage = project.role === undefined || project.role === "owner";
+  // Loaded when opened: the delivery log polls, and a closed section need not.
+  const [notificationsOpen, setNotificationsOpen] = useState(false);
   return (
     <Card data-testid="project-card">
       <CardHeader>
@@ -121,11 +123,9 @@ function ProjectCard({ project }: { project: Project }) {
           </details>
         )}
         {canManage && (
-          <details>
+          <details onToggle={(e) => setNotificationsOpen(e.currentTarget.open)}>
             <summary className="cursor-pointer text-sm font-semibold">Notifications</summary>
-            <div className="pt-2">
-              <ProjectNotifications projectId={project.id} />
-            </div>
+            <div className="pt-2">{notificationsOpen && <ProjectNotifications projectId={project.id} />}</div>
           </details>
         )}
         <details>
