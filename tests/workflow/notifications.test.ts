@@ -7,7 +7,15 @@ import { GET as channelsRoute } from "@/app/api/projects/[id]/notifications/rout
 import { getDb } from "@/lib/db";
 import { notificationDeliveries } from "@/lib/db/schema";
 import { listEvents, getRunState } from "@/lib/db/queries/runs";
-import { saveProjectChannel } from "@/lib/notifications/store";
+import { savePersonalChannel, saveProjectChannel } from "@/lib/notifications/store";
+import { answerClarification } from "@/lib/runs/decisions";
+import { setMember } from "@/lib/db/queries/projects";
+import { users } from "@/lib/db/schema";
+import { newId } from "@/lib/ids";
+import { resetEnvCache } from "@/lib/env";
+import { announceDecision } from "@/inngest/announce";
+import { clarificationAnswered } from "@/inngest/events";
+import { decisionKey } from "@/lib/runs/decision-acks";
 import { NOTIFY_RETRIES } from "@/inngest/functions/notify-decision";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { startHttpReceiver, startSmtp, webhookSecret } from "../notifications/receivers";
@@ -127,6 +135,52 @@ describe("decision notices from a running workflow", () => {
     } finally {
       await hook.close();
       await smtp.close();
+    }
+  });
+
+  it("a question the run asks is announced too: the project's Telegram chat and each decider's own chat, not a viewer's", async () => {
+    const telegram = await startHttpReceiver((req) => ({
+      status: 200,
+      json: { ok: true, result: { message_id: 1, date: 1700000000, chat: { id: Number(JSON.parse(req.body).chat_id), type: "private" }, text: "x" } },
+    }));
+    process.env.GATEHOUSE_TELEGRAM_API_ROOT = telegram.url;
+    resetEnvCache();
+    try {
+      const { project } = await newProject(h.user);
+      const token = "555000111:AAH_workflowbottoken0123456789abc";
+      await saveProjectChannel({ user: h.user, projectId: project.id, kind: "telegram", input: { enabled: true, config: { chatId: "-100999" }, secret: token } });
+      const db = await getDb();
+      const member = async (name: string, role: "approver" | "viewer", chatId: string) => {
+        const id = newId("usr");
+        await db.insert(users).values({ id, name, email: `${id}@example.com` });
+        await setMember({ projectId: project.id, userId: id, role });
+        await savePersonalChannel({ user: { id, name, via: "api-token" }, kind: "telegram", input: { enabled: true, config: { chatId } } });
+      };
+      await member("Approver", "approver", "7001");
+      await member("Viewer", "viewer", "7002");
+
+      const run = await launch(h.user, project.id, "Pick one [ask: Which colour? | red | blue]", { trustMode: { planning: "auto" } });
+      await waitForStatus(run.id, ["awaiting_clarification"]);
+      const delivered = await until(async () => {
+        const rows = await deliveriesOf(run.id);
+        return rows.length === 2 && rows.every((d) => d.status === "delivered") ? rows : null;
+      }, "both Telegram deliveries");
+      expect(delivered.every((d) => d.subjectType === "clarification")).toBe(true);
+      const question = delivered[0]!.subjectId;
+      const sent = telegram.requests.map((r) => JSON.parse(r.body) as { chat_id: string; text: string });
+      expect(telegram.requests.every((r) => r.path === `/bot${token}/sendMessage`)).toBe(true);
+      expect(sent.map((b) => String(b.chat_id)).sort()).toEqual(["-100999", "7001"]);
+      expect(sent[0]!.text).toContain("Question: Which colour?");
+      expect(sent[0]!.text).toContain(`/runs/${run.id}#clarification-${question}`);
+
+      await answerClarification({ user: h.user, clarificationId: question, response: "blue" });
+      await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question }), key: decisionKey.clarification(question) });
+      await waitForStatus(run.id, ["completed"]);
+      await expectRunConsistent(run.id);
+    } finally {
+      delete process.env.GATEHOUSE_TELEGRAM_API_ROOT;
+      resetEnvCache();
+      await telegram.close();
     }
   });
 });
