@@ -31,7 +31,7 @@ export const notifyDecision = inngest.createFunction(
     retries: NOTIFY_RETRIES,
   },
   async ({ event, step }) => {
-    const planned = await step.run("plan", () => planDeliveries(event.data));
+    const planned = await step.run("plan", () => planDeliveries({ ...event.data, dispatchKey: event.id }));
     // In parallel: a slow or failing channel does not hold up the others.
     const outcomes = await Promise.all(planned.map((d) => deliver(step, d.id, d.id)));
     return { deliveries: planned.map((d, i) => ({ ...d, status: outcomes[i] })) };

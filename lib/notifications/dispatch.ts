@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import { and, eq, inArray, isNull, ne, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, notificationChannels, notificationDeliveries, projectMembers, projects, workflowRuns, type NotificationKind } from "@/lib/db/schema";
@@ -102,12 +103,18 @@ export async function planDeliveries({
   subject,
   reason,
   recipients,
+  dispatchKey,
 }: {
   runId: string;
   subject: NotifySubject;
   reason: NotifyReason;
   recipients?: string[];
+  /** The notify event's id: the same event planned again (a retried step) finds the rows it wrote, not new ones. */
+  dispatchKey?: string;
 }): Promise<Array<{ id: string; kind: NotificationKind }>> {
+  const key = dispatchKey ?? newId("ntf");
+  // Ids derived from the event and the channel: a second planning of the same event inserts nothing twice.
+  const idFor = (channelId: string) => `ntf_${crypto.createHash("sha256").update(`${key}:${channelId}`).digest("hex").slice(0, 26)}`;
   const message = await buildMessage({ runId, subject, reason });
   const projectId = message.projectId;
   const db = await getDb();
@@ -126,18 +133,20 @@ export async function planDeliveries({
   const rows: Row[] = [];
   const base = { projectId, workflowRunId: runId, subjectType: subject.type, subjectId: subject.id, reason, message: message as unknown as Record<string, unknown> };
   for (const channel of projectChannels) {
-    rows.push({ ...base, id: newId("ntf"), channelId: channel.id, kind: channel.kind, target: describeTarget({ kind: channel.kind, config: channel.config }), messageId: `msg_${newId("ntf").slice(4)}` });
+    const id = idFor(channel.id);
+    rows.push({ ...base, id, channelId: channel.id, kind: channel.kind, target: describeTarget({ kind: channel.kind, config: channel.config }), messageId: `msg_${id.slice(4)}` });
   }
   const listed = new Set(((projectChannels.find((c) => c.kind === "email")?.config.to as string[] | undefined) ?? []).map((a) => a.toLowerCase()));
   for (const channel of personal) {
     if (!projectChannels.some((c) => c.kind === channel.kind)) continue; // no project SMTP server or bot to send it with
     if (channel.kind === "email" && listed.has(String(channel.config.address).toLowerCase())) continue; // already on the list
     const target = channel.kind === "email" ? String(channel.config.address) : `chat ${String(channel.config.chatId)}`;
-    rows.push({ ...base, id: newId("ntf"), channelId: channel.id, kind: channel.kind, recipientUserId: channel.userId, target, messageId: `msg_${newId("ntf").slice(4)}` });
+    const id = idFor(channel.id);
+    rows.push({ ...base, id, channelId: channel.id, kind: channel.kind, recipientUserId: channel.userId, target, messageId: `msg_${id.slice(4)}` });
   }
   if (rows.length === 0) return [];
   await write(async (tx) => {
-    await tx.insert(notificationDeliveries).values(rows);
+    await tx.insert(notificationDeliveries).values(rows).onConflictDoNothing();
   });
   return rows.map((r) => ({ id: r.id, kind: r.kind }));
 }

@@ -224,6 +224,18 @@ describe("failures and secrets", () => {
     expect((await planDeliveries({ runId, subject: { type: "gate", id: gateId }, reason: "escalated", recipients: [approver.id] })).length).toBe(2);
   });
 
+  it("planning the same notify event again (a retried step) writes no second delivery", async () => {
+    const { owner, project, runId, gateId } = await fresh();
+    await saveProjectChannel({ user: owner, projectId: project.id, kind: "webhook", input: { enabled: true, config: { url: "http://127.0.0.1:9/x" }, secret: webhookSecret() } });
+    const first = await planDeliveries({ runId, subject: { type: "gate", id: gateId }, reason: "opened", dispatchKey: "evt-1" });
+    const again = await planDeliveries({ runId, subject: { type: "gate", id: gateId }, reason: "opened", dispatchKey: "evt-1" });
+    expect(again).toEqual(first);
+    const other = await planDeliveries({ runId, subject: { type: "gate", id: gateId }, reason: "reminder", dispatchKey: "evt-2" });
+    expect(other[0]!.id).not.toBe(first[0]!.id);
+    const db = await getDb();
+    expect(await db.select().from(notificationDeliveries).where(eq(notificationDeliveries.workflowRunId, runId))).toHaveLength(2);
+  });
+
   it("send a test: one attempt now, its outcome answered (a refused connection is reported, not thrown)", async () => {
     const { owner, project } = await fresh();
     await expect(sendTest({ user: owner, projectId: project.id, kind: "webhook" })).rejects.toMatchObject({ status: 409 });
