@@ -238,12 +238,12 @@ function DeliveryLog({ projectId }: { projectId: string }) {
         <TableBody>
           {rows.map((d) => (
             <TableRow key={d.id} data-testid="delivery-row">
-              <TableCell className="text-xs whitespace-nowrap">{new Date(d.createdAt).toLocaleString()}</TableCell>
-              <TableCell className="text-xs">
+              <TableCell className="text-xs">{new Date(d.createdAt).toLocaleString()}</TableCell>
+              <TableCell className="text-xs break-all whitespace-normal">
                 {d.kind}
                 {d.recipientUserId ? " (personal)" : ""} → {d.target}
               </TableCell>
-              <TableCell className="max-w-72 text-xs">
+              <TableCell className="min-w-48 text-xs break-words whitespace-normal">
                 <a className="underline" href={d.url}>
                   {d.title}
                 </a>
