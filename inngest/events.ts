@@ -44,7 +44,10 @@ export const decisionAnnounced = eventType("run/decision.announced", {
   }),
 });
 /**
- * A decision needs people's attention (it opened, a reminder point passed, it escalated, or its default applied); the
- * notify function delivers it over the project's channels. `recipients`: user ids (else: whoever may decide).
+ * Someone may have to decide a gate or question: notify them on the project's channels and their own (lib/notifications,
+ * inngest/functions/notify-decision.ts). Sent when one opens (the workflow), and for reminders, escalation and applied
+ * defaults (deadlines). `recipients`: user ids to notify personally (default: everyone whose role may decide).
  */
 export const decisionNotify = eventType("run/decision.notify", { schema: z.object({ runId: z.string(), subject: z.object({ type: z.enum(["gate", "clarification"]), id: z.string() }), reason: z.enum(["opened", "reminder", "escalated", "defaulted"]), recipients: z.array(z.string()).optional() }) });
+/** A person asked to send a failed delivery again (POST …/deliveries/:id/redeliver); the delivery is pending again. */
+export const notificationRedeliver = eventType("notification/redeliver", { schema: z.object({ deliveryId: z.string() }) });

@@ -196,6 +196,20 @@ const schema = z.object({
   GITHUB_APP_CLIENT_ID: optionalString,
   GITHUB_APP_CLIENT_SECRET: optionalString,
   GITHUB_API_URL: url("GITHUB_API_URL"),
+
+  // Notifications out (lib/notifications)
+  /**
+   * Key for the channel secrets stored in the database (webhook secrets, SMTP passwords, Slack and Telegram tokens),
+   * AES-256-GCM. Unset: derived from AUTH_SECRET (or its generated file), so changing that makes them unreadable.
+   */
+  GATEHOUSE_SECRETS_KEY: optionalString.refine(
+    (v) => v === undefined || v.length >= 32,
+    "GATEHOUSE_SECRETS_KEY must be at least 32 characters (e.g. `openssl rand -base64 32`)",
+  ),
+  /** Slack Web API base URL (default https://slack.com/api/), e.g. a proxy or a test receiver. */
+  GATEHOUSE_SLACK_API_URL: url("GATEHOUSE_SLACK_API_URL"),
+  /** Telegram Bot API root (default https://api.telegram.org), e.g. a self-hosted Bot API server. */
+  GATEHOUSE_TELEGRAM_API_ROOT: url("GATEHOUSE_TELEGRAM_API_ROOT"),
 }).superRefine((v, ctx) => {
   // Half-configured sign-in providers would show a button that can never work: say what is missing instead.
   if (!!v.AUTH_GITHUB_ID !== !!v.AUTH_GITHUB_SECRET) {
@@ -309,6 +323,7 @@ export const SECRET_ENV_NAMES = [
   "GITHUB_APP_CLIENT_SECRET",
   "AUTH_GITHUB_SECRET",
   "AUTH_OIDC_CLIENT_SECRET",
+  "GATEHOUSE_SECRETS_KEY",
 ] as const satisfies readonly (keyof RawEnv)[];
 
 /** The secret values currently configured, for redaction. */

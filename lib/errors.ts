@@ -30,7 +30,8 @@ export type Surface =
   | "github"
   | "mermaid"
   | "token"
-  | "backup";
+  | "backup"
+  | "notification";
 
 export type ErrorCode = `${ErrorType}:${Surface}`;
 

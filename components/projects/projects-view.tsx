@@ -17,6 +17,7 @@ import { Markdown } from "@/components/runs/markdown";
 import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { MyInvitations, ProjectInvitations } from "./invitations";
+import { ProjectNotifications } from "./project-notifications";
 import { emptyGitHubPick, GitHubRepositoryPicker, useInstallationRepositories, validateGitHubPick, type GitHubPick } from "./github-repository-picker";
 
 function repoLabel(p: Project) {
@@ -65,6 +66,8 @@ function ProjectCard({ project }: { project: Project }) {
     },
   });
   const canManage = project.role === undefined || project.role === "owner";
+  // Loaded when opened: the delivery log polls, and a closed section need not.
+  const [notificationsOpen, setNotificationsOpen] = useState(false);
   return (
     <Card data-testid="project-card">
       <CardHeader>
@@ -117,6 +120,12 @@ function ProjectCard({ project }: { project: Project }) {
             <div className="pt-2">
               <ProjectInvitations projectId={project.id} />
             </div>
+          </details>
+        )}
+        {canManage && (
+          <details onToggle={(e) => setNotificationsOpen(e.currentTarget.open)}>
+            <summary className="cursor-pointer text-sm font-semibold">Notifications</summary>
+            <div className="pt-2">{notificationsOpen && <ProjectNotifications projectId={project.id} />}</div>
           </details>
         )}
         <details>

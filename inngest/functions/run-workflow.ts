@@ -195,9 +195,15 @@ export const runWorkflow = inngest.createFunction(
       if (asked) await pauseUntilResumed(`${key}:pause-request`, "by_person", asked.message, stage);
     }
 
+    /** A gate or question opened: the people who may decide are notified, off the run's path (notify-decision). */
+    async function notifyOpened(key: string, subject: { type: "gate" | "clarification"; id: string }) {
+      await step.sendEvent(`${key}:notify`, decisionNotify.create({ runId, subject, reason: "opened" }));
+    }
+
     /** A gate: opened with its context, decided by a person. */
     async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
       const opened = await runStep(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
+      await notifyOpened(`${key}:open`, { type: "gate", id: opened.gateId });
       await releaseSlot(`${key}:open`);
       const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name, {
         subject: { type: "gate", id: opened.gateId },
@@ -213,6 +219,7 @@ export const runWorkflow = inngest.createFunction(
       const opened = await runStep(`${key}:open`, () =>
         ops.openGate({ runId, stepKey: `${key}:open`, kind: "budget", context: { reason: budgets.describeExcess(exceeded), ...exceeded } }),
       );
+      await notifyOpened(`${key}:open`, { type: "gate", id: opened.gateId });
       await releaseSlot(`${key}:open`);
       const decision = await waitFor(`${key}:decision`, () => budgets.readBudgetDecision({ runId, gateId: opened.gateId }), gateDecided.name, {
         subject: { type: "gate", id: opened.gateId },
@@ -258,6 +265,7 @@ export const runWorkflow = inngest.createFunction(
       question: { question: string; context: string | null; options: string[]; responseType: ClarificationResponseType },
     ): Promise<string> {
       const asked = await runStep(`${key}:ask`, () => ops.ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+      await notifyOpened(`${key}:ask`, asked.kind === "clarification" ? { type: "clarification", id: asked.clarificationId } : { type: "gate", id: asked.gateId });
       await releaseSlot(`${key}:ask`);
       let answer: string;
       if (asked.kind === "clarification") {

@@ -54,9 +54,14 @@ const RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
 export type ProjectAction = "read" | "decide" | "manage";
 const NEEDED: Record<ProjectAction, ProjectRole> = { read: "viewer", decide: "approver", manage: "owner" };
 
+/** Whether a project role allows an action (the rule requireProjectRole applies; also who is notified of a decision). */
+export function roleAllows(role: ProjectRole, action: ProjectAction): boolean {
+  return RANK[role] >= RANK[NEEDED[action]];
+}
+
 /** The roles that may do `action` on a project: the rule requireProjectRole checks, for queries across projects. */
 export function rolesAllowedTo(action: ProjectAction): ProjectRole[] {
-  return (Object.keys(RANK) as ProjectRole[]).filter((role) => RANK[role] >= RANK[NEEDED[action]]);
+  return (Object.keys(RANK) as ProjectRole[]).filter((role) => roleAllows(role, action));
 }
 
 /**
@@ -76,7 +81,7 @@ export async function requireProjectRole({
 }): Promise<ProjectRole> {
   const role = await getMembership({ projectId, userId: user.id });
   if (!role) throw new AppError(notFound);
-  if (RANK[role] < RANK[NEEDED[action]]) {
+  if (!roleAllows(role, action)) {
     throw new AppError("forbidden:auth", `Your role on this project is ${role}; this needs ${NEEDED[action]} or higher.`);
   }
   return role;

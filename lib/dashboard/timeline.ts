@@ -204,6 +204,11 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const removed = [branchDeleted && branch ? `branch ${branch}` : null, worktreeRemoved ? "worktree" : null].filter(Boolean).join(" and ");
       return item("Cleaned up", "info", `${removed || "nothing left"} removed, ${olderThanDays} days after the run ended`);
     }
+    case "NOTIFICATION_FAILED": {
+      const { channel, personal, subject, attempts, error } = p(event, "NOTIFICATION_FAILED");
+      const what = subject?.type === "clarification" ? "question" : "gate";
+      return item("Notification failed", "warning", `${personal ? "A personal " : "The "}${channel ?? ""} notice about the ${what} was not delivered after ${attempts ?? "?"} attempt(s): ${error ?? "unknown error"}. See the project's delivery log.`);
+    }
     default:
       return item(event.type.replaceAll("_", " ").toLowerCase(), "info");
   }

@@ -399,3 +399,69 @@ export const inboxItemStates = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.userId, t.itemId] })],
 );
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Notifications out (lib/notifications)
+
+export type NotificationKind = "webhook" | "email" | "slack" | "telegram";
+
+/**
+ * Where a decision's notice goes. A project channel (project_id set) is configured by the project's owners: a webhook,
+ * an SMTP server and address list, a Slack channel, a Telegram chat. A personal channel (user_id set) is a person's own
+ * address: their email or Telegram chat, reached through the project's SMTP server or bot of the same kind. `config`
+ * holds only what may be shown back; the channel's secret (webhook signing secret, SMTP password, Slack or Telegram bot
+ * token) is `secret`, AES-256-GCM encrypted (lib/notifications/crypto.ts) and never returned by the API.
+ */
+export const notificationChannels = sqliteTable(
+  "notification_channels",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id").references(() => projects.id, { onDelete: "cascade" }),
+    userId: text("user_id").references(() => users.id, { onDelete: "cascade" }),
+    kind: text("kind").$type<NotificationKind>().notNull(),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    /** `v1.<iv>.<tag>.<ciphertext>` (base64url); null when the kind needs none (personal channels). */
+    secret: text("secret"),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
+  },
+  // NULLs are distinct in a unique index: one channel of a kind per project, and one per person.
+  (t) => [uniqueIndex("notification_channels_project_kind_uq").on(t.projectId, t.kind), uniqueIndex("notification_channels_user_kind_uq").on(t.userId, t.kind)],
+);
+
+export type DeliveryStatus = "pending" | "delivered" | "failed";
+
+/**
+ * The delivery log: one row per channel (and per person, for personal channels) a decision notice was sent to. The
+ * message is stored (it holds no secret) so a failed delivery can be sent again from the UI.
+ */
+export const notificationDeliveries = sqliteTable(
+  "notification_deliveries",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    workflowRunId: text("workflow_run_id").references(() => workflowRuns.id, { onDelete: "cascade" }),
+    channelId: text("channel_id").references(() => notificationChannels.id, { onDelete: "set null" }),
+    kind: text("kind").$type<NotificationKind>().notNull(),
+    /** Whose personal channel this went to; null for a project channel. */
+    recipientUserId: text("recipient_user_id").references(() => users.id, { onDelete: "set null" }),
+    /** What it went to, fit to show: "hooks.example.com", "#approvals", "2 addresses", "chat 12345". */
+    target: text("target").notNull(),
+    subjectType: text("subject_type").$type<"gate" | "clarification">().notNull(),
+    subjectId: text("subject_id").notNull(),
+    reason: text("reason").notNull(),
+    message: text("message", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    status: text("status").$type<DeliveryStatus>().notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    lastError: text("last_error"),
+    /** The Standard Webhooks message id (webhook-id), the same on every retry of one delivery. */
+    messageId: text("message_id").notNull(),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
+    deliveredAt: integer("delivered_at", { mode: "timestamp_ms" }),
+  },
+  (t) => [index("notification_deliveries_project_idx").on(t.projectId, t.createdAt), index("notification_deliveries_run_idx").on(t.workflowRunId)],
+);

@@ -5,7 +5,7 @@ import { AppError } from "@/lib/errors";
  * Per-user rate limits: an in-process token bucket per (bucket, user). Good for one machine; a scaled-out deployment
  * would put the buckets in a shared store behind the same call.
  */
-export type RateLimitBucket = "runs" | "decisions" | "tokens" | "projects";
+export type RateLimitBucket = "runs" | "decisions" | "tokens" | "projects" | "notification-tests";
 
 type Bucket = { tokens: number; updatedAt: number };
 type Limit = { capacity: number; refillPerMs: number };
@@ -75,7 +75,7 @@ export async function rateLimit({ user, bucket }: { user: { id: string }; bucket
   }
 }
 
-const WHAT: Record<RateLimitBucket, string> = { runs: "new runs", decisions: "decisions", tokens: "new API tokens", projects: "new projects" };
+const WHAT: Record<RateLimitBucket, string> = { runs: "new runs", decisions: "decisions", tokens: "new API tokens", projects: "new projects", "notification-tests": "test notifications" };
 
 /** Forget all buckets (tests). */
 export function resetRateLimits(): void {

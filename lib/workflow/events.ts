@@ -143,6 +143,19 @@ export type RunEventPayloads = {
    * the local repository (or the GitHub project's cache clone; never on GitHub) and its worktree.
    */
   RUN_CLEANED_UP: { branch: string | null; branchDeleted: boolean; worktreeRemoved: boolean; olderThanDays: number };
+  /**
+   * A decision notice could not be delivered on a channel after its retries (lib/notifications); the run is not
+   * affected. The delivery log holds the details and offers redelivery; no address, URL or secret is put here.
+   */
+  NOTIFICATION_FAILED: {
+    deliveryId: string;
+    channel: "webhook" | "email" | "slack" | "telegram";
+    personal: boolean;
+    subject: { type: "gate" | "clarification"; id: string };
+    reason: string;
+    attempts: number;
+    error: string;
+  };
 };
 
 export type RunEventType = keyof RunEventPayloads;
@@ -196,6 +209,7 @@ export const RUN_EVENT_TYPES = [
   "RUN_FAILED",
   "RUN_CANCELLED",
   "RUN_CLEANED_UP",
+  "NOTIFICATION_FAILED",
 ] as const satisfies readonly RunEventType[];
 
 /** An event as the reducer sees it: type, payload and the time it happened. */

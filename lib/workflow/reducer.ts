@@ -278,6 +278,10 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       requireStatus("failed", "cancelled");
       return next({});
 
+    // A notice about the run failed to go out: recorded at any point of the run's life, changing nothing of its state.
+    case "NOTIFICATION_FAILED":
+      return next({});
+
     default: {
       const unknown: never = event;
       throw new IllegalTransitionError((unknown as { type: string }).type, state.status, "unknown event type");

@@ -1,6 +1,6 @@
 import { encode } from "@auth/core/jwt";
 import { write } from "@/lib/db";
-import { clarificationRequests, gates, users } from "@/lib/db/schema";
+import { clarificationRequests, gates, notificationDeliveries, users } from "@/lib/db/schema";
 import { appendEventsTx, createRun } from "@/lib/db/queries/runs";
 import { createProject, setMember } from "@/lib/db/queries/projects";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
@@ -110,6 +110,23 @@ export async function makeWorld() {
     await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
     await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan" } }] as never);
   });
+  // A failed decision notice in the project's delivery log (POST …/deliveries/:id/redeliver).
+  const deliveryId = newId("ntf");
+  await write((tx) =>
+    tx.insert(notificationDeliveries).values({
+      id: deliveryId,
+      projectId: project.id,
+      workflowRunId: run.id,
+      kind: "webhook",
+      target: "127.0.0.1:9",
+      subjectType: "gate",
+      subjectId: gateId,
+      reason: "opened",
+      message: { title: "matrix", url: "http://127.0.0.1:3000/" },
+      status: "failed",
+      messageId: "msg_matrix",
+    }),
+  );
   return {
     owner: { id: owner.id, token: ownerToken.token, headers: bearer(ownerToken.token) },
     project,
@@ -126,6 +143,7 @@ export async function makeWorld() {
     clarificationId,
     /** A pending invitation of invitee@example.com (no account) to the project as a viewer. */
     invitationId: invitation!.id,
+    deliveryId,
     setMember: member,
   };
 }

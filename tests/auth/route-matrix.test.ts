@@ -30,6 +30,10 @@ const USER_SCOPED = new Set([
   // The caller's own inbox: only items of projects where they may decide (tests/api/inbox.test.ts proves the scoping).
   "GET /api/inbox",
   "GET /api/inbox/stream",
+  // The caller's own notification channels (their email, their Telegram chat); nobody else's can be named.
+  "GET /api/me/notifications",
+  "PUT /api/me/notifications/[channel]",
+  "DELETE /api/me/notifications/[channel]",
 ]);
 
 /**
@@ -40,10 +44,15 @@ const ADMIN_ONLY_SAMPLES = new Set(["POST /api/projects", "GET /api/metrics"]);
 
 type Action = "read" | "decide" | "manage";
 
-/** What a handler needs on the project: members management is the owner's; other reads are a viewer's; other writes an approver's. */
+/**
+ * What a handler needs on the project: members management and notification channels are the owner's; other reads are a
+ * viewer's; other writes an approver's.
+ */
 function actionFor(method: string, pattern: string): Action {
   if (pattern.includes("/members") || pattern.startsWith("/api/projects/[id]/invitations")) return "manage";
   if (pattern === "/api/projects/[id]" && MUTATIONS.has(method)) return "manage";
+  // Notification channels hold the project's secrets (tokens, SMTP password) and addresses: owners only, reads too.
+  if (pattern.startsWith("/api/projects/[id]/notifications") || pattern.startsWith("/api/projects/[id]/deliveries")) return "manage";
   return MUTATIONS.has(method) ? "decide" : "read";
 }
 

@@ -33,6 +33,11 @@ export function sampleBodies(key: string, w: World): unknown[] {
     "POST /api/runs/[id]/ask-back": { question: "matrix: why this order?" },
     "POST /api/runs/[id]/budget": { action: "finish_task" },
     "POST /api/inbox/[itemId]": { action: "read" },
+    "PUT /api/projects/[id]/notifications/[kind]": {
+      config: { url: "http://127.0.0.1:9/matrix" },
+      secret: `whsec_${Buffer.alloc(32, 7).toString("base64")}`,
+    },
+    "PUT /api/me/notifications/[channel]": { config: { address: "matrix-me@example.com" } },
   };
   const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
   return key in specific ? [specific[key]] : generic;
@@ -57,6 +62,10 @@ export function paramValue(previous: string, name: string, w: World): { value: s
   if (previous === "checkpoint" && name === "runId") return { value: w.runId, project: false };
   if (previous === "invitations" && name === "invitationId") return { value: w.invitationId, project: true };
   if (previous === "invitations" && name === "id") return { value: w.invitationId, project: false };
+  // A project's channel kind; the redelivery of the fixture's failed delivery; the caller's own channel.
+  if (previous === "notifications" && name === "kind") return { value: "webhook", project: true };
+  if (previous === "deliveries" && name === "deliveryId") return { value: w.deliveryId, project: true };
+  if (previous === "notifications" && name === "channel") return { value: "email", project: false };
   throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${"tests/auth/routes.ts"}`);
 }
 
