@@ -131,7 +131,7 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
     events = await expectRunConsistent(run.id);
     expect(events.find((e) => e.type === "APPROVAL_GRANTED")!.payload).toMatchObject({ gateId: gate.id, by: backup.id });
     expect(events.filter((e) => e.type === "DECISION_REMINDED")).toHaveLength(1);
-    expect((await notifications(run.id)).map((n) => n.reason)).toEqual(["reminder", "escalated"]);
+    expect((await notifications(run.id)).map((n) => n.reason)).toEqual(["opened", "reminder", "escalated"]);
   });
 
   it("onTimeout cancel, across an executor restart: nobody decides, the run is cancelled at the deadline and its gate closed", async () => {
