@@ -138,3 +138,18 @@ export async function until<T>(check: () => Promise<T | null | undefined | false
 }
 
 export const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
+
+/** Processes whose command line is exactly `args` (read from /proc, so also inside the sandbox's namespaces). */
+export function processesRunning(args: string[]): number[] {
+  const wanted = `${args.join("\0")}\0`;
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8") === wanted) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
