@@ -5,7 +5,7 @@ import { getEnv } from "@/lib/env";
 import { safeEqual } from "@/lib/auth/secret";
 import { bearerCarriesKey } from "@/lib/executor/checkpoint";
 import type { AppTarget } from "@/lib/executor/protocol";
-import { bearerMatchesSigningKey } from "@/lib/executor/signing";
+import { bearerMatchesSigningKey, removeSigningKeyPrefix } from "@/lib/executor/signing";
 
 /*
  * In embedded mode one secret guards Gatehouse's own executor endpoints: the executor key, generated once into the data
@@ -85,8 +85,13 @@ export function executorTargetFor(url: string): AppTarget {
  */
 export function appBearerAccepted(header: string | null): boolean {
   const env = getEnv();
+  const token = header?.replace(/^Bearer\s+/i, "").trim();
+  if (!token) return false;
+  if (safeEqual(token, getExecutorKey())) return true;
+  // The hashed bearer under any `signkey-<env>-` prefix, of the hex form of the key (ownSigningKey): hashing a key that
+  // is not hex as hex would hash nothing, and anyone could compute that bearer.
   return (
-    bearerCarriesKey(header, getExecutorKey(), safeEqual) ||
-    bearerMatchesSigningKey(header, [ownSigningKey(), env.GATEHOUSE_EXECUTOR_SIGNING_KEY, env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK])
+    bearerCarriesKey(header, removeSigningKeyPrefix(ownSigningKey()), safeEqual) ||
+    bearerMatchesSigningKey(header, [env.GATEHOUSE_EXECUTOR_SIGNING_KEY, env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK])
   );
 }

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { canonicalBody, signRequest } from "@/lib/executor/signing";
 import { Executor, hashSigningKey, sendEvents, stopExecutor, type FetchHandler } from "@/lib/executor";
-import { getExecutorKey, ownSigningKey } from "@/lib/security/executor-key";
+import { resetEnvCache } from "@/lib/env";
+import { appBearerAccepted, getExecutorKey, ownSigningKey } from "@/lib/security/executor-key";
 import { startServer, waitForRuns } from "./harness";
 
 /*
@@ -47,6 +48,22 @@ describe("Gatehouse's own serve handler in signed mode", () => {
   it("the signing key is the executor key, so there is one secret", () => {
     const key = getExecutorKey();
     expect(ownSigningKey()).toBe(/^(?:[0-9a-f]{2})+$/i.test(key) ? `signkey-prod-${key}` : expect.stringMatching(/^signkey-prod-[0-9a-f]{64}$/));
+  });
+
+  it("a GATEHOUSE_EXECUTOR_KEY that is not hex is hashed to hex first, so the app's bearer is not the hash of nothing", () => {
+    process.env.GATEHOUSE_EXECUTOR_KEY = "correct horse battery staple: not hex at all";
+    resetEnvCache();
+    try {
+      expect(ownSigningKey()).toMatch(/^signkey-prod-[0-9a-f]{64}$/);
+      expect(appBearerAccepted(`Bearer ${hashSigningKey(ownSigningKey())}`)).toBe(true);
+      // Used as it is, the key would hash (as hex) to the hash of zero bytes: a bearer anyone can compute.
+      const naive = hashSigningKey(`signkey-prod-${process.env.GATEHOUSE_EXECUTOR_KEY}`);
+      expect(naive).toBe(hashSigningKey("signkey-prod-"));
+      expect(appBearerAccepted(`Bearer ${naive}`)).toBe(false);
+    } finally {
+      delete process.env.GATEHOUSE_EXECUTOR_KEY;
+      resetEnvCache();
+    }
   });
 
   it("refuses a call to run a function that is unsigned, signed with another key, or signed too long ago", async () => {
