@@ -12,11 +12,11 @@ import { fmt, percentile, printTable, useTempDatabase } from "./lib";
  */
 export async function run() {
   useTempDatabase("workflow");
-  const { resetEnvCache, getEnv } = await import("@/lib/env");
+  const { resetEnvCache } = await import("@/lib/env");
   resetEnvCache();
-  const { serve } = await import("inngest/edge");
+  const { ownAppTarget } = await import("@/inngest/embedded");
   const { Executor } = await import("@/lib/executor");
-  const { functions, inngest } = await import("@/inngest");
+  const { inngest } = await import("@/inngest");
   const { runStarted, gateDecided } = await import("@/inngest/events");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
   const { createProject } = await import("@/lib/db/queries/projects");
@@ -28,7 +28,8 @@ export async function run() {
   const { and, eq } = await import("drizzle-orm");
 
   const executor = new Executor({
-    apps: [{ url: `${getEnv().publicUrl}/api/inngest`, handler: serve({ client: inngest, functions }) as never }],
+    // Gatehouse's own app in signed mode, in-process, as the server runs it.
+    apps: [ownAppTarget({ inProcess: true })],
     pollMs: 50,
     leaseMs: 5_000,
     backoff: () => 50,

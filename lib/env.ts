@@ -103,7 +103,8 @@ const schema = z.object({
   INNGEST_ENV: optionalString,
   INNGEST_DEV: optionalString,
   /**
-   * The key Gatehouse's own executor presents to /api/inngest and /e/:key (embedded mode). Unset: generated once into the
+   * The one secret of embedded mode: Gatehouse's own app runs in signed mode with the signing key made from it
+   * (lib/security/executor-key.ts ownSigningKey), and /e/:key takes it as the event key. Unset: generated once into the
    * data directory. Required in production with a remote database (Turso, sqld), where instances share no data directory.
    */
   GATEHOUSE_EXECUTOR_KEY: optionalString.refine(
@@ -136,7 +137,10 @@ const schema = z.object({
   GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES: positiveInt("GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES", 256 * 1024).pipe(
     z.number().max(3 * 1024 * 1024, "GATEHOUSE_EXECUTOR_MAX_EVENT_BYTES must be at most 3145728 (3 MiB, Inngest's largest)"),
   ),
-  /** Strict mode: how long one call to an app may take, like the host's function duration limit (Vercel: 300 s). */
+  /**
+   * The host's function duration limit (Vercel: 300 s): in strict mode how long one call to an app may take; in every
+   * mode the run's planner, implementer and validator steps work within it less a margin (stepBudget).
+   */
   GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS: positiveInt("GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS", 300),
   /**
    * Signing key the executor signs its calls to other Inngest apps with (GATEHOUSE_EXECUTOR_APPS), as Inngest does

@@ -314,6 +314,46 @@ export const runWorkflow = inngest.createFunction(
       }
     }
 
+    /**
+     * A planner step, made again in a fresh step (`<key>:part:<n>`) while its model call outlives the step's budget;
+     * a cut diagram retry is made again as the retry.
+     */
+    async function planInSteps(
+      key: string,
+      plan: (stepKey: string, retry: ops.PlanRetry | null) => Promise<ops.PlanStepResult>,
+    ): Promise<Exclude<ops.PlanStepResult, { kind: "step_budget" }>> {
+      let retry: ops.PlanRetry | null = null;
+      for (let part = 0; ; part++) {
+        const stepKey = part ? `${key}:part:${part}` : key;
+        const from: ops.PlanRetry | null = retry;
+        const result: ops.PlanStepResult = await runStep(stepKey, () => plan(stepKey, from));
+        if (result.kind !== "step_budget") return result;
+        retry = result.retry;
+      }
+    }
+
+    /**
+     * One validation in steps that each fit the host's duration limit: an acceptance command that outlives its step
+     * runs on detached and is looked at in later steps (a durable sleep between them), and a model call cut at the
+     * step's end is made again in a fresh step; the checks already run are carried along, never run twice.
+     */
+    async function validateInSteps(
+      key: string,
+      plan: PlanDocument,
+      attempt: number,
+      until: number,
+    ): Promise<Exclude<ops.ValidateStepResult, { kind: "checks_running" | "step_budget" }>> {
+      let progress: ops.ValidationProgress | null = null;
+      for (let part = 0; ; part++) {
+        const stepKey = part ? `${key}:part:${part}` : key;
+        const from: ops.ValidationProgress | null = progress;
+        const result: ops.ValidateStepResult = await runStep(stepKey, () => ops.validate({ runId, stepKey, plan, attempt, deadline: until, progress: from }));
+        if (result.kind !== "checks_running" && result.kind !== "step_budget") return result;
+        progress = result.progress;
+        if (result.kind === "checks_running") await step.sleep(`${stepKey}:sleep`, ops.COMMAND_POLL_INTERVAL);
+      }
+    }
+
     /** Stage deadlines come from memoized step times, so replays take the same decisions. */
     function deadline(startedAt: number, stage: Exclude<Stage, "delivery">) {
       return startedAt + config.timeoutMinutes[stage] * 60_000;
@@ -351,8 +391,8 @@ export const runWorkflow = inngest.createFunction(
           }
           const planningDeadline = deadline(stageStart, "planning");
           const planQuestion = question ? { question: question.question, plan: question.plan } : undefined;
-          const result = await runStep(key, () =>
-            ops.plan({ runId, stepKey: key, feedback, clarifications: answers, diagramAttempt, deadline: planningDeadline, planQuestion }),
+          const result = await planInSteps(key, (stepKey, retry) =>
+            ops.plan({ runId, stepKey, feedback, clarifications: answers, diagramAttempt, deadline: planningDeadline, planQuestion, retry }),
           );
           if (result.kind === "timeout") {
             // The planner's model call was cut at the deadline: a person extends (plan again) or cancels.
@@ -724,7 +764,7 @@ export const runWorkflow = inngest.createFunction(
           for (let t = 0; ; t++) {
             const key = `validate:${attempt}${t ? `:retry:${t}` : ""}`;
             const until = validationDeadline;
-            const result = await runStep(key, () => ops.validate({ runId, stepKey: key, plan: approvedPlan, attempt, deadline: until }));
+            const result = await validateInSteps(key, approvedPlan, attempt, until);
             if (result.kind === "result") {
               verdict = result;
               break;

@@ -7,6 +7,7 @@ import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
 import { boundConversation, conversationTokens } from "./context";
 import { describePlan, type Plan } from "./plan";
+import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";
 import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
 import {
   clarificationResponseType,
@@ -95,13 +96,7 @@ export type ImplementerTurnResult =
   /** A command outlived the step: it runs on detached, and the workflow collects its result in later steps. */
   | { kind: "command_running"; state: ImplementerState; toolCallId: string };
 
-/** The model call did not answer before its durable step's time ran out: the turn is redone in a fresh step. */
-export class StepBudgetExceededError extends Error {
-  constructor() {
-    super("The model call was cut at the end of its step's time budget.");
-    this.name = "StepBudgetExceededError";
-  }
-}
+export { StepBudgetExceededError };
 
 /** The tools' mutable context, from a state (a turn, or the collection of a detached command). */
 function toolContext(
@@ -192,8 +187,6 @@ function withoutPendingResult(messages: ModelMessage[], toolCallId: string): Mod
 }
 
 export const DEFAULT_MAX_ITERATIONS = 30;
-/** How often a turn looks whether its step's time is up. */
-const BUDGET_POLL_MS = 100;
 /** The same call with the same arguments this many times without progress in between is a loop. */
 export const LOOP_REPEATS = 3;
 /** This many turns in a row with neither tool use nor progress end the session. */
@@ -452,13 +445,7 @@ export async function implementerTurn({
       };
     }
   }
-  const budget = new AbortController();
-  const budgetTimer =
-    stepEndsAt === undefined
-      ? null
-      : setInterval(() => {
-          if (!ctx.toolsStarted && now() >= stepEndsAt) budget.abort(new StepBudgetExceededError());
-        }, BUDGET_POLL_MS);
+  const budget = stepBudgetSignal({ stepEndsAt, now, armed: () => !ctx.toolsStarted });
   const callSignal = signal ? AbortSignal.any([signal, budget.signal]) : budget.signal;
   let result;
   try {
@@ -483,10 +470,10 @@ export async function implementerTurn({
       },
     });
   } catch (error) {
-    if (budget.signal.aborted && !signal?.aborted) throw new StepBudgetExceededError();
+    if (budget.exceeded() && !signal?.aborted) throw new StepBudgetExceededError();
     throw error;
   } finally {
-    if (budgetTimer) clearInterval(budgetTimer);
+    budget.stop();
   }
 
   // Plain JSON only: the state is stored by the durable step (executor_steps) and sent back to the model, so whatever

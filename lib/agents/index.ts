@@ -18,16 +18,19 @@ export {
 export { checkCommand, checkWrite, deleteTargets, destructive, matchesGlob, type Policy, type PolicyAction, type PolicyRefusal } from "./policy";
 export { changedFilesOfDiff, commandArgv, inScope, workspacePath } from "./paths";
 export { describePlan, planScope, plannerOutputSchema, type AcceptanceCriterion, type Plan, type PlanTask } from "./plan";
-export { PlannerError, runPlanner, type PlannerInput, type PlannerResult } from "./planner";
+export { PlannerError, runPlanner, type PlannerInput, type PlannerResult, type PlannerRetry } from "./planner";
 export { CLARIFICATION_RESPONSE_TYPES, implementerTools, type ClarificationResponseType, type Todo } from "./tools";
 export {
   DEFAULT_SCORE_THRESHOLD,
   reviewSchema,
   runChecks,
+  runValidateStep,
   runValidator,
   validationReport,
   type CheckResult,
   type Finding,
+  type PendingCheck,
+  type ValidationProgress,
   type ValidationResult,
 } from "./validator";
 export {
@@ -41,3 +44,4 @@ export {
   type VerifyFailure,
 } from "./debugger";
 export { boundConversation, conversationTokens, messageTokens, type BoundedPrompt } from "./context";
+export { canDetach, execWithinStep, stepBudgetSignal, waitDetached } from "./step-budget";

@@ -4,6 +4,7 @@ import { section } from "@/lib/ai/prompt-sections";
 import { AppError } from "@/lib/errors";
 import { extractConstraints, MermaidError, sanitizeDiagram, stripFence } from "@/lib/mermaid";
 import { redactDeep } from "@/lib/security/redact";
+import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";
 import { plannerAnswerSchema, plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
 
 export type PlannerInput = {
@@ -23,7 +24,15 @@ export type PlannerInput = {
    * the plan revised (or unchanged, when the answer needs no change).
    */
   planQuestion?: { question: string; plan: string };
+  /**
+   * The diagram retry a step's budget cut (PlannerRetry, from StepBudgetExceededError.resume): this call is that retry,
+   * with the parser's error, instead of planning from scratch.
+   */
+  retry?: PlannerRetry;
 };
+
+/** An invalid first diagram and the rest of its plan: what the retry call is told and what a person may fix by hand. */
+export type PlannerRetry = { mermaid: string; message: string; line?: number; draft: Omit<Plan, "constraints" | "mermaid"> };
 
 export type PlannerResult =
   | { kind: "plan"; plan: Plan; diagramsProduced: number; /** The answer to `planQuestion`, when one was asked. */ answer?: string }
@@ -129,6 +138,8 @@ export async function runPlanner({
   model,
   context,
   signal,
+  stepEndsAt,
+  now,
 }: {
   input: PlannerInput;
   modelId: string;
@@ -136,57 +147,77 @@ export async function runPlanner({
   context: Omit<ModelCallContext, "stage">;
   /** Aborts the model call where it is (the run was cancelled, or planning ran past its deadline). */
   signal?: AbortSignal;
+  /**
+   * The end of the durable step (epoch ms on `now`): a model call unanswered by then is aborted with
+   * StepBudgetExceededError (its `resume` is the cut retry, if it was the retry), to be made again in a fresh step.
+   */
+  stepEndsAt?: number;
+  now?: () => number;
 }): Promise<PlannerResult> {
   const firstAttempt = input.diagramAttempt ?? 0;
-  let previousError: { mermaid: string; message: string; line?: number } | undefined;
-  let lastDraft: Omit<Plan, "constraints" | "mermaid"> | undefined;
-  for (let n = 0; n < 2; n++) {
-    const out = await callModel({
-      modelId,
-      model,
-      context: { ...context, stage: "planning", stepKey: context.stepKey && (n === 0 ? context.stepKey : `${context.stepKey}:retry`) },
-      signal,
-      run: async ({ model }) => {
-        const result = await generateText({
-          model,
-          system: SYSTEM,
-          prompt: userPrompt(input, firstAttempt + n, previousError),
-          // A question asks for the answer alongside the plan; otherwise the plan alone.
-          output: Output.object({ schema: input.planQuestion ? plannerAnswerSchema : plannerOutputSchema }),
-          maxRetries: 0,
-          abortSignal: signal,
-        });
-        return { value: redactDeep(result.output), usage: result.totalUsage };
-      },
-    });
-    if (out.kind === "clarification" && out.clarification) {
-      const options = out.clarification.options.filter((o) => o.trim());
-      return {
-        kind: "clarification",
-        question: out.clarification.question,
-        context: out.clarification.context,
-        options,
-        responseType: options.length ? "single_choice" : "text",
-        diagramsProduced: n,
-      };
-    }
-    // External images and links in labels would be fetched by every viewer's browser: dropped before anything stores it.
-    const mermaid = sanitizeDiagram(stripFence(out.mermaid));
-    try {
-      const constraints = await extractConstraints(mermaid);
-      const answer = "answer" in out && typeof out.answer === "string" ? out.answer : undefined;
-      return { kind: "plan", plan: toPlan(out, constraints, mermaid), diagramsProduced: n + 1, ...(answer ? { answer } : {}) };
-    } catch (error) {
-      if (!(error instanceof MermaidError)) throw error;
-      previousError = { mermaid, message: error.message, line: error.line };
-      lastDraft = draftOf(out);
-    }
+  let previousError: { mermaid: string; message: string; line?: number } | undefined = input.retry;
+  let lastDraft: Omit<Plan, "constraints" | "mermaid"> | undefined = input.retry?.draft;
+  const budget = stepBudgetSignal({ stepEndsAt, now });
+  const callSignal = signal ? AbortSignal.any([signal, budget.signal]) : budget.signal;
+  try {
+    return await planWithRetry();
+  } finally {
+    budget.stop();
   }
-  throw new PlannerError(
-    `The planner's diagram is still invalid after a retry: ${previousError!.message}`,
-    previousError!.mermaid,
-    previousError!.line,
-    2,
-    lastDraft,
-  );
+
+  async function planWithRetry(): Promise<PlannerResult> {
+    for (let n = input.retry ? 1 : 0; n < 2; n++) {
+      const out = await callModel({
+        modelId,
+        model,
+        context: { ...context, stage: "planning", stepKey: context.stepKey && (n === 0 ? context.stepKey : `${context.stepKey}:retry`) },
+        signal: callSignal,
+        run: async ({ model }) => {
+          const result = await generateText({
+            model,
+            system: SYSTEM,
+            prompt: userPrompt(input, firstAttempt + n, previousError),
+            // A question asks for the answer alongside the plan; otherwise the plan alone.
+            output: Output.object({ schema: input.planQuestion ? plannerAnswerSchema : plannerOutputSchema }),
+            maxRetries: 0,
+            abortSignal: callSignal,
+          });
+          return { value: redactDeep(result.output), usage: result.totalUsage };
+        },
+      }).catch((error: unknown) => {
+        if (!budget.exceeded() || signal?.aborted) throw error;
+        // Cut at the step's end: the retry resumes as a retry; a first call is simply made again.
+        throw new StepBudgetExceededError(n === 1 && previousError && lastDraft ? ({ ...previousError, draft: lastDraft } satisfies PlannerRetry) : undefined);
+      });
+      if (out.kind === "clarification" && out.clarification) {
+        const options = out.clarification.options.filter((o) => o.trim());
+        return {
+          kind: "clarification",
+          question: out.clarification.question,
+          context: out.clarification.context,
+          options,
+          responseType: options.length ? "single_choice" : "text",
+          diagramsProduced: n,
+        };
+      }
+      // External images and links in labels would be fetched by every viewer's browser: dropped before anything stores it.
+      const mermaid = sanitizeDiagram(stripFence(out.mermaid));
+      try {
+        const constraints = await extractConstraints(mermaid);
+        const answer = "answer" in out && typeof out.answer === "string" ? out.answer : undefined;
+        return { kind: "plan", plan: toPlan(out, constraints, mermaid), diagramsProduced: n + 1, ...(answer ? { answer } : {}) };
+      } catch (error) {
+        if (!(error instanceof MermaidError)) throw error;
+        previousError = { mermaid, message: error.message, line: error.line };
+        lastDraft = draftOf(out);
+      }
+    }
+    throw new PlannerError(
+      `The planner's diagram is still invalid after a retry: ${previousError!.message}`,
+      previousError!.mermaid,
+      previousError!.line,
+      2,
+      lastDraft,
+    );
+  }
 }

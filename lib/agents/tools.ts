@@ -17,6 +17,7 @@ function refuseSecrets(what: string, ...texts: string[]) {
   }
 }
 import { workspacePath } from "./paths";
+import { execWithinStep } from "./step-budget";
 import { checkCommand, checkWrite, commandFingerprint, protectedPath, type Policy, type PolicyAction, type PolicyRefusal } from "./policy";
 
 /**
@@ -216,10 +217,6 @@ export function clarificationResponseType(requested: ClarificationResponseType |
   return type;
 }
 
-/** Sandbox exec's default timeout, for a command that names none. */
-const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
-/** How often a step looks whether its detached command has ended. */
-const DETACHED_POLL_MS = 200;
 
 /**
  * A command's result as the model sees it, and what the policy does after it (protected paths changed → a person
@@ -362,36 +359,27 @@ export function implementerTools(ctx: ToolContext) {
         const before = ctx.policy ? await changeSnapshot(ctx.sandbox).catch(() => null) : null;
         const pending = { line, fingerprint, approved, before: before ? Object.fromEntries(before) : null };
         const execOptions = { cwd: cwd ? workspacePath(cwd) : undefined, timeoutMs: timeoutSeconds ? timeoutSeconds * 1000 : undefined };
-        const sandbox = ctx.sandbox;
-        const now = ctx.now ?? Date.now;
         // Could outlive the step (its timeout reaches past the step's end): started detached, waited for while the step
         // lasts, and otherwise left running for the workflow to collect in later steps.
-        const endsAt = ctx.stepEndsAt;
-        if (endsAt !== undefined && sandbox.startDetached && sandbox.detachedStatus && sandbox.killDetached) {
-          const timeoutMs = execOptions.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
-          if (now() + timeoutMs > endsAt) {
+        const ran = await execWithinStep({
+          sandbox: ctx.sandbox,
+          command,
+          args: args ?? [],
+          options: execOptions,
+          stepEndsAt: ctx.stepEndsAt,
+          now: ctx.now,
+          signal: abortSignal,
+          beforeDetach: () => {
             if (ctx.pendingCommand) {
               throw new Error("Another command is still running in the background; run this one again after its result has come.");
             }
-            const started = await sandbox.startDetached(command, args ?? [], execOptions);
-            const kill = () => void sandbox.killDetached!(started.id);
-            abortSignal?.addEventListener("abort", kill, { once: true });
-            try {
-              for (;;) {
-                const status = await sandbox.detachedStatus(started.id);
-                if (status.state === "exited") return await finishCommand({ ctx, pending: { ...pending, toolCallId, id: started.id }, result: status.result });
-                if (abortSignal?.aborted) throw abortSignal.reason ?? new Error("aborted");
-                if (now() >= endsAt) break;
-                await new Promise((r) => setTimeout(r, Math.min(DETACHED_POLL_MS, Math.max(1, endsAt - now()))));
-              }
-            } finally {
-              abortSignal?.removeEventListener("abort", kill);
-            }
-            ctx.pendingCommand = { ...pending, toolCallId, id: started.id };
-            return COMMAND_PENDING;
-          }
+          },
+        });
+        if (ran.state === "running") {
+          ctx.pendingCommand = { ...pending, toolCallId, id: ran.id };
+          return COMMAND_PENDING;
         }
-        const result = await sandbox.exec(command, args ?? [], { ...execOptions, signal: abortSignal });
+        const result = ran.result;
         return finishCommand({ ctx, pending: { ...pending, toolCallId, id: "" }, result });
       },
     }),

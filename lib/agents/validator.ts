@@ -5,6 +5,7 @@ import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
 import { changedFilesOfDiff, commandArgv, inScope } from "./paths";
+import { canDetach, execWithinStep, StepBudgetExceededError, stepBudgetSignal, waitDetached } from "./step-budget";
 import { describePlan, planScope, type Plan } from "./plan";
 
 /**
@@ -206,25 +207,48 @@ function tail(text: string, max: number): string {
   return text.length <= max ? text : `[…]\n${text.slice(-max)}`;
 }
 
+/** An acceptance command still running detached when its step ended (execWithinStep): a later step collects it. */
+export type PendingCheck = { criterionId: string; id: string };
+
+/**
+ * Run the plan's acceptance commands, in order, each once. With `stepEndsAt` (the end of the durable step, epoch ms
+ * on `now`) a command that could outlive the step runs detached; if it still runs when the step ends, `pending` names
+ * it and a later step calls again with `done` (the results so far) and `pending`, which is then waited for, not rerun.
+ */
 export async function runChecks({
   plan,
   sandbox,
   timeoutMs,
   signal,
+  stepEndsAt,
+  now,
+  done = [],
+  pending = null,
 }: {
   plan: Pick<Plan, "acceptanceCriteria">;
   sandbox: Sandbox;
   timeoutMs?: number;
   signal?: AbortSignal;
-}): Promise<CheckResult[]> {
-  const checks: CheckResult[] = [];
+  stepEndsAt?: number;
+  now?: () => number;
+  done?: CheckResult[];
+  pending?: PendingCheck | null;
+}): Promise<{ checks: CheckResult[]; pending: PendingCheck | null }> {
+  const checks: CheckResult[] = [...done];
   for (const criterion of plan.acceptanceCriteria) {
-    if (!criterion.command) continue;
+    if (!criterion.command || checks.some((c) => c.criterionId === criterion.id)) continue;
     const { command, args } = commandArgv(criterion.command);
     const started = performance.now();
     try {
       if (signal?.aborted) throw signal.reason ?? new Error("aborted");
-      const r = await sandbox.exec(command, args, { timeoutMs, signal });
+      const ran =
+        pending?.criterionId === criterion.id && canDetach(sandbox)
+          ? await waitDetached({ sandbox, id: pending.id, until: stepEndsAt ?? Infinity, now, signal }).then((s) =>
+              s.state === "exited" ? { state: "exited" as const, result: s.result } : { state: "running" as const, id: pending.id },
+            )
+          : await execWithinStep({ sandbox, command, args, options: { timeoutMs }, stepEndsAt, now, signal });
+      if (ran.state === "running") return { checks, pending: { criterionId: criterion.id, id: ran.id } };
+      const r = ran.result;
       checks.push({
         criterionId: criterion.id,
         description: criterion.description,
@@ -236,6 +260,8 @@ export async function runChecks({
         durationMs: Math.round(r.durationMs),
       });
     } catch (error) {
+      // A cancel or the stage deadline stops the checks where they are (the caller decides what that means).
+      if (signal?.aborted) throw error;
       checks.push({
         criterionId: criterion.id,
         description: criterion.description,
@@ -248,10 +274,35 @@ export async function runChecks({
       });
     }
   }
-  return checks;
+  return { checks, pending: null };
 }
 
-export async function runValidator({
+type Review = z.infer<typeof reviewSchema>;
+
+/**
+ * Where a validation that spans steps is: the checks finished so far, the one still running detached, and the review
+ * once it is in (so a cut alignment call does not redo it). Plain JSON: it is a durable step's result.
+ */
+export type ValidationProgress = { checks: CheckResult[]; pending: PendingCheck | null; review: Review | null };
+
+export type ValidationStep =
+  | { kind: "result"; result: ValidationResult }
+  /** An acceptance command outlived the step: it runs on detached; the next step continues from `progress`. */
+  | { kind: "checks_running"; progress: ValidationProgress };
+
+/** Validate in one go (no step budget): runValidateStep's result. */
+export async function runValidator(args: Omit<Parameters<typeof runValidateStep>[0], "stepEndsAt" | "progress">): Promise<ValidationResult> {
+  const step = await runValidateStep(args);
+  if (step.kind !== "result") throw new Error("A validation without a step budget cannot leave a check running.");
+  return step.result;
+}
+
+/**
+ * Validate within one durable step: with `stepEndsAt`, an acceptance command that outlives the step is left running
+ * (`checks_running`, continue from its progress after a durable sleep), and a model call unanswered at the step's end
+ * is aborted with StepBudgetExceededError whose `resume` is the progress (the checks are not run again).
+ */
+export async function runValidateStep({
   plan,
   request,
   sandbox,
@@ -265,8 +316,16 @@ export async function runValidator({
   signal,
   approvedPaths = [],
   frozen,
+  stepEndsAt,
+  now,
+  progress,
 }: {
   plan: Plan;
+  /** The end of the durable step (epoch ms on `now`); absent, everything runs in this call. */
+  stepEndsAt?: number;
+  now?: () => number;
+  /** Where an earlier step of this validation stopped. */
+  progress?: ValidationProgress;
   /** The approved plan's hash and the validated plan's (lib/workflow/plan-hash.ts): a mismatch is a major finding. */
   frozen?: { approved: string; validated: string };
   /** Files or folders a person approved changing at a policy gate: in scope, whatever the plan says. */
@@ -284,9 +343,20 @@ export async function runValidator({
   modelId: string;
   model?: LanguageModel;
   context: Omit<ModelCallContext, "stage">;
-}): Promise<ValidationResult> {
-  const checks = await runChecks({ plan, sandbox, timeoutMs: commandTimeoutMs, signal });
+}): Promise<ValidationStep> {
+  const ran = await runChecks({
+    plan,
+    sandbox,
+    timeoutMs: commandTimeoutMs,
+    signal,
+    stepEndsAt,
+    now,
+    done: progress?.checks,
+    pending: progress?.pending,
+  });
   if (signal?.aborted) throw signal.reason ?? new Error("aborted");
+  if (ran.pending) return { kind: "checks_running", progress: { checks: ran.checks, pending: ran.pending, review: null } };
+  const checks = ran.checks;
   const diff = redact(await sandbox.diff());
   const changedFiles = changedFilesOfDiff(diff);
   const scope = planScope(plan);
@@ -316,78 +386,95 @@ export async function runValidator({
     section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
   ].join("\n\n");
 
-  const review = await callModel({
-    modelId,
-    model,
-    context: { ...context, stage: "validation" },
-    signal,
-    run: async ({ model }) => {
-      const r = await generateText({ model, system: SYSTEM, prompt, output: Output.object({ schema: reviewSchema }), maxRetries: 0, abortSignal: signal });
-      return { value: redactDeep(r.output), usage: r.totalUsage };
-    },
-  });
-  // The alignment score: its own call, blind to the checks and to the review above.
-  const alignmentPrompt = [
-    section("request", request),
-    section("plan", describePlan(plan)),
-    section("validation-attempt", String(attempt)),
-    section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
-  ].join("\n\n");
-  const alignment = await callModel({
-    modelId,
-    model,
-    context: { ...context, stage: "validation", ...(context.stepKey ? { stepKey: `${context.stepKey}:alignment` } : {}) },
-    signal,
-    run: async ({ model }) => {
-      const r = await generateText({ model, system: ALIGNMENT_SYSTEM, prompt: alignmentPrompt, output: Output.object({ schema: alignmentSchema }), maxRetries: 0, abortSignal: signal });
-      return { value: redactDeep(r.output), usage: r.totalUsage };
-    },
-  });
-
-  const findings: Finding[] = [
-    ...outOfScopeFiles.map((f) => ({
-      severity: "major" as const,
-      criterion: "scope",
-      evidence: `${f} changed but is outside the plan's files (${scope.join(", ") || "none"}).`,
-    })),
-    ...planChecks
-      .filter((c) => !c.passed && c.kind !== "scope")
-      .map((c) => ({ severity: "major" as const, criterion: `plan:${c.kind}`, evidence: c.detail })),
-    ...checks
-      .filter((c) => !c.passed)
-      .filter((c) => !review.findings.some((f) => f.criterion === c.criterionId))
-      .map((c) => ({
-        severity: "major" as const,
-        criterion: c.criterionId,
-        evidence: `\`${c.command}\` ${c.timedOut ? "timed out" : `exited ${c.exitCode}`}.`,
-      })),
-    ...review.findings,
-  ];
-  const allGreen = checks.every((c) => c.passed);
-  const score = Math.max(0, Math.min(10, alignment.alignmentScore));
-  const planOk = planChecks.every((c) => c.passed);
-  const passed = allGreen && planOk && outOfScopeFiles.length === 0 && score >= threshold && review.passed;
-  const feedbackParts = [
-    ...(outOfScopeFiles.length ? [`Revert the changes outside the plan's scope: ${outOfScopeFiles.join(", ")}.`] : []),
-    ...planChecks.filter((c) => !c.passed && c.kind !== "scope").map((c) => c.detail),
-    ...checks.filter((c) => !c.passed).map((c) => `Make \`${c.command}\` pass (${c.criterionId}).`),
-    ...(review.feedback.trim() ? [review.feedback.trim()] : []),
-    ...(score < threshold ? [`Alignment score ${score} is below ${threshold}: ${alignment.rationale.trim() || "no reason given"}`] : []),
-  ];
-  const result: Omit<ValidationResult, "report"> = {
-    passed,
-    alignmentScore: score,
-    alignmentRationale: alignment.rationale,
-    threshold,
-    attempt,
-    checks,
-    changedFiles,
-    outOfScopeFiles,
-    findings,
-    planChecks,
-    feedback: passed ? "" : feedbackParts.join("\n"),
+  const budget = stepBudgetSignal({ stepEndsAt, now });
+  const callSignal = signal ? AbortSignal.any([signal, budget.signal]) : budget.signal;
+  // Cut at the step's end: the next step resumes with the checks (and the review, once it is in), not from scratch.
+  const cut = (review: Review | null) => (error: unknown) => {
+    if (!budget.exceeded() || signal?.aborted) throw error;
+    throw new StepBudgetExceededError({ checks, pending: null, review } satisfies ValidationProgress);
   };
-  return { ...result, report: validationReport({ plan, result }) };
+  try {
+    return { kind: "result", result: await reviewAndScore() };
+  } finally {
+    budget.stop();
+  }
+
+  async function reviewAndScore(): Promise<ValidationResult> {
+    const review =
+      progress?.review ??
+      (await callModel({
+        modelId,
+        model,
+        context: { ...context, stage: "validation" },
+        signal: callSignal,
+        run: async ({ model }) => {
+          const r = await generateText({ model, system: SYSTEM, prompt, output: Output.object({ schema: reviewSchema }), maxRetries: 0, abortSignal: callSignal });
+          return { value: redactDeep(r.output), usage: r.totalUsage };
+        },
+      }).catch(cut(null)));
+    // The alignment score: its own call, blind to the checks and to the review above.
+    const alignmentPrompt = [
+      section("request", request),
+      section("plan", describePlan(plan)),
+      section("validation-attempt", String(attempt)),
+      section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
+    ].join("\n\n");
+    const alignment = await callModel({
+      modelId,
+      model,
+      context: { ...context, stage: "validation", ...(context.stepKey ? { stepKey: `${context.stepKey}:alignment` } : {}) },
+      signal: callSignal,
+      run: async ({ model }) => {
+        const r = await generateText({ model, system: ALIGNMENT_SYSTEM, prompt: alignmentPrompt, output: Output.object({ schema: alignmentSchema }), maxRetries: 0, abortSignal: callSignal });
+        return { value: redactDeep(r.output), usage: r.totalUsage };
+      },
+    }).catch(cut(review));
+
+    const findings: Finding[] = [
+      ...outOfScopeFiles.map((f) => ({
+        severity: "major" as const,
+        criterion: "scope",
+        evidence: `${f} changed but is outside the plan's files (${scope.join(", ") || "none"}).`,
+      })),
+      ...planChecks
+        .filter((c) => !c.passed && c.kind !== "scope")
+        .map((c) => ({ severity: "major" as const, criterion: `plan:${c.kind}`, evidence: c.detail })),
+      ...checks
+        .filter((c) => !c.passed)
+        .filter((c) => !review.findings.some((f) => f.criterion === c.criterionId))
+        .map((c) => ({
+          severity: "major" as const,
+          criterion: c.criterionId,
+          evidence: `\`${c.command}\` ${c.timedOut ? "timed out" : `exited ${c.exitCode}`}.`,
+        })),
+      ...review.findings,
+    ];
+    const allGreen = checks.every((c) => c.passed);
+    const score = Math.max(0, Math.min(10, alignment.alignmentScore));
+    const planOk = planChecks.every((c) => c.passed);
+    const passed = allGreen && planOk && outOfScopeFiles.length === 0 && score >= threshold && review.passed;
+    const feedbackParts = [
+      ...(outOfScopeFiles.length ? [`Revert the changes outside the plan's scope: ${outOfScopeFiles.join(", ")}.`] : []),
+      ...planChecks.filter((c) => !c.passed && c.kind !== "scope").map((c) => c.detail),
+      ...checks.filter((c) => !c.passed).map((c) => `Make \`${c.command}\` pass (${c.criterionId}).`),
+      ...(review.feedback.trim() ? [review.feedback.trim()] : []),
+      ...(score < threshold ? [`Alignment score ${score} is below ${threshold}: ${alignment.rationale.trim() || "no reason given"}`] : []),
+    ];
+    const result: Omit<ValidationResult, "report"> = {
+      passed,
+      alignmentScore: score,
+      alignmentRationale: alignment.rationale,
+      threshold,
+      attempt,
+      checks,
+      changedFiles,
+      outOfScopeFiles,
+      findings,
+      planChecks,
+      feedback: passed ? "" : feedbackParts.join("\n"),
+    };
+    return { ...result, report: validationReport({ plan, result }) };
+  }
 }
 
 export function validationReport({ plan, result }: { plan: Plan; result: Omit<ValidationResult, "report"> }): string {

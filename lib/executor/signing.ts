@@ -36,13 +36,16 @@ export function hashSigningKey(signingKey: string): string {
   return `${prefix}${createHash("sha256").update(Buffer.from(removeSigningKeyPrefix(signingKey), "hex")).digest("hex")}`;
 }
 
-/** Whether `header` is `Bearer <hashSigningKey(key)>` for one of `keys` (compared in constant time). */
+/**
+ * Whether `header` is `Bearer <hashSigningKey(key)>` for one of `keys` (compared in constant time). A key that is not
+ * hex is skipped: the SDK hashes it as hex, which reads nothing, so its bearer would be the same for every such key.
+ */
 export function bearerMatchesSigningKey(header: string | null, keys: (string | undefined)[]): boolean {
   const token = header?.replace(/^Bearer\s+/i, "").trim();
   if (!token) return false;
   const presented = Buffer.from(token);
   return keys.some((key) => {
-    if (!key) return false;
+    if (!key || !/^(?:[0-9a-f]{2})+$/i.test(removeSigningKeyPrefix(key))) return false;
     const expected = Buffer.from(hashSigningKey(key));
     return expected.length === presented.length && timingSafeEqual(expected, presented);
   });

@@ -25,17 +25,20 @@ import {
   runDebugger,
   StepBudgetExceededError,
   runPlanner,
-  runValidator,
+  runValidateStep,
   startImplementer,
+  waitDetached,
   type ClarificationResponseType,
   type DebugVerdict,
   type ImplementerState,
   type ImplementerTurnResult,
   type Plan,
   type PlannerResult,
+  type PlannerRetry,
   type PolicyAction,
   type PromptInfo,
   type VerifyFailure,
+  type ValidationProgress,
 } from "@/lib/agents";
 import { outputTail } from "@/lib/agents/debugger";
 import { extractConstraints, validateMermaid } from "@/lib/mermaid";
@@ -299,7 +302,15 @@ export type PlanStepResult =
   | WithNow<{ kind: "timeout" }>
   | WithNow<Extract<PlannerResult, { kind: "clarification" }>>
   | WithNow<{ kind: "invalid"; message: string; diagramsProduced: number; /** The plan with its invalid diagram, to fix by hand. */ draft: PlanDocument | null }>
-  | WithNow<{ kind: "model_error"; reason: string; message: string }>;
+  | WithNow<{ kind: "model_error"; reason: string; message: string }>
+  /**
+   * The planner's model call had not answered when the step's time ran out: the call is made again in a fresh step,
+   * as the retry it was when `retry` is set (not a model error, no pause).
+   */
+  | WithNow<{ kind: "step_budget"; retry: PlannerRetry | null }>;
+
+export type PlanRetry = PlannerRetry;
+export type { ValidationProgress };
 
 async function repositoryFiles(repoPath: string, ref: string): Promise<string[]> {
   const out = await git(repoPath, ["ls-tree", "-r", "--name-only", ref], { allowFailure: true });
@@ -314,12 +325,15 @@ export async function plan({
   diagramAttempt,
   deadline,
   planQuestion,
+  retry,
 }: {
   runId: string;
   stepKey: string;
   feedback: string[];
   clarifications: Array<{ question: string; answer: string }>;
   diagramAttempt: number;
+  /** The diagram retry an earlier step's budget cut (its `step_budget` result): made again, as a retry. */
+  retry?: PlannerRetry | null;
   /** "Ask back": a person's question about `plan`; the planner answers it and revises the plan. */
   planQuestion?: { question: string; plan: PlanDocument };
   /** The planning stage's deadline (epoch ms): the model call is aborted when it passes, and the step says timeout. */
@@ -331,6 +345,8 @@ export async function plan({
   if (fromTasks) return { ...fromTasks, now: workflowClock.now() };
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   const stage = stageSignal(runId, deadline);
+  // Real time, not workflowClock: the host cuts the call by the wall clock.
+  const stepEndsAt = Date.now() + stepBudget.ms();
   try {
     const result = await runPlanner({
       input: {
@@ -341,10 +357,12 @@ export async function plan({
         repositoryFiles: await repositoryFiles(run.repoPath, run.branch),
         diagramAttempt,
         ...(planQuestion ? { planQuestion: { question: planQuestion.question, plan: describePlanDocument(planQuestion.plan) } } : {}),
+        ...(retry ? { retry } : {}),
       },
       modelId: run.config.modelRouting.planner,
       context: { runId, stepKey: modelCallKey(runId, stepKey) },
       signal: stage.signal,
+      stepEndsAt,
     });
     if (result.kind === "plan") {
       const answer = result.answer ? redact(result.answer) : undefined;
@@ -354,6 +372,7 @@ export async function plan({
   } catch (error) {
     if (stage.cancelled()) throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
     if (stage.overtime()) return { kind: "timeout", now: Math.max(workflowClock.now(), deadline ?? 0) + 1 };
+    if (error instanceof StepBudgetExceededError) return { kind: "step_budget", retry: (error.resume as PlannerRetry | undefined) ?? null, now: workflowClock.now() };
     if (error instanceof PlannerError) {
       const draft = error.draft ? toPlanDocument({ ...error.draft, mermaid: error.mermaid }) : null;
       return { kind: "invalid", message: error.message, diagramsProduced: error.diagramsProduced, draft, now: workflowClock.now() };
@@ -1316,21 +1335,17 @@ export async function pollCommand({
   const cancelled = watchForEnd(runId);
   let status;
   try {
-    for (;;) {
-      if (cancelled.signal.aborted) {
-        await sandbox.killDetached(pending.id);
-        throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
-      }
-      if (deadline !== undefined && workflowClock.now() > deadline) await sandbox.killDetached(pending.id);
-      status = await sandbox.detachedStatus(pending.id);
-      if (status.state === "exited") break;
-      const left = started + stepBudget.ms() - Date.now();
-      if (left <= 0) return { kind: "running", now: workflowClock.now() };
-      await new Promise((r) => setTimeout(r, Math.min(END_POLL_MS, left)));
-    }
+    // Past the stage deadline the command is killed (it then reads as timed out), as an inline one would be.
+    if (deadline !== undefined && workflowClock.now() > deadline) await sandbox.killDetached(pending.id);
+    status = await waitDetached({ sandbox: { detachedStatus: sandbox.detachedStatus, killDetached: sandbox.killDetached }, id: pending.id, until: started + stepBudget.ms(), signal: cancelled.signal });
+  } catch (error) {
+    // A cancel kills the command (waitDetached) and ends the step.
+    if (cancelled.signal.aborted) throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
+    throw error;
   } finally {
     cancelled.stop();
   }
+  if (status.state === "running") return { kind: "running", now: workflowClock.now() };
   const collected = await collectCommand({
     state,
     sandbox,
@@ -1395,7 +1410,11 @@ async function baseShaOf(runId: string): Promise<string | null> {
 export type ValidateStepResult =
   | { kind: "result"; passed: boolean; score: number; feedback: string; report: string; findings: unknown[]; now: number }
   | { kind: "model_error"; reason: string; message: string; now: number }
-  | { kind: "timeout"; now: number };
+  | { kind: "timeout"; now: number }
+  /** An acceptance command outlived the step: it runs on detached; after a durable sleep the next step continues. */
+  | { kind: "checks_running"; progress: ValidationProgress; now: number }
+  /** A validator model call had not answered when the step's time ran out: made again in a fresh step (checks kept). */
+  | { kind: "step_budget"; progress: ValidationProgress; now: number };
 
 /** Task ids in the order the latest implementation attempt finished them. */
 /** What people approved changing at the run's policy gates (the actions' paths): validation counts it as in scope. */
@@ -1437,6 +1456,7 @@ export async function validate({
   plan: doc,
   attempt,
   deadline,
+  progress,
 }: {
   runId: string;
   stepKey: string;
@@ -1444,16 +1464,24 @@ export async function validate({
   attempt: number;
   /** The validation stage's deadline (epoch ms): commands get at most the time left; past it the step reports a timeout. */
   deadline?: number;
+  /** Where the previous step of this validation stopped (its `checks_running` or `step_budget` result). */
+  progress?: ValidationProgress | null;
 }): Promise<ValidateStepResult> {
   const left = deadline === undefined ? undefined : deadline - workflowClock.now();
-  if (left !== undefined && left <= 0) return { kind: "timeout", now: workflowClock.now() };
   const run = await loadRun({ runId });
   const base = await baseShaOf(runId);
   const sandbox = await attachSandbox({ ...(await sandboxOptions(run)), diffBase: base ?? undefined });
+  if (left !== undefined && left <= 0) {
+    // Past the deadline, a check still running detached is killed, as an inline one would be.
+    if (progress?.pending) await sandbox.killDetached?.(progress.pending.id).catch(() => null);
+    return { kind: "timeout", now: workflowClock.now() };
+  }
   const stage = stageSignal(runId, deadline);
+  // Real time, not workflowClock: the host cuts the step by the wall clock.
+  const stepEndsAt = Date.now() + stepBudget.ms();
   let result;
   try {
-    result = await runValidator({
+    const step = await runValidateStep({
       plan: await toAgentPlan(doc),
       request: run.request,
       sandbox,
@@ -1466,10 +1494,15 @@ export async function validate({
       approvedPaths: await approvedPolicyPaths(runId),
       frozen: await frozenPlanCheck({ runId, plan: doc }),
       signal: stage.signal,
+      stepEndsAt,
+      progress: progress ?? undefined,
     });
+    if (step.kind === "checks_running") return { kind: "checks_running", progress: step.progress, now: workflowClock.now() };
+    result = step.result;
   } catch (error) {
     if (stage.cancelled()) throw new RunEndedError((await endedStatus(runId)) ?? "cancelled");
     if (stage.overtime()) return { kind: "timeout", now: Math.max(workflowClock.now(), deadline ?? 0) + 1 };
+    if (error instanceof StepBudgetExceededError) return { kind: "step_budget", progress: error.resume as ValidationProgress, now: workflowClock.now() };
     if (isModelCallError(error)) return { kind: "model_error", reason: error.reason, message: redact(error.message), now: workflowClock.now() };
     throw error;
   } finally {

@@ -5,12 +5,13 @@ import { getEnv } from "@/lib/env";
 import { safeEqual } from "@/lib/auth/secret";
 import { bearerCarriesKey } from "@/lib/executor/checkpoint";
 import type { AppTarget } from "@/lib/executor/protocol";
-import { bearerMatchesSigningKey } from "@/lib/executor/signing";
+import { bearerMatchesSigningKey, removeSigningKeyPrefix } from "@/lib/executor/signing";
 
 /*
- * In embedded mode Gatehouse's own app runs the Inngest SDK in dev mode (unsigned), so Gatehouse guards its own
- * executor endpoints with a key generated once into the data directory: the executor sends it on every HTTP call to
- * /api/inngest, and /e/:key only takes events sent with it. In-process calls never cross HTTP and need none.
+ * In embedded mode one secret guards Gatehouse's own executor endpoints: the executor key, generated once into the data
+ * directory (or GATEHOUSE_EXECUTOR_KEY). Gatehouse's own app runs the Inngest SDK in signed mode with the signing key
+ * made from it (ownSigningKey): the executor signs every call to /api/inngest (X-Inngest-Signature) and the SDK
+ * verifies it; the app's checkpoint calls back carry the hashed-key bearer; its events go to /e/<executor key>.
  */
 
 export const EXECUTOR_KEY_HEADER = "x-gatehouse-executor-key";
@@ -41,39 +42,56 @@ export function hasExecutorKey(presented: string | null | undefined): boolean {
   return !!presented && safeEqual(presented, getExecutorKey());
 }
 
-/** Headers the executor sends to Gatehouse's own serve URL over HTTP. */
-export function executorHeadersFor(url: string): Record<string, string> | undefined {
-  const own = `${getEnv().publicUrl}/api/inngest`;
-  return url.split("?")[0] === own ? { [EXECUTOR_KEY_HEADER]: getExecutorKey() } : undefined;
+/**
+ * Gatehouse's own signing key: `signkey-prod-<executor key>`, so the executor key is the only secret. Inngest hashes a
+ * signing key as hex for its bearer (hashSigningKey), so a key that is not hex (a GATEHOUSE_EXECUTOR_KEY of any
+ * characters) is first made hex with SHA-256; the generated key and `openssl rand -hex 32` are used as they are.
+ */
+export function ownSigningKey(): string {
+  const key = getExecutorKey();
+  return `signkey-prod-${/^(?:[0-9a-f]{2})+$/i.test(key) ? key : crypto.createHash("sha256").update(key).digest("hex")}`;
+}
+
+function isOwnServeUrl(url: string): boolean {
+  return url.split("?")[0] === `${getEnv().publicUrl}/api/inngest`;
 }
 
 /**
- * The signing key the executor signs its calls to apps with (X-Inngest-Signature, as Inngest does), so an app served
- * in signed mode (isDev: false) syncs and runs: GATEHOUSE_EXECUTOR_SIGNING_KEY if set, otherwise the executor key
- * itself as `signkey-prod-<executor key>` — one secret: give the app INNGEST_SIGNING_KEY=signkey-prod-<executor key>.
- * Apps in dev mode ignore the signature.
+ * The signing key the executor signs its calls to other apps with (X-Inngest-Signature, as Inngest does), so an app
+ * served in signed mode (isDev: false) syncs and runs: GATEHOUSE_EXECUTOR_SIGNING_KEY if set, otherwise Gatehouse's own
+ * (ownSigningKey) — one secret: give the app INNGEST_SIGNING_KEY=<ownSigningKey()>, which for a hex executor key is
+ * signkey-prod-<executor key>. Apps in dev mode ignore the signature.
  */
 export function executorSigning(): Pick<AppTarget, "signingKey" | "signingKeyFallback"> {
   const env = getEnv();
   return {
-    signingKey: env.GATEHOUSE_EXECUTOR_SIGNING_KEY ?? `signkey-prod-${getExecutorKey()}`,
+    signingKey: env.GATEHOUSE_EXECUTOR_SIGNING_KEY ?? ownSigningKey(),
     signingKeyFallback: env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK,
   };
 }
 
-/** An app target for `url` as the executor reaches it over HTTP: Gatehouse's own key header, and signed. */
+/**
+ * An app target for `url` as the executor reaches it over HTTP, signed: Gatehouse's own serve URL always with its own
+ * signing key (its SDK verifies exactly that one), any other app with executorSigning().
+ */
 export function executorTargetFor(url: string): AppTarget {
-  return { url, headers: executorHeadersFor(url), ...executorSigning() };
+  return isOwnServeUrl(url) ? { url, signingKey: ownSigningKey() } : { url, ...executorSigning() };
 }
 
 /**
  * Whether an app's call back to the executor (checkpoints) carries a key the executor accepts: the executor key (plain,
- * or hashed as the SDK sends a signing key), or the hashed form of GATEHOUSE_EXECUTOR_SIGNING_KEY or its fallback.
+ * or hashed as the SDK sends a signing key), or the hashed form of Gatehouse's own signing key (Gatehouse's own app in
+ * signed mode), of GATEHOUSE_EXECUTOR_SIGNING_KEY or of its fallback.
  */
 export function appBearerAccepted(header: string | null): boolean {
   const env = getEnv();
+  const token = header?.replace(/^Bearer\s+/i, "").trim();
+  if (!token) return false;
+  if (safeEqual(token, getExecutorKey())) return true;
+  // The hashed bearer under any `signkey-<env>-` prefix, of the hex form of the key (ownSigningKey): hashing a key that
+  // is not hex as hex would hash nothing, and anyone could compute that bearer.
   return (
-    bearerCarriesKey(header, getExecutorKey(), safeEqual) ||
+    bearerCarriesKey(header, removeSigningKeyPrefix(ownSigningKey()), safeEqual) ||
     bearerMatchesSigningKey(header, [env.GATEHOUSE_EXECUTOR_SIGNING_KEY, env.GATEHOUSE_EXECUTOR_SIGNING_KEY_FALLBACK])
   );
 }

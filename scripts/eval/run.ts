@@ -2,10 +2,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { serve } from "inngest/edge";
 import { z } from "zod";
-import { Executor, type FetchHandler } from "@/lib/executor";
-import { getEnv } from "@/lib/env";
+import { Executor } from "@/lib/executor";
 import { git } from "@/lib/git/run";
 import { createProject } from "@/lib/db/queries/projects";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
@@ -15,7 +13,8 @@ import { startRun } from "@/lib/runs/service";
 import { approveGate, cancelRun, decideFix, skipClarification } from "@/lib/runs/decisions";
 import { createSandbox } from "@/lib/sandbox";
 import type { SessionUser } from "@/lib/auth/guard";
-import { functions, inngest } from "@/inngest";
+import { inngest } from "@/inngest";
+import { ownAppTarget } from "@/inngest/embedded";
 import { clarificationAnswered, gateDecided, runCancelled, runStarted } from "@/inngest/events";
 
 /*
@@ -158,7 +157,7 @@ export async function runEval({
   onResult?: (result: EvalResult) => void;
 }): Promise<EvalResult[]> {
   const executor = new Executor({
-    apps: [{ url: `${getEnv().publicUrl}/api/inngest`, handler: serve({ client: inngest, functions }) as unknown as FetchHandler }],
+    apps: [ownAppTarget({ inProcess: true })],
     pollMs: 100,
     log: () => {},
   });

@@ -16,7 +16,7 @@ export const MUTATIONS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 export const PUBLIC_ROUTES: Record<string, string> = {
   "app/api/health/route.ts": "liveness probe for load balancers and the e2e web server; reports no project or run data",
   "app/api/auth/[...nextauth]/route.ts": "Auth.js's own endpoints must work before sign-in; Auth.js checks its CSRF token",
-  "app/api/inngest/route.ts": "Inngest serve endpoint: Inngest Cloud / self-hosted requests are signed (INNGEST_SIGNING_KEY)",
+  "app/api/inngest/route.ts": "Inngest serve endpoint: the SDK runs in signed mode and verifies X-Inngest-Signature (embedded: the signing key made from the executor key; Inngest: INNGEST_SIGNING_KEY)",
   "app/e/[key]/route.ts": "Inngest event ingestion for the embedded executor, keyed by the event key in the path",
   "app/api/github/webhook/route.ts": "GitHub App webhooks, verified by HMAC with GITHUB_APP_WEBHOOK_SECRET",
   "app/v1/checkpoint/[runId]/async/route.ts": "Inngest's checkpoint API for the embedded executor: the app authenticates with the executor key as its bearer",

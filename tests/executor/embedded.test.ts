@@ -38,9 +38,10 @@ describe("embedded mode", () => {
       return (route[method] as unknown as FetchHandler)(request);
     });
     const { Executor, sendEvents } = await import("@/lib/executor");
-    const { EXECUTOR_KEY_HEADER, getExecutorKey } = await import("@/lib/security/executor-key");
+    const { ownSigningKey } = await import("@/lib/security/executor-key");
     const executor = new Executor({
-      apps: [{ url: server.serveUrl, headers: { [EXECUTOR_KEY_HEADER]: getExecutorKey() } }],
+      // Signed with the app's signing key (made from the executor key), as the embedded executor calls it.
+      apps: [{ url: server.serveUrl, signingKey: ownSigningKey() }],
       pollMs: 50,
       log: () => {},
     });
@@ -63,7 +64,7 @@ describe("embedded mode", () => {
 });
 
 describe("embedded endpoints are Gatehouse's executor's alone", () => {
-  it("/api/inngest refuses to run or register functions without the executor key; /e/:key takes only that key", async () => {
+  it("/api/inngest refuses to run or register functions without the executor's signature; /e/:key takes only the executor key", async () => {
     const route = await import("@/app/api/inngest/route");
     const events = await import("@/app/e/[key]/route");
     const { EXECUTOR_KEY_HEADER, getExecutorKey } = await import("@/lib/security/executor-key");

@@ -2,8 +2,8 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { serve } from "inngest/edge";
-import { Executor, type ExecutorOptions, type FetchHandler } from "@/lib/executor";
+import { Executor, type ExecutorOptions } from "@/lib/executor";
+import { ownAppTarget } from "@/inngest/embedded";
 import { query } from "@/lib/executor/store";
 import { getEnv } from "@/lib/env";
 import { createProject } from "@/lib/db/queries/projects";
@@ -11,16 +11,17 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunState, listEvents, replay } from "@/lib/db/queries/runs";
 import { startRun } from "@/lib/runs/service";
 import type { SessionUser } from "@/lib/auth/guard";
-import { functions, inngest } from "@/inngest";
+import { inngest } from "@/inngest";
 import { runStarted } from "@/inngest/events";
 import type { RunStatus } from "@/lib/workflow";
 import { expect } from "vitest";
 
-/** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process. */
+/** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process (signed). */
 export async function startWorkflowHarness(options: Pick<ExecutorOptions, "waitLookBack"> = {}) {
   const executor = new Executor({
     ...options,
-    apps: [{ url: `${getEnv().publicUrl}/api/inngest`, handler: serve({ client: inngest, functions }) as unknown as FetchHandler }],
+    // Gatehouse's own app in signed mode, in-process: every call signed and verified as on Inngest Cloud.
+    apps: [ownAppTarget({ inProcess: true })],
     pollMs: 50,
     leaseMs: 5_000,
     backoff: () => 50,
@@ -138,3 +139,18 @@ export async function until<T>(check: () => Promise<T | null | undefined | false
 }
 
 export const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
+
+/** Processes whose command line is exactly `args` (read from /proc, so also inside the sandbox's namespaces). */
+export function processesRunning(args: string[]): number[] {
+  const wanted = `${args.join("\0")}\0`;
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8") === wanted) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}

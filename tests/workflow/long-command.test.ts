@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cancelRun } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
@@ -6,7 +5,7 @@ import { runCancelled } from "@/inngest/events";
 import { query } from "@/lib/executor/store";
 import { listEvents } from "@/lib/db/queries/runs";
 import { stepBudget } from "@/lib/runs/workflow-ops";
-import { fileBlock, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { fileBlock, git, launch, newProject, processesRunning, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 
 /*
  * A serverless host cuts a call after its duration limit. With a step budget of 2 s, a 5-second command cannot finish
@@ -89,18 +88,3 @@ describe("a command longer than a step", () => {
     await until(async () => processesRunning(sleeper).length === 0, "the command to be killed");
   });
 });
-
-/** Processes whose command line is exactly `args` (read from /proc, so also inside the sandbox's namespaces). */
-function processesRunning(args: string[]): number[] {
-  const wanted = `${args.join("\0")}\0`;
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8") === wanted) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}

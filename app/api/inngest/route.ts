@@ -1,7 +1,8 @@
 import { serve } from "inngest/next";
 import { functions, inngest } from "@/inngest";
 import { getEnv } from "@/lib/env";
-import { EXECUTOR_KEY_HEADER, hasExecutorKey } from "@/lib/security/executor-key";
+import { SIGNATURE_HEADER, signRequest } from "@/lib/executor";
+import { EXECUTOR_KEY_HEADER, hasExecutorKey, ownSigningKey } from "@/lib/security/executor-key";
 import { getUserFromHeaders } from "@/lib/auth/guard";
 
 export const dynamic = "force-dynamic";
@@ -11,34 +12,48 @@ const handlers = serve({ client: inngest, functions });
 type Handler = (request: Request, context: unknown) => Promise<Response>;
 
 /**
- * With Inngest Cloud / self-hosted the SDK verifies Inngest's signature itself. In embedded mode the SDK runs in dev
- * mode, so calls that run functions (POST) or register them (PUT) must carry the executor key.
+ * The SDK's introspection (GET). The SDK runs in signed mode, so it details only a signed GET. In embedded mode the
+ * executor (its key header) and signed-in users see the details (the route signs their GET with the app's key); anyone
+ * else gets `{ok}`. With Inngest, the SDK answers as it does.
  */
-function guarded(handler: Handler): Handler {
+export const GET: Handler = async (request, context) => {
+  if (getEnv().executionMode !== "embedded") return (handlers.GET as Handler)(request, context);
+  if (!hasExecutorKey(request.headers.get(EXECUTOR_KEY_HEADER)) && !(await getUserFromHeaders(request.headers, new URL(request.url).origin))) {
+    return Response.json({ ok: true });
+  }
+  const headers = new Headers(request.headers);
+  // A GET has no body: the SDK checks the signature over the empty string.
+  headers.set(SIGNATURE_HEADER, signRequest({ body: "", signingKey: ownSigningKey() }));
+  return (handlers.GET as Handler)(new Request(request.url, { method: "GET", headers }), context);
+};
+
+/**
+ * Calls that run functions (POST) or sync them (PUT). The SDK runs in signed mode in every execution mode (embedded:
+ * the signing key made from the executor key; Inngest: INNGEST_SIGNING_KEY), so it verifies X-Inngest-Signature itself
+ * and refuses a wrongly signed or stale call with a 401. Before it: in embedded mode an unsigned call is refused here
+ * (an unsigned PUT would have the SDK try an out-of-band sync that leads nowhere), and a body that is not JSON is a
+ * 400 (the SDK would throw on it).
+ */
+function signedCall(handler: Handler): Handler {
   return async (request, context) => {
-    if (getEnv().executionMode === "embedded" && !hasExecutorKey(request.headers.get(EXECUTOR_KEY_HEADER))) {
+    if (getEnv().executionMode === "embedded" && !request.headers.get(SIGNATURE_HEADER)) {
+      await request.body?.cancel().catch(() => {});
       return Response.json(
-        { error: { code: "unauthorized:executor", message: `Only Gatehouse's executor may call this endpoint (${EXECUTOR_KEY_HEADER}).` } },
+        { error: { code: "unauthorized:executor", message: `Only Gatehouse's executor may call this endpoint: its calls are signed (X-Inngest-Signature).` } },
         { status: 401 },
       );
+    }
+    const text = await request.clone().text();
+    if (text.trim()) {
+      try {
+        JSON.parse(text);
+      } catch {
+        return Response.json({ error: { code: "bad_request:body", message: "The body must be JSON, as Inngest sends it." } }, { status: 400 });
+      }
     }
     return handler(request, context);
   };
 }
 
-/**
- * The SDK's introspection (GET) lists the mode, the function count and more. In embedded mode (unsigned) only the
- * executor or a signed-in user sees it; anyone else gets `{ok}`. With Inngest, the SDK answers unsigned GETs minimally.
- */
-export const GET: Handler = async (request, context) => {
-  if (
-    getEnv().executionMode === "embedded" &&
-    !hasExecutorKey(request.headers.get(EXECUTOR_KEY_HEADER)) &&
-    !(await getUserFromHeaders(request.headers, new URL(request.url).origin))
-  ) {
-    return Response.json({ ok: true });
-  }
-  return (handlers.GET as Handler)(request, context);
-};
-export const POST = guarded(handlers.POST as Handler);
-export const PUT = guarded(handlers.PUT as Handler);
+export const POST = signedCall(handlers.POST as Handler);
+export const PUT = signedCall(handlers.PUT as Handler);
