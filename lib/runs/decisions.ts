@@ -207,7 +207,10 @@ export async function decide({
     // Not an approver: still allowed as the backup approver a gate's deadline escalated it to (config.deadlines).
     if (!(error instanceof AppError && error.type === "forbidden")) throw error;
     const run = await getVisibleRun({ user, runId });
-    const gate = await write((tx) => findGate(tx, runId, gateId));
+    // No such open gate: the caller's lack of the role is the answer, not a 404 about a gate they may not decide anyway.
+    const gate = await write((tx) => findGate(tx, runId, gateId)).catch(() => {
+      throw error;
+    });
     if (!(await mayDecideEscalated({ runId, projectId: run.projectId, subject: { type: "gate", id: gate.id }, userId: user.id }))) throw error;
   });
   return write(async (tx) => {
