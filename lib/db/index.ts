@@ -6,6 +6,7 @@ import { migrate } from "drizzle-orm/libsql/migrator";
 import { getEnv } from "@/lib/env";
 import * as schema from "./schema";
 import { backfillRepositoryKeys } from "./repository-key";
+import { openNative, type NativeConnections } from "./statements";
 
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
@@ -14,7 +15,14 @@ export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 /** Connections per client: readers run beside the single writer; more would only hold file handles. */
 const POOL_SIZE = 8;
 
-type Handle = { url: string; client: Client; db: Db; ready: Promise<void> };
+/**
+ * `native`: the prepared-statement connections of a file database (lib/db/statements.ts), opened on first use; null
+ * for a remote or in-memory database, whose callers use the client.
+ */
+type Handle = { url: string; client: Client; db: Db; ready: Promise<void>; file: string | null; native?: NativeConnections | null };
+
+/** SQLite's busy timeout (ms) for another process holding the write lock. */
+const BUSY_TIMEOUT_MS = 5000;
 
 // Cached on globalThis so that Next's hot reload does not open a client per edit.
 const globalForDb = globalThis as unknown as {
@@ -46,7 +54,7 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
   }
   // `timeout` is SQLite's busy timeout (ms) for another *process* holding the write lock; writers inside this process
   // are serialised by `write()` below and never wait on each other in the native layer.
-  const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE } as Parameters<typeof createClient>[0]);
+  const client = createClient({ url, authToken, timeout: BUSY_TIMEOUT_MS, concurrency: POOL_SIZE } as Parameters<typeof createClient>[0]);
   const db = drizzle(client, { schema });
   const ready = (async () => {
     if (url.startsWith("file:")) {
@@ -59,7 +67,7 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
   })();
   // Avoid an unhandled rejection if nobody awaited `ready` yet; callers of getDb() see the error.
   ready.catch(() => {});
-  return { url, client, db, ready };
+  return { url, client, db, ready, file: file ?? null };
 }
 
 /** The database and its WAL/shared-memory files: readable by the owner only (they hold every run's request and output). */
@@ -118,11 +126,26 @@ export async function getClient(): Promise<Client> {
   return handle.client;
 }
 
+/** The prepared-statement connections of the app's database (null when it is not a local file). */
+export async function getNative(): Promise<NativeConnections | null> {
+  const handle = getHandle();
+  await handle.ready;
+  if (handle.native === undefined) handle.native = handle.file ? openNative({ file: handle.file, timeoutMs: BUSY_TIMEOUT_MS }) : null;
+  return handle.native;
+}
+
+function closeHandle(handle: Handle): void {
+  handle.native?.writer.close();
+  handle.native?.reader.close();
+  handle.native = null;
+  handle.client.close();
+}
+
 function getHandle(): Handle {
   const env = getEnv();
   const existing = globalForDb.__gatehouseDb;
   if (existing && existing.url === env.databaseUrl) return existing;
-  if (existing) existing.client.close();
+  if (existing) closeHandle(existing);
   restrictDataDir(env.dataDir);
   const handle = openDatabase({ url: env.databaseUrl, authToken: env.DATABASE_AUTH_TOKEN });
   globalForDb.__gatehouseDb = handle;
@@ -131,7 +154,7 @@ function getHandle(): Handle {
 
 /** Close the cached client (tests, shutdown). */
 export function closeDb(): void {
-  globalForDb.__gatehouseDb?.client.close();
+  if (globalForDb.__gatehouseDb) closeHandle(globalForDb.__gatehouseDb);
   globalForDb.__gatehouseDb = undefined;
 }
 
