@@ -6,7 +6,7 @@ import { migrate } from "drizzle-orm/libsql/migrator";
 import { getEnv } from "@/lib/env";
 import * as schema from "./schema";
 import { backfillRepositoryKeys } from "./repository-key";
-import { openNative, type NativeConnections } from "./statements";
+import { openNative, type NativeConnection, type NativeConnections } from "./statements";
 
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
@@ -29,6 +29,13 @@ const globalForDb = globalThis as unknown as {
   __gatehouseDb?: Handle;
   __gatehouseWriteQueue?: Promise<unknown>;
   __gatehouseGroup?: GroupItem[];
+  __gatehouseNativeGroup?: NativeGroupItem[];
+};
+
+type NativeGroupItem = {
+  fn: (writer: NativeConnection, group: object) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
 };
 
 type GroupItem = { fn: (tx: Tx) => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void };
@@ -216,6 +223,58 @@ export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
           g.reject(error);
         }
       }
+    });
+  });
+}
+
+/**
+ * Group commit on the native writer (lib/db/statements.ts), for hot appends: writes that arrive while the write queue is
+ * busy run together, in arrival order, in one BEGIN IMMEDIATE transaction when their turn comes, each inside a savepoint
+ * of its own. A write that throws is rolled back to its savepoint (nothing of it stays) and only it is rejected; the
+ * others commit. Every caller is resolved only after the one COMMIT, so each write is durable when its promise settles.
+ * `group` is one object per transaction: writes of one group can share uncommitted state keyed by it.
+ */
+export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: NativeConnection, group: object) => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const item: NativeGroupItem = { fn, resolve: resolve as (value: unknown) => void, reject };
+    const open = globalForDb.__gatehouseNativeGroup;
+    if (open) {
+      open.push(item);
+      return;
+    }
+    const group: NativeGroupItem[] = [item];
+    globalForDb.__gatehouseNativeGroup = group;
+    void serialize(async () => {
+      // From here on, new writes form the next group (queued behind this one).
+      if (globalForDb.__gatehouseNativeGroup === group) globalForDb.__gatehouseNativeGroup = undefined;
+      const token = {};
+      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+      try {
+        writer.exec("BEGIN IMMEDIATE");
+        for (const g of group) {
+          writer.exec("SAVEPOINT grouped_write");
+          try {
+            const value = await g.fn(writer, token);
+            writer.exec("RELEASE grouped_write");
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            writer.exec("ROLLBACK TO grouped_write");
+            writer.exec("RELEASE grouped_write");
+            outcomes.push({ ok: false, error });
+          }
+        }
+        writer.exec("COMMIT");
+      } catch (error) {
+        // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written.
+        if (writer.inTransaction) writer.exec("ROLLBACK");
+        for (const g of group) g.reject(error);
+        return;
+      }
+      group.forEach((g, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) g.resolve(outcome.value);
+        else g.reject(outcome.error);
+      });
     });
   });
 }
