@@ -251,19 +251,24 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
       const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
       try {
         writer.exec("BEGIN IMMEDIATE");
+        // A write alone in its group needs no savepoint: if it fails, the whole transaction is rolled back instead.
+        const alone = group.length === 1;
         for (const g of group) {
-          writer.exec("SAVEPOINT grouped_write");
+          if (!alone) writer.exec("SAVEPOINT grouped_write");
           try {
             const value = await g.fn(writer, token);
-            writer.exec("RELEASE grouped_write");
+            if (!alone) writer.exec("RELEASE grouped_write");
             outcomes.push({ ok: true, value });
           } catch (error) {
-            writer.exec("ROLLBACK TO grouped_write");
-            writer.exec("RELEASE grouped_write");
+            if (!alone) {
+              writer.exec("ROLLBACK TO grouped_write");
+              writer.exec("RELEASE grouped_write");
+            }
             outcomes.push({ ok: false, error });
           }
         }
-        writer.exec("COMMIT");
+        if (!alone || outcomes[0]!.ok) writer.exec("COMMIT");
+        else if (writer.inTransaction) writer.exec("ROLLBACK");
       } catch (error) {
         // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written.
         if (writer.inTransaction) writer.exec("ROLLBACK");

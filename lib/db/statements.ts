@@ -46,9 +46,9 @@ export class NativeConnection {
     return { rows: [], rowsAffected: stmt.run(bound).changes };
   }
 
-  /** Statements without arguments or results (BEGIN, COMMIT, ROLLBACK). */
+  /** Statements without arguments or results (BEGIN, COMMIT, ROLLBACK, SAVEPOINT), prepared once like the rest. */
   exec(sql: string): void {
-    this.db.exec(sql);
+    this.prepared(sql).stmt.run([]);
   }
 
   get inTransaction(): boolean {

@@ -1,5 +1,5 @@
 import type { Client, InArgs, ResultSet, Transaction } from "@libsql/client";
-import { getClient, getNative, serialize } from "@/lib/db";
+import { getClient, getNative, serialize, writeGroupedNative } from "@/lib/db";
 import type { NativeConnection, SqlArgs } from "@/lib/db/statements";
 
 /**
@@ -26,22 +26,30 @@ function onNative(conn: NativeConnection): Tx {
   };
 }
 
-/** A write transaction. `rollbackIf` lets a caller refuse with a value (no throw) and still leave nothing written. */
+/** A result refused by `rollbackIf`, carried out of the group's savepoint (which it rolls back). */
+class Refused {
+  constructor(readonly result: unknown) {}
+}
+
+/**
+ * A write transaction. `rollbackIf` lets a caller refuse with a value (no throw) and still leave nothing written.
+ * On a file database, writes that arrive while the write queue is busy (other runs' checkpoints, leases, completions)
+ * commit together: each in a savepoint of its own, so one that throws or refuses is rolled back alone, and each
+ * caller's promise settles only after the shared COMMIT (lib/db writeGroupedNative).
+ */
 export async function tx<T>(fn: (t: Tx) => Promise<T>, { rollbackIf }: { rollbackIf?: (result: T) => boolean } = {}): Promise<T> {
   const native = await getNative();
   if (native) {
-    const writer = native.writer;
-    return serialize(async () => {
-      writer.exec("BEGIN IMMEDIATE");
-      try {
+    try {
+      return await writeGroupedNative(native.writer, async (writer) => {
         const result = await fn(onNative(writer));
-        writer.exec(rollbackIf?.(result) ? "ROLLBACK" : "COMMIT");
+        if (rollbackIf?.(result)) throw new Refused(result);
         return result;
-      } catch (err) {
-        if (writer.inTransaction) writer.exec("ROLLBACK");
-        throw err;
-      }
-    });
+      });
+    } catch (err) {
+      if (err instanceof Refused) return err.result as T;
+      throw err;
+    }
   }
   const client = await executorClient();
   return serialize(async () => {
