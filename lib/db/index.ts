@@ -234,6 +234,9 @@ export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
  * others commit. Every caller is resolved only after the one COMMIT, so each write is durable when its promise settles.
  * `group` is one object per transaction: writes of one group can share uncommitted state keyed by it.
  */
+const GATHER_PROBE_EVERY = 16;
+const nativeGather = { active: false, sinceProbe: 0 };
+
 export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: NativeConnection, group: object) => Promise<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const item: NativeGroupItem = { fn, resolve: resolve as (value: unknown) => void, reject };
@@ -244,7 +247,7 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
     }
     const group: NativeGroupItem[] = [item];
     globalForDb.__gatehouseNativeGroup = group;
-    void serialize(async () => {
+    const start = () => void serialize(async () => {
       // From here on, new writes form the next group (queued behind this one).
       if (globalForDb.__gatehouseNativeGroup === group) globalForDb.__gatehouseNativeGroup = undefined;
       const token = {};
@@ -281,6 +284,18 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
         else g.reject(outcome.error);
       });
     });
+    // Gathering: in one process the writes of concurrent runs are chained promises, and a transaction of prepared
+    // statements finishes before another run gets to ask for one, so groups would stay single. Starting a group one
+    // macrotask later lets the other runs' writes join it (one COMMIT for many). That is done while the last gathered
+    // group had company, and otherwise only as a probe every GATHER_PROBE_EVERY groups, so a lone writer rarely waits.
+    const gathered = nativeGather.active || ++nativeGather.sinceProbe >= GATHER_PROBE_EVERY;
+    if (gathered) {
+      nativeGather.sinceProbe = 0;
+      setImmediate(() => {
+        if (globalForDb.__gatehouseNativeGroup === group) nativeGather.active = group.length > 1;
+        start();
+      });
+    } else start();
   });
 }
 
