@@ -157,6 +157,35 @@ describe("group commit on the native writer (the executor's tx)", () => {
     }
   });
 
+  it("concurrent writers that each await their previous write still share commits, and every write lands", async () => {
+    await tx((t) => t.execute("CREATE TABLE IF NOT EXISTS grouped_probe_many (k TEXT PRIMARY KEY)"));
+    const writer = (await getNative())!.writer;
+    const exec = writer.exec.bind(writer);
+    let commits = 0;
+    writer.exec = (sql: string) => {
+      if (sql === "COMMIT") commits++;
+      exec(sql);
+    };
+    try {
+      // 20 writers, 10 writes each, every write awaited before the next and issued from a later macrotask (as a run's
+      // checkpoints are: the SDK yields to the event loop between steps).
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, w) => {
+          for (let i = 0; i < 10; i++) {
+            await new Promise((r) => setTimeout(r, 0));
+            await tx((t) => t.execute({ sql: "INSERT INTO grouped_probe_many (k) VALUES (?)", args: [`${w}-${i}`] }));
+          }
+        }),
+      );
+    } finally {
+      writer.exec = exec;
+    }
+    const [row] = await query<{ n: number }>("SELECT count(*) AS n FROM grouped_probe_many");
+    expect(row!.n).toBe(200);
+    // Without gathering each write would commit alone (200 commits).
+    expect(commits).toBeLessThanOrEqual(50);
+  });
+
   it("a write alone in its group that throws leaves nothing written", async () => {
     await tx((t) => t.execute("CREATE TABLE IF NOT EXISTS grouped_probe_alone (k TEXT PRIMARY KEY)"));
     const failed = await tx(async (t) => {
