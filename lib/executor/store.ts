@@ -19,10 +19,13 @@ async function executorClient(): Promise<Client> {
   return getClient();
 }
 
+/** The transaction handle on the native writer (statements prepared once; see lib/db/statements.ts). */
 function onNative(conn: NativeConnection): Tx {
   return {
-    execute: async (stmt) =>
-      typeof stmt === "string" ? conn.execute(stmt) as unknown as ExecResult : conn.execute(stmt.sql, (stmt.args ?? []) as SqlArgs) as unknown as ExecResult,
+    execute: async (stmt) => {
+      const result = typeof stmt === "string" ? conn.execute(stmt) : conn.execute(stmt.sql, (stmt.args ?? []) as SqlArgs);
+      return result as unknown as ExecResult;
+    },
   };
 }
 
