@@ -74,6 +74,8 @@ export async function run(): Promise<void> {
   const httpHandler = build(origin, false);
   const inProcessHandler = build(origin, true);
   const load = os.loadavg()[0]!.toFixed(1);
+  const cpuStart = process.cpuUsage();
+  const wallStart = performance.now();
 
   const rowsOut: string[][] = [["libSQL single commit (floor: same database, same write path)", fmt(commitMs), "", `ms (${(1000 / commitMs).toFixed(0)} commits/s)`]];
   for (const transport of ["in-process", "http"] as const) {
@@ -104,8 +106,17 @@ export async function run(): Promise<void> {
     for (const [name, steps, runs] of [["twenty", 20, 30], ["hundred", 100, 10]] as const) {
       for (let i = 0; i < 3; i++) await runOnce(`bench/${name}`, { warm: i });
       const perStep: number[] = [];
+      const cpu0 = process.cpuUsage();
       for (let i = 0; i < runs; i++) perStep.push((await runOnce(`bench/${name}`, { i })) / steps);
-      rowsOut.push([`per step, ${steps}-step chain (${transport})`, fmt(pct(perStep, 50)), fmt(pct(perStep, 95)), `ms/step (${(pct(perStep, 50) / commitMs).toFixed(1)}× the commit floor)`]);
+      const cpu = process.cpuUsage(cpu0);
+      // CPU time of this process per step: unlike wall time, barely moved by other load on a shared machine.
+      const cpuPerStep = (cpu.user + cpu.system) / 1000 / (runs * steps);
+      rowsOut.push([
+        `per step, ${steps}-step chain (${transport})`,
+        fmt(pct(perStep, 50)),
+        fmt(pct(perStep, 95)),
+        `ms/step (${(pct(perStep, 50) / commitMs).toFixed(1)}× the commit floor; CPU ${fmt(cpuPerStep)} ms/step)`,
+      ]);
     }
 
     // Throughput: 300 runs of the 20-step chain, 50 in flight.
@@ -113,11 +124,19 @@ export async function run(): Promise<void> {
     let done = 0;
     const allDone = new Promise<void>((r) => waiters.push(() => ++done === total && r()));
     const t0 = performance.now();
+    const tcpu0 = process.cpuUsage();
     for (let i = 0; i < total; i += 50) await sendEvents(Array.from({ length: 50 }, (_, j) => ({ name: "bench/twenty", data: { i: i + j } })));
     await allDone;
     waiters.length = 0;
     const perSecond = total / ((performance.now() - t0) / 1000);
-    rowsOut.push([`workflows/s, 50 in flight, 20-step chain (${transport})`, perSecond.toFixed(0), "", `runs/s (${(1000 / perSecond / commitMs).toFixed(1)} commit floors per run)`]);
+    const tcpu = process.cpuUsage(tcpu0);
+    const cpuPerRun = (tcpu.user + tcpu.system) / 1000 / total;
+    rowsOut.push([
+      `workflows/s, 50 in flight, 20-step chain (${transport})`,
+      perSecond.toFixed(0),
+      "",
+      `runs/s (${(1000 / perSecond / commitMs).toFixed(1)} commit floors per run; CPU ${fmt(cpuPerRun)} ms/run)`,
+    ]);
 
     // Resume latency: event sent to a waiting run → the step after the wait runs.
     const latencies: number[] = [];
@@ -143,7 +162,12 @@ export async function run(): Promise<void> {
   server.closeAllConnections();
   server.close();
 
-  console.log(`${os.cpus().length} cores, load average ${load} at start; checkpointing on (Inngest's default for v4 apps)\n`);
+  const cpuAll = process.cpuUsage(cpuStart);
+  const share = (cpuAll.user + cpuAll.system) / 1000 / (performance.now() - wallStart);
+  console.log(
+    `${os.cpus().length} cores, load average ${load} at start, ${os.loadavg()[0]!.toFixed(1)} at end; this process used ${(100 * share).toFixed(0)} % of one core ` +
+      `(its CPU time per step is the figure to compare across runs on a shared machine); checkpointing on (Inngest's default for v4 apps)\n`,
+  );
   console.log(`| measure | p50 / value | p95 | unit |\n|---|---|---|---|`);
   for (const r of rowsOut) console.log(`| ${r.join(" | ")} |`);
   console.log("\nGoal (issue 14): per step < 0.6 ms p50 in-process, < 2 ms over HTTP, flat 20→100; resume < 1.5 ms p95; > 150 workflows/s.");

@@ -6,6 +6,7 @@ import { migrate } from "drizzle-orm/libsql/migrator";
 import { getEnv } from "@/lib/env";
 import * as schema from "./schema";
 import { backfillRepositoryKeys } from "./repository-key";
+import { openNative, type NativeConnection, type NativeConnections } from "./statements";
 
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
@@ -14,13 +15,27 @@ export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
 /** Connections per client: readers run beside the single writer; more would only hold file handles. */
 const POOL_SIZE = 8;
 
-type Handle = { url: string; client: Client; db: Db; ready: Promise<void> };
+/**
+ * `native`: the prepared-statement connections of a file database (lib/db/statements.ts), opened on first use; null
+ * for a remote or in-memory database, whose callers use the client.
+ */
+type Handle = { url: string; client: Client; db: Db; ready: Promise<void>; file: string | null; native?: NativeConnections | null };
+
+/** SQLite's busy timeout (ms) for another process holding the write lock. */
+const BUSY_TIMEOUT_MS = 5000;
 
 // Cached on globalThis so that Next's hot reload does not open a client per edit.
 const globalForDb = globalThis as unknown as {
   __gatehouseDb?: Handle;
   __gatehouseWriteQueue?: Promise<unknown>;
   __gatehouseGroup?: GroupItem[];
+  __gatehouseNativeGroup?: NativeGroupItem[];
+};
+
+type NativeGroupItem = {
+  fn: (writer: NativeConnection, group: object) => Promise<unknown>;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
 };
 
 type GroupItem = { fn: (tx: Tx) => Promise<unknown>; resolve: (value: unknown) => void; reject: (error: unknown) => void };
@@ -46,7 +61,7 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
   }
   // `timeout` is SQLite's busy timeout (ms) for another *process* holding the write lock; writers inside this process
   // are serialised by `write()` below and never wait on each other in the native layer.
-  const client = createClient({ url, authToken, timeout: 5000, concurrency: POOL_SIZE } as Parameters<typeof createClient>[0]);
+  const client = createClient({ url, authToken, timeout: BUSY_TIMEOUT_MS, concurrency: POOL_SIZE } as Parameters<typeof createClient>[0]);
   const db = drizzle(client, { schema });
   const ready = (async () => {
     if (url.startsWith("file:")) {
@@ -59,7 +74,7 @@ export function openDatabase({ url, authToken }: { url: string; authToken?: stri
   })();
   // Avoid an unhandled rejection if nobody awaited `ready` yet; callers of getDb() see the error.
   ready.catch(() => {});
-  return { url, client, db, ready };
+  return { url, client, db, ready, file: file ?? null };
 }
 
 /** The database and its WAL/shared-memory files: readable by the owner only (they hold every run's request and output). */
@@ -118,11 +133,26 @@ export async function getClient(): Promise<Client> {
   return handle.client;
 }
 
+/** The prepared-statement connections of the app's database (null when it is not a local file). */
+export async function getNative(): Promise<NativeConnections | null> {
+  const handle = getHandle();
+  await handle.ready;
+  if (handle.native === undefined) handle.native = handle.file ? openNative({ file: handle.file, timeoutMs: BUSY_TIMEOUT_MS }) : null;
+  return handle.native;
+}
+
+function closeHandle(handle: Handle): void {
+  handle.native?.writer.close();
+  handle.native?.reader.close();
+  handle.native = null;
+  handle.client.close();
+}
+
 function getHandle(): Handle {
   const env = getEnv();
   const existing = globalForDb.__gatehouseDb;
   if (existing && existing.url === env.databaseUrl) return existing;
-  if (existing) existing.client.close();
+  if (existing) closeHandle(existing);
   restrictDataDir(env.dataDir);
   const handle = openDatabase({ url: env.databaseUrl, authToken: env.DATABASE_AUTH_TOKEN });
   globalForDb.__gatehouseDb = handle;
@@ -131,7 +161,7 @@ function getHandle(): Handle {
 
 /** Close the cached client (tests, shutdown). */
 export function closeDb(): void {
-  globalForDb.__gatehouseDb?.client.close();
+  if (globalForDb.__gatehouseDb) closeHandle(globalForDb.__gatehouseDb);
   globalForDb.__gatehouseDb = undefined;
 }
 
@@ -194,6 +224,78 @@ export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
         }
       }
     });
+  });
+}
+
+/**
+ * Group commit on the native writer (lib/db/statements.ts), for hot appends: writes that arrive while the write queue is
+ * busy run together, in arrival order, in one BEGIN IMMEDIATE transaction when their turn comes, each inside a savepoint
+ * of its own. A write that throws is rolled back to its savepoint (nothing of it stays) and only it is rejected; the
+ * others commit. Every caller is resolved only after the one COMMIT, so each write is durable when its promise settles.
+ * `group` is one object per transaction: writes of one group can share uncommitted state keyed by it.
+ */
+const GATHER_PROBE_EVERY = 16;
+const nativeGather = { active: false, sinceProbe: 0 };
+
+export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: NativeConnection, group: object) => Promise<T>): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const item: NativeGroupItem = { fn, resolve: resolve as (value: unknown) => void, reject };
+    const open = globalForDb.__gatehouseNativeGroup;
+    if (open) {
+      open.push(item);
+      return;
+    }
+    const group: NativeGroupItem[] = [item];
+    globalForDb.__gatehouseNativeGroup = group;
+    const start = () => void serialize(async () => {
+      // From here on, new writes form the next group (queued behind this one).
+      if (globalForDb.__gatehouseNativeGroup === group) globalForDb.__gatehouseNativeGroup = undefined;
+      const token = {};
+      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+      try {
+        writer.exec("BEGIN IMMEDIATE");
+        // A write alone in its group needs no savepoint: if it fails, the whole transaction is rolled back instead.
+        const alone = group.length === 1;
+        for (const g of group) {
+          if (!alone) writer.exec("SAVEPOINT grouped_write");
+          try {
+            const value = await g.fn(writer, token);
+            if (!alone) writer.exec("RELEASE grouped_write");
+            outcomes.push({ ok: true, value });
+          } catch (error) {
+            if (!alone) {
+              writer.exec("ROLLBACK TO grouped_write");
+              writer.exec("RELEASE grouped_write");
+            }
+            outcomes.push({ ok: false, error });
+          }
+        }
+        if (!alone || outcomes[0]!.ok) writer.exec("COMMIT");
+        else if (writer.inTransaction) writer.exec("ROLLBACK");
+      } catch (error) {
+        // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written.
+        if (writer.inTransaction) writer.exec("ROLLBACK");
+        for (const g of group) g.reject(error);
+        return;
+      }
+      group.forEach((g, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok) g.resolve(outcome.value);
+        else g.reject(outcome.error);
+      });
+    });
+    // Gathering: in one process the writes of concurrent runs are chained promises, and a transaction of prepared
+    // statements finishes before another run gets to ask for one, so groups would stay single. Starting a group one
+    // macrotask later lets the other runs' writes join it (one COMMIT for many). That is done while the last gathered
+    // group had company, and otherwise only as a probe every GATHER_PROBE_EVERY groups, so a lone writer rarely waits.
+    const gathered = nativeGather.active || ++nativeGather.sinceProbe >= GATHER_PROBE_EVERY;
+    if (gathered) {
+      nativeGather.sinceProbe = 0;
+      setImmediate(() => {
+        if (globalForDb.__gatehouseNativeGroup === group) nativeGather.active = group.length > 1;
+        start();
+      });
+    } else start();
   });
 }
 

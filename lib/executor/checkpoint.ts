@@ -98,24 +98,26 @@ async function handleCheckpoint({ url: href, method, read }: { url: string; meth
   if (notAsync) return fail(400, `cannot checkpoint opcode ${notAsync.op} (step ${notAsync.id}): report it in the call's 206 reply`);
   const unsupported = body.steps.find((s) => s.op !== "StepRun" && s.op !== "Step" && s.op !== "StepPlanned");
   if (unsupported) return fail(400, `cannot checkpoint opcode ${unsupported.op} (step ${unsupported.id}) with the embedded executor`);
+  // Each output is serialised once: the stored result is `{"data":<output>}`, byte for byte what
+  // JSON.stringify({ data }) gives.
   const results = body.steps
     .filter((s) => s.op === "StepRun" || s.op === "Step")
     .map((s) => ({ id: s.id, json: JSON.stringify(s.data ?? null) }));
-  const tooBig = results.find((r) => Buffer.byteLength(r.json) > MAX_STEP_OUTPUT_BYTES);
+  const tooBig = results.find((r) => (r.json.length > MAX_STEP_OUTPUT_BYTES / 3 ? Buffer.byteLength(r.json) : r.json.length) > MAX_STEP_OUTPUT_BYTES);
   if (tooBig) return fail(413, `Step ${tooBig.id} output is over ${MAX_STEP_OUTPUT_BYTES} bytes (Inngest's step output limit)`);
 
   if (checkpointHooks.beforeStore) await checkpointHooks.beforeStore(runId);
   const now = Date.now();
   const outcome = await tx(async (t) => {
-    // Four statements per checkpoint (BEGIN, INSERT, UPDATE, COMMIT) on the hot path; a refusal is classified after.
+    // Four statements per one-step checkpoint (BEGIN, INSERT, UPDATE, COMMIT) on the hot path; a refusal is classified after.
     let added = 0;
-    if (results.length > 0) {
+    for (const r of results) {
+      // One prepared INSERT per step (a checkpoint usually carries one), in the order reported.
       const inserted = await t.execute({
         sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
-              SELECT ?1, value ->> '$[0]', value ->> '$[1]', coalesce((SELECT watermark FROM executor_runs WHERE id = ?1), 0), ?2
-                FROM json_each(?3) WHERE true ORDER BY key
+              VALUES (?1, ?2, ?3, coalesce((SELECT watermark FROM executor_runs WHERE id = ?1), 0), ?4)
               ON CONFLICT DO NOTHING RETURNING length(result) AS n`,
-        args: [runId, now, JSON.stringify(results.map((r) => [r.id, JSON.stringify({ data: JSON.parse(r.json) as unknown })]))],
+        args: [runId, r.id, `{"data":${r.json}}`, now],
       });
       for (const row of inserted.rows) added += Number(row.n);
     }

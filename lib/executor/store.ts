@@ -1,24 +1,62 @@
-import type { Client, InArgs, Transaction } from "@libsql/client";
-import { getClient, serialize } from "@/lib/db";
+import type { Client, InArgs, ResultSet, Transaction } from "@libsql/client";
+import { getClient, getNative, serialize, writeGroupedNative } from "@/lib/db";
+import type { NativeConnection, SqlArgs } from "@/lib/db/statements";
 
 /**
- * Database access for the executor: raw SQL on the app's libSQL client (hot paths run once per step). Every write
- * goes through serialize() — the process's single write queue — inside one BEGIN IMMEDIATE transaction, which also
- * orders our writes against other processes on the same file.
+ * Database access for the executor: raw SQL on the app's database (hot paths run once per step). Every write goes
+ * through serialize() — the process's single write queue — inside one BEGIN IMMEDIATE transaction, which also orders
+ * our writes against other processes on the same file. On a file database the statements run prepared on the native
+ * connections (lib/db/statements.ts: each SQL text is prepared once); otherwise on the client.
  */
 
-export type Tx = Pick<Transaction, "execute">;
+/** What a statement gives back: its rows (objects by column name) and, for a write without RETURNING, the rows changed. */
+export type ExecResult = Pick<ResultSet, "rows" | "rowsAffected">;
+export type Stmt = string | { sql: string; args?: InArgs };
+export type Tx = { execute(stmt: Stmt): Promise<ExecResult> };
 
 /** The app's client (lib/db primes every pooled connection with synchronous = NORMAL). */
 async function executorClient(): Promise<Client> {
   return getClient();
 }
 
-/** A write transaction. `rollbackIf` lets a caller refuse with a value (no throw) and still leave nothing written. */
+/** The transaction handle on the native writer (statements prepared once; see lib/db/statements.ts). */
+function onNative(conn: NativeConnection): Tx {
+  return {
+    execute: async (stmt) => {
+      const result = typeof stmt === "string" ? conn.execute(stmt) : conn.execute(stmt.sql, (stmt.args ?? []) as SqlArgs);
+      return result as unknown as ExecResult;
+    },
+  };
+}
+
+/** A result refused by `rollbackIf`, carried out of the group's savepoint (which it rolls back). */
+class Refused {
+  constructor(readonly result: unknown) {}
+}
+
+/**
+ * A write transaction. `rollbackIf` lets a caller refuse with a value (no throw) and still leave nothing written.
+ * On a file database, writes that arrive while the write queue is busy (other runs' checkpoints, leases, completions)
+ * commit together: each in a savepoint of its own, so one that throws or refuses is rolled back alone, and each
+ * caller's promise settles only after the shared COMMIT (lib/db writeGroupedNative).
+ */
 export async function tx<T>(fn: (t: Tx) => Promise<T>, { rollbackIf }: { rollbackIf?: (result: T) => boolean } = {}): Promise<T> {
+  const native = await getNative();
+  if (native) {
+    try {
+      return await writeGroupedNative(native.writer, async (writer) => {
+        const result = await fn(onNative(writer));
+        if (rollbackIf?.(result)) throw new Refused(result);
+        return result;
+      });
+    } catch (err) {
+      if (err instanceof Refused) return err.result as T;
+      throw err;
+    }
+  }
   const client = await executorClient();
   return serialize(async () => {
-    const t = await client.transaction("write");
+    const t: Transaction = await client.transaction("write");
     try {
       const result = await fn(t);
       if (rollbackIf?.(result)) {
@@ -37,6 +75,8 @@ export async function tx<T>(fn: (t: Tx) => Promise<T>, { rollbackIf }: { rollbac
 }
 
 export async function query<T = Record<string, unknown>>(sql: string, args: InArgs = []): Promise<T[]> {
+  const native = await getNative();
+  if (native) return native.reader.execute<T>(sql, args as SqlArgs).rows;
   const client = await executorClient();
   const rs = await client.execute({ sql, args });
   return rs.rows as unknown as T[];

@@ -886,14 +886,11 @@ export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDo
       const r = await sandbox.exec("sh", ["-c", command], { timeoutMs: TRIAGE_CHECK_MS });
       checks.push({ command, exitCode: r.timedOut ? null : r.exitCode, output: redact(`${r.stdout}\n${r.stderr}`) });
     }
-    const files: TriageEvidence["files"] = [];
-    for (const path of task.files ?? []) {
-      const r = await sandbox.exec("test", ["-e", path.replace(/\/+$/, "")], { timeoutMs: 10_000 });
-      files.push({ path, present: r.exitCode === 0 });
-    }
+    const files = await filesPresent(sandbox, task.files ?? []);
     results.push(triageTask({ taskId: task.id, evidence: { checks, files }, threshold }));
   }
-  await rollbackToCheckpoint({ sandbox }).catch(() => null);
+  // Checks may have changed the workspace; presence tests alone do not (and resetting costs several git calls).
+  if (candidates.some((t) => (t.checks ?? []).length)) await rollbackToCheckpoint({ sandbox }).catch(() => null);
   const skipped = results.filter((r) => r.skipped);
   await checkTasksFile(run, doc, skipped.map((r) => r.taskId), sandbox);
   const verdicts: NewRunEvent[] = results
@@ -901,6 +898,22 @@ export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDo
     .map((r) => ({ type: "TASK_TRIAGED", payload: { taskId: r.taskId, confidence: r.confidence, evidence: r.evidence, skipped: r.skipped } }));
   if (verdicts.length) await append(runId, "triage", verdicts);
   return { skip: skipped.map((r) => ({ id: r.taskId, evidence: r.evidence })) };
+}
+
+/**
+ * Which of a task's files are present in the workspace: one shell for all of them (one `test -e` per file, in order)
+ * instead of a process per file. A run that fails or times out counts every file it did not report as missing.
+ */
+async function filesPresent(
+  sandbox: { exec(cmd: string, args: string[], opts: { timeoutMs: number }): Promise<{ exitCode: number | null; stdout: string; timedOut?: boolean }> },
+  paths: string[],
+): Promise<TriageEvidence["files"]> {
+  if (!paths.length) return [];
+  const r = await sandbox.exec("sh", ["-c", 'for f do if test -e "$f"; then echo 1; else echo 0; fi; done', "sh", ...paths.map((p) => p.replace(/\/+$/, ""))], {
+    timeoutMs: 10_000,
+  });
+  const answers = r.timedOut ? [] : r.stdout.split("\n");
+  return paths.map((path, i) => ({ path, present: answers[i] === "1" }));
 }
 
 /** The implementer's starting state: the approved plan, the request, the fix feedback and the project memory. */

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { writeGrouped } from "@/lib/db";
+import { getNative, writeGrouped } from "@/lib/db";
+import { query, tx } from "@/lib/executor/store";
 import { createProject } from "@/lib/db/queries/projects";
 import { appendEvent, appendEvents, createRun, getRunState, listEvents, replay } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
@@ -108,5 +109,96 @@ describe("group commit of appendEvent", () => {
     expect(await broken).toBeInstanceOf(Error);
     const events = await listEvents({ runId: r.id });
     expect(events.map((e) => e.sequence)).toEqual([1, 2, 3]);
+  });
+});
+
+describe("group commit on the native writer (the executor's tx)", () => {
+  it("writes queued behind a busy queue share one COMMIT; one that throws after writing and one refused are rolled back alone", async () => {
+    await tx((t) => t.execute("CREATE TABLE IF NOT EXISTS grouped_probe (k TEXT PRIMARY KEY)"));
+    const native = await getNative();
+    expect(native).not.toBeNull();
+    const writer = native!.writer;
+    const exec = writer.exec.bind(writer);
+    const commits: string[] = [];
+    writer.exec = (sql: string) => {
+      if (sql === "COMMIT") commits.push(sql);
+      exec(sql);
+    };
+    try {
+      const { held, release } = await holdWriteQueue();
+      const insert = (k: string) => ({ sql: "INSERT INTO grouped_probe (k) VALUES (?)", args: [k] });
+      const ok1 = tx((t) => t.execute(insert("ok1")));
+      const thrown = tx(async (t) => {
+        await t.execute(insert("thrown"));
+        throw new Error("after writing");
+      }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      const refused = tx(
+        async (t) => {
+          await t.execute(insert("refused"));
+          return "no";
+        },
+        { rollbackIf: (r) => r === "no" },
+      );
+      const ok2 = tx((t) => t.execute(insert("ok2")));
+      release();
+      await held;
+      await Promise.all([ok1, ok2]);
+      expect(await refused).toBe("no");
+      expect((await thrown) as Error).toHaveProperty("message", "after writing");
+      // The four writes ran in one transaction: one COMMIT for all of them.
+      expect(commits).toHaveLength(1);
+      const keys = (await query<{ k: string }>("SELECT k FROM grouped_probe ORDER BY k")).map((r) => r.k);
+      expect(keys).toEqual(["ok1", "ok2"]);
+    } finally {
+      writer.exec = exec;
+    }
+  });
+
+  it("concurrent writers that each await their previous write still share commits, and every write lands", async () => {
+    await tx((t) => t.execute("CREATE TABLE IF NOT EXISTS grouped_probe_many (k TEXT PRIMARY KEY)"));
+    const writer = (await getNative())!.writer;
+    const exec = writer.exec.bind(writer);
+    let commits = 0;
+    writer.exec = (sql: string) => {
+      if (sql === "COMMIT") commits++;
+      exec(sql);
+    };
+    try {
+      // 20 writers, 10 writes each, every write awaited before the next and issued from a later macrotask (as a run's
+      // checkpoints are: the SDK yields to the event loop between steps).
+      await Promise.all(
+        Array.from({ length: 20 }, async (_, w) => {
+          for (let i = 0; i < 10; i++) {
+            await new Promise((r) => setTimeout(r, 0));
+            await tx((t) => t.execute({ sql: "INSERT INTO grouped_probe_many (k) VALUES (?)", args: [`${w}-${i}`] }));
+          }
+        }),
+      );
+    } finally {
+      writer.exec = exec;
+    }
+    const [row] = await query<{ n: number }>("SELECT count(*) AS n FROM grouped_probe_many");
+    expect(row!.n).toBe(200);
+    // Without gathering each write would commit alone (200 commits).
+    expect(commits).toBeLessThanOrEqual(50);
+  });
+
+  it("a write alone in its group that throws leaves nothing written", async () => {
+    await tx((t) => t.execute("CREATE TABLE IF NOT EXISTS grouped_probe_alone (k TEXT PRIMARY KEY)"));
+    const failed = await tx(async (t) => {
+      await t.execute({ sql: "INSERT INTO grouped_probe_alone (k) VALUES (?)", args: ["a"] });
+      await t.execute({ sql: "INSERT INTO grouped_probe_alone (k) VALUES (?)", args: ["a"] });
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    expect(String(failed)).toMatch(/UNIQUE/);
+    expect(await query("SELECT k FROM grouped_probe_alone")).toEqual([]);
+    // The writer is usable afterwards (no transaction left open).
+    await tx((t) => t.execute({ sql: "INSERT INTO grouped_probe_alone (k) VALUES (?)", args: ["b"] }));
+    expect(await query("SELECT k FROM grouped_probe_alone")).toEqual([{ k: "b" }]);
   });
 });

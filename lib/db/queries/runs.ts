@@ -1,5 +1,6 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
-import { getClient, getDb, write, writeGrouped, type Tx } from "@/lib/db";
+import { getClient, getDb, getNative, write, writeGrouped, writeGroupedNative, type Tx } from "@/lib/db";
+import type { NativeConnection } from "@/lib/db/statements";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { newId, slugify } from "@/lib/ids";
@@ -299,6 +300,139 @@ function isRetryableWriteConflict(error: unknown): boolean {
   return /SQLITE_BUSY|UNIQUE constraint failed: workflow_events/.test(text);
 }
 
+// ---------------------------------------------------------------------------------------------------------------------
+// The append hot path on prepared statements (lib/db/statements.ts): the same reads and writes as appendEventsTx, with
+// SQL texts fixed here once instead of built by Drizzle on every call. Column lists and encodings mirror schema.ts
+// (json columns: JSON text; timestamp_ms columns: epoch ms).
+
+const APPEND_SQL = {
+  readRun: `SELECT id, project_id, user_id, config, status, current_stage, created_at, started_at, paused_at, resumed_at,
+              completed_at, original_request, clarification_count, branch, state, last_sequence, updated_at
+            FROM workflow_runs WHERE id = ?`,
+  stepEvents: `SELECT id, workflow_run_id, type, payload, timestamp, sequence FROM workflow_events
+               WHERE workflow_run_id = ? AND json_extract(payload, '$.stepKey') = ? ORDER BY sequence`,
+  /** Guarded by the sequence the append started from (the last argument). */
+  updateRun: `UPDATE workflow_runs SET project_id = ?, user_id = ?, config = ?, status = ?, current_stage = ?, created_at = ?,
+                started_at = ?, paused_at = ?, resumed_at = ?, completed_at = ?, original_request = ?, clarification_count = ?,
+                branch = ?, state = ?, last_sequence = ?, updated_at = ?
+              WHERE id = ? AND last_sequence = ?`,
+  insertEvent: `INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence) VALUES (?, ?, ?, ?, ?, ?)`,
+} as const;
+
+type NativeRunRow = {
+  id: string;
+  project_id: string;
+  user_id: string;
+  config: string;
+  status: string;
+  current_stage: string | null;
+  created_at: number;
+  started_at: number | null;
+  paused_at: number | null;
+  resumed_at: number | null;
+  completed_at: number | null;
+  original_request: string;
+  clarification_count: number;
+  branch: string | null;
+  state: string;
+  last_sequence: number;
+  updated_at: number;
+};
+type NativeEventRow = { id: string; workflow_run_id: string; type: string; payload: string; timestamp: number; sequence: number };
+
+const dateOrNull = (ms: number | null) => (ms === null ? null : new Date(ms));
+
+function readStateNative(w: NativeConnection, runId: string): RunState {
+  const [r] = w.execute<NativeRunRow>(APPEND_SQL.readRun, [runId]).rows;
+  if (!r) {
+    committedStates.delete(runId);
+    throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+  }
+  return rowToState({
+    id: r.id,
+    projectId: r.project_id,
+    userId: r.user_id,
+    config: JSON.parse(r.config) as Record<string, unknown>,
+    status: r.status,
+    currentStage: r.current_stage,
+    createdAt: new Date(r.created_at),
+    startedAt: dateOrNull(r.started_at),
+    pausedAt: dateOrNull(r.paused_at),
+    resumedAt: dateOrNull(r.resumed_at),
+    completedAt: dateOrNull(r.completed_at),
+    originalRequest: r.original_request,
+    clarificationCount: r.clarification_count,
+    branch: r.branch,
+    state: JSON.parse(r.state) as Record<string, unknown>,
+    lastSequence: r.last_sequence,
+    updatedAt: new Date(r.updated_at),
+  });
+}
+
+/** The projection's columns in APPEND_SQL.updateRun's order (what stateToRow gives, encoded as Drizzle encodes it). */
+function stateArgs(state: RunState): (string | number | null)[] {
+  const rest: Record<string, unknown> = { ...state };
+  for (const key of COLUMN_KEYS) delete rest[key];
+  return [
+    state.projectId,
+    state.userId,
+    JSON.stringify(state.config),
+    state.status,
+    state.currentStage,
+    state.createdAt,
+    state.startedAt,
+    state.pausedAt,
+    state.resumedAt,
+    state.completedAt,
+    state.originalRequest,
+    state.clarificationCount,
+    state.branch,
+    JSON.stringify(rest),
+    state.lastSequence,
+    state.updatedAt,
+  ];
+}
+
+/** Appends of one group transaction not committed yet (writeGroupedNative's `group`): later ones build on them. */
+const pendingByGroup = new WeakMap<object, Map<string, RunState>>();
+
+/** appendEventsTx on the native writer, inside writeGroupedNative. */
+async function appendEventsNative(
+  w: NativeConnection,
+  group: object,
+  runId: string,
+  events: NewRunEvent[],
+  options: { stepKey?: string },
+): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
+  let pending = pendingByGroup.get(group);
+  if (!pending) pendingByGroup.set(group, (pending = new Map()));
+  const known = pending.get(runId) ?? committedStates.get(runId);
+  let start = known ?? readStateNative(w, runId);
+  if (options.stepKey) {
+    // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
+    const existing = w.execute<NativeEventRow>(APPEND_SQL.stepEvents, [runId, options.stepKey]).rows.map((r) =>
+      rowToEvent({ ...r, workflowRunId: r.workflow_run_id, payload: JSON.parse(r.payload) as Record<string, unknown>, timestamp: new Date(r.timestamp) }),
+    );
+    if (existing.length > 0) return { state: known ? readStateNative(w, runId) : start, events: existing, duplicate: true };
+  }
+  for (let attempt = 0; ; attempt++) {
+    const { state, stored } = reduceEvents(start, runId, events, options);
+    const updated = w.execute(APPEND_SQL.updateRun, [...stateArgs(state), runId, start.lastSequence]).rowsAffected;
+    if (updated !== 1) {
+      // A remembered projection was stale: read the row (this transaction holds the write lock) and start again.
+      if (attempt === 0 && known) {
+        committedStates.delete(runId);
+        start = readStateNative(w, runId);
+        continue;
+      }
+      throw new ConcurrentAppendError(runId);
+    }
+    for (const e of stored) w.execute(APPEND_SQL.insertEvent, [e.id, runId, e.type, JSON.stringify(e.payload), e.timestamp, e.sequence]);
+    pending.set(runId, state);
+    return { state, events: stored };
+  }
+}
+
 /** Append one or more events in their own transaction (retried if another process raced us). */
 export async function appendEvents(
   runId: string,
@@ -307,9 +441,13 @@ export async function appendEvents(
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // Group commit: appends from concurrent callers (any runs) share one transaction; if any of them fails, each is
-      // retried in its own. Once committed, the projection is remembered for the next append.
-      const result = await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
+      // Group commit: appends from concurrent callers (any runs) share one transaction; one that fails is rolled back
+      // alone (to its savepoint on a file database, else by retrying each in its own). Once committed, the projection is
+      // remembered for the next append.
+      const native = await getNative();
+      const result = native
+        ? await writeGroupedNative(native.writer, (w, group) => appendEventsNative(w, group, runId, events, options))
+        : await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
       rememberCommitted(result.state);
       return result;
     } catch (error) {
