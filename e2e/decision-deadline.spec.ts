@@ -61,4 +61,13 @@ test("a question with a declared default shows the countdown and the default tha
   await expect(countdown).toContainText("then the default applies: “French”");
   await expect(countdown.getByTestId("deadline-left")).toHaveText(/^(59m \d\ds|1h 00m)$/);
   await page.screenshot({ path: `${SHOTS}/deadline-countdown-question.png`, fullPage: true });
+
+  // The inbox row shows the same deadline, counting down.
+  await page.goto("/inbox");
+  const row = page.getByTestId("inbox-item").filter({ hasText: "Which language?" });
+  await expect(row).toBeVisible({ timeout: 30_000 });
+  const due = row.getByTestId("inbox-item-deadline");
+  await expect(due).toHaveAttribute("data-state", "running");
+  await expect(due).toHaveText(/^Due in (59m \d\ds|1h 00m)$/);
+  await page.screenshot({ path: `${SHOTS}/inbox-deadline.png`, fullPage: true });
 });

@@ -14,6 +14,7 @@ import { formatAge, humanize } from "@/lib/dashboard/format";
 import type { InboxFilter, InboxItem } from "@/lib/runs/inbox";
 import { cn } from "@/lib/utils";
 import { INBOX_FILTER_LABELS, inboxKeys, type InboxPage } from "./api";
+import { InboxDeadline } from "./inbox-deadline";
 
 const FILTERS = Object.keys(INBOX_FILTER_LABELS) as InboxFilter[];
 
@@ -115,9 +116,12 @@ export function InboxView() {
                         {item.summary}
                       </Link>
                     </div>
-                    <p className="text-muted-foreground truncate text-xs font-normal" title={item.runTitle}>
-                      {item.runTitle}
-                    </p>
+                    <div className="flex items-center gap-2">
+                      <p className="text-muted-foreground truncate text-xs font-normal" title={item.runTitle}>
+                        {item.runTitle}
+                      </p>
+                      <InboxDeadline item={item} />
+                    </div>
                   </TableCell>
                   <TableCell className="text-muted-foreground hidden max-w-[10rem] truncate font-normal md:table-cell">{item.projectName}</TableCell>
                   <TableCell className="text-muted-foreground text-right font-normal tabular-nums">

@@ -212,6 +212,9 @@ export const workflowEvents = sqliteTable(
     // A durable step's append first looks for the events it already wrote (findStepEvents): without this index that is
     // a scan of the run's whole log on every step.
     index("workflow_events_run_step_key_idx").on(t.workflowRunId, sql`json_extract(${t.payload}, '$.stepKey')`),
+    // A run's events of one type: the inbox (read every second by each stream) looks up a gate's deadline and whether it
+    // escalated to this person, and the deadline checks read DECISION_ESCALATED, without a scan of the run's whole log.
+    index("workflow_events_run_type_idx").on(t.workflowRunId, t.type),
   ],
 );
 

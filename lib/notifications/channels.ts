@@ -93,6 +93,8 @@ export type NotificationMessage = {
   projectName: string;
   subject: { type: "gate" | "clarification"; id: string; kind: string };
   reason: "opened" | "reminder" | "escalated" | "defaulted";
+  /** When the decision is due (config.deadlines), ISO; absent or null without a deadline. */
+  deadline?: string | null;
 };
 
 /** The Standard Webhooks event type of a decision notice. */

@@ -10,6 +10,7 @@ import { newId } from "@/lib/ids";
 import { log } from "@/lib/log";
 import { redact } from "@/lib/security/redact";
 import { runTitle } from "@/lib/runs/title";
+import { deadlineViews, mayDecideEscalated } from "@/lib/runs/deadlines";
 import { decryptSecret } from "./crypto";
 import {
   describeTarget,
@@ -38,7 +39,15 @@ const REASON_TEXT: Record<NotifyReason, string> = {
   defaulted: "passed its deadline; its declared default was applied",
 };
 
-/** The notice's text, from what is stored: run, project, and the gate or question (redacted where it came from a model). */
+/** A deadline in a notice: to the second, in UTC (the reader's time zone is unknown). */
+function formatWhen(at: number): string {
+  return `${new Date(at).toISOString().replace("T", " ").slice(0, 19)} UTC`;
+}
+
+/**
+ * The notice's text, from what is stored: run, project, and the gate or question (redacted where it came from a model),
+ * with its deadline when it has one (config.deadlines): when it is due, or that it passed and what happened then.
+ */
 export async function buildMessage({ runId, subject, reason }: { runId: string; subject: NotifySubject; reason: NotifyReason }): Promise<NotificationMessage> {
   const db = await getDb();
   const [run] = await db
@@ -67,11 +76,23 @@ export async function buildMessage({ runId, subject, reason }: { runId: string; 
     what = `A question (${row.stage})`;
     detail = `Question: ${redact(row.question).slice(0, 500)}`;
   }
-  const url = `${getEnv().publicUrl}/runs/${runId}#${subject.type}-${subject.id}`;
-  const headline = `${what} on "${title}" ${REASON_TEXT[reason]}`;
+  // The run page's anchors, as the inbox links them: #gate-… and #question-….
+  const url = `${getEnv().publicUrl}/runs/${runId}#${subject.type === "gate" ? "gate" : "question"}-${subject.id}`;
+  const deadline = (await deadlineViews({ runId }))[subject.id] ?? null;
+  const when = deadline ? formatWhen(deadline.at) : null;
+  const suffix = !when ? "" : reason === "reminder" ? ` (due ${when})` : reason === "escalated" ? ` (its deadline ${when} passed)` : "";
+  const headline = `${what} on "${title}" ${REASON_TEXT[reason]}${suffix}`;
+  const onTimeout = deadline?.onTimeout;
+  const deadlineLine = !when
+    ? ""
+    : reason === "escalated"
+      ? `Nobody decided by the deadline (${when}): you may now decide it as its backup approver.`
+      : reason === "defaulted"
+        ? `Nobody decided by the deadline (${when}): the declared default${onTimeout?.action === "default" ? ` "${onTimeout.answer}"` : ""} was applied.`
+        : `Decide by ${when}; ${onTimeout?.action === "escalate" ? "then it escalates to a backup approver" : onTimeout?.action === "default" ? "then the declared default applies" : "then the run is cancelled"}.`;
   return {
     title: `[${run.projectName}] ${headline}`,
-    text: [`Project: ${run.projectName}`, `Run: ${title}`, `${what} ${REASON_TEXT[reason]}.`, detail, `Open: ${url}`].filter(Boolean).join("\n"),
+    text: [`Project: ${run.projectName}`, `Run: ${title}`, `${what} ${REASON_TEXT[reason]}.`, deadlineLine, detail, `Open: ${url}`].filter(Boolean).join("\n"),
     url,
     runId,
     runTitle: title,
@@ -79,18 +100,33 @@ export async function buildMessage({ runId, subject, reason }: { runId: string; 
     projectName: run.projectName,
     subject: { ...subject, kind },
     reason,
+    deadline: deadline ? new Date(deadline.at).toISOString() : null,
   };
 }
 
 /**
- * Who may decide: the given user ids (only those whose role lets them decide, so a notice never reaches an outsider),
- * else every member whose role may decide on the project (the rule requireProjectRole applies to the decision routes).
+ * Who may decide: the given user ids (only members whose role lets them decide, or the backup approvers the subject's
+ * deadline escalated it to (mayDecideEscalated), so a notice never reaches an outsider), else every member whose role
+ * may decide on the project (the rule requireProjectRole applies to the decision routes).
  */
-export async function decidersOf({ projectId, recipients }: { projectId: string; recipients?: string[] }): Promise<string[]> {
+export async function decidersOf({
+  projectId,
+  recipients,
+  escalation,
+}: {
+  projectId: string;
+  recipients?: string[];
+  /** The decision the recipients were named for: a viewer it escalated to may decide it. */
+  escalation?: { runId: string; subject: NotifySubject };
+}): Promise<string[]> {
   const db = await getDb();
   const members = await db.select({ userId: projectMembers.userId, role: projectMembers.role }).from(projectMembers).where(eq(projectMembers.projectId, projectId));
-  const deciders = members.filter((m) => roleAllows(m.role, "decide")).map((m) => m.userId);
-  return recipients ? deciders.filter((id) => recipients.includes(id)) : deciders;
+  if (!recipients) return members.filter((m) => roleAllows(m.role, "decide")).map((m) => m.userId);
+  const named = members.filter((m) => recipients.includes(m.userId));
+  const allowed = await Promise.all(
+    named.map(async (m) => roleAllows(m.role, "decide") || (!!escalation && (await mayDecideEscalated({ ...escalation, projectId, userId: m.userId })))),
+  );
+  return named.filter((_, i) => allowed[i]).map((m) => m.userId);
 }
 
 /**
@@ -122,7 +158,7 @@ export async function planDeliveries({
     .select()
     .from(notificationChannels)
     .where(and(eq(notificationChannels.projectId, projectId), eq(notificationChannels.enabled, true)));
-  const deciders = await decidersOf({ projectId, recipients });
+  const deciders = await decidersOf({ projectId, recipients, escalation: { runId, subject } });
   const personal = deciders.length
     ? await db
         .select()

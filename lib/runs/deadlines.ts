@@ -26,7 +26,9 @@ import { planHash } from "@/lib/workflow/plan-hash";
 /** Who applied a decision that nobody took in time: the `by` of its events. */
 export const BY_DEADLINE = "deadline";
 
-const RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
+/** A role escalated to includes the roles above it (an escalation to viewers reaches every member). */
+export const ROLE_RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
+const RANK = ROLE_RANK;
 
 /** The deadline a gate of `kind` (or a question) opened at `now` gets from the run's config; null without one. */
 export function deadlineFor({ config, subject, now }: { config: RunConfig; subject: GateKind | "clarification"; now: number }): DecisionDeadlineInfo | null {

@@ -2,17 +2,20 @@ import { and, count, desc, eq, inArray, isNotNull, isNull, ne, or, sql, type SQL
 import type { SQLiteColumn } from "drizzle-orm/sqlite-core";
 import { z } from "zod";
 import { getDb, write } from "@/lib/db";
-import { clarificationRequests, gates, inboxItemStates, projectMembers, projects, workflowRuns, type GateKind } from "@/lib/db/schema";
+import { clarificationRequests, gates, inboxItemStates, projectMembers, projects, workflowRuns, type GateKind, type ProjectRole } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, rolesAllowedTo, type SessionUser } from "@/lib/auth/guard";
 import { RUN_STATUSES, TERMINAL_STATUSES } from "@/lib/workflow/types";
+import { mayDecideEscalated, ROLE_RANK } from "./deadlines";
 import { runTitle } from "./title";
 
 /*
  * The per-person inbox: the open gates and clarification questions a person may decide, across all their projects.
  * Which items exist and whether they are still open is read from the runs' own rows (gates, clarification_requests,
  * workflow_runs); only what this person did with an item (read, done) is stored, in inbox_item_states. Who may decide
- * is the decision routes' rule (requireProjectRole with action "decide"), asked here for every project at once.
+ * is the decision routes' rule (requireProjectRole with action "decide"), asked here for every project at once, plus
+ * the backup approvers a decision's deadline escalated it to (DECISION_ESCALATED; mayDecideEscalated in deadlines.ts):
+ * from the escalation on, a viewer named by it (or holding the role it names) has the item too, and may mark it.
  */
 
 export type InboxItemKind = "gate" | "question";
@@ -37,8 +40,12 @@ export type InboxItem = {
   doneReason: "decided" | "marked" | null;
   /** Where to decide it: the run page, at the gate's or the question's card. */
   link: string;
-  /** When the decision is due. The seam for gate deadlines: null until deadlines exist. */
+  /** When the decision is due (config.deadlines, fixed when it opened); null without a deadline. */
   deadline: string | null;
+  /** The deadline passed and the decision was escalated to a backup approver (DECISION_ESCALATED). */
+  escalated: boolean;
+  /** This person may decide it only as that backup approver (their role alone would not let them). */
+  escalatedToYou: boolean;
 };
 
 export const INBOX_FILTERS = ["open", "unread", "done", "all"] as const satisfies readonly InboxFilter[];
@@ -86,7 +93,32 @@ type Row = {
   projectName: string;
   readAt: Date | null;
   doneAt: Date | null;
+  role: ProjectRole;
+  deadlineAt: number | null;
+  escalated: number;
 };
+
+/** A role's rank in SQL, to compare a member's role with the role a decision escalated to (as mayDecideEscalated does). */
+const rankOf = (role: SQL) =>
+  sql`(CASE ${role} ${sql.join(
+    Object.entries(ROLE_RANK).map(([name, rank]) => sql`WHEN ${name} THEN ${sql.raw(String(rank))}`),
+    sql` `,
+  )} ELSE 99 END)`;
+
+/**
+ * The escalation events of this item's run, through the (run, type) index: a run that never escalated costs one index
+ * probe. `toMe`: only those whose backup approver is this person (by name, or by a role at or below theirs).
+ */
+function escalatedSql({ idCol, userId, toMe }: { idCol: SQLiteColumn; userId: string; toMe: boolean }): SQL {
+  const whom = toMe
+    ? sql` AND (json_extract(e.payload, '$.to.userId') = ${userId} OR ${rankOf(sql`${projectMembers.role}`)} >= ${rankOf(sql`json_extract(e.payload, '$.to.role')`)})`
+    : sql``;
+  return sql`EXISTS (SELECT 1 FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND e.type = 'DECISION_ESCALATED' AND json_extract(e.payload, '$.subject.id') = ${idCol}${whom})`;
+}
+
+/** The deadline fixed when the item opened, from its opening event (the (run, type) index finds it). */
+const requestedDeadline = (type: string, key: string, idCol: SQLiteColumn) =>
+  sql<number | null>`(SELECT json_extract(e.payload, '$.deadline.at') FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND e.type = ${type} AND json_extract(e.payload, ${`$.${key}`}) = ${idCol} LIMIT 1)`;
 
 /** The two kinds of item, each as its table, the column that says "decided", and its card's anchor on the run page. */
 function sources(userId: string) {
@@ -107,6 +139,7 @@ function sources(userId: string) {
         status: gates.status,
         question: sql<string | null>`json_extract(${gates.context}, '$.question')`,
         createdAt: gates.createdAt,
+        deadlineAt: requestedDeadline("APPROVAL_REQUESTED", "gateId", gates.id),
       },
     },
     {
@@ -123,9 +156,15 @@ function sources(userId: string) {
         status: clarificationRequests.status,
         question: clarificationRequests.question,
         createdAt: clarificationRequests.createdAt,
+        deadlineAt: requestedDeadline("CLARIFICATION_REQUESTED", "clarificationId", clarificationRequests.id),
       },
     },
-  ].map((s) => ({ ...s, userId }));
+  ].map((s) => ({
+    ...s,
+    userId,
+    /** Whom the item is for: a member whose role may decide, or the backup approver it escalated to. */
+    visible: or(inArray(projectMembers.role, DECIDING_ROLES), escalatedSql({ idCol: s.idCol, userId, toMe: true }))!,
+  }));
 }
 
 type Source = ReturnType<typeof sources>[number];
@@ -158,16 +197,15 @@ async function selectRows({ source, where, limit }: { source: Source; where?: SQ
       projectName: projects.name,
       readAt: inboxItemStates.readAt,
       doneAt: inboxItemStates.doneAt,
+      role: projectMembers.role,
+      escalated: escalatedSql({ idCol: source.idCol, userId: source.userId, toMe: false }),
     })
     .from(source.table)
     .innerJoin(workflowRuns, eq(workflowRuns.id, source.runCol))
     .innerJoin(projects, eq(projects.id, workflowRuns.projectId))
-    .innerJoin(
-      projectMembers,
-      and(eq(projectMembers.projectId, workflowRuns.projectId), eq(projectMembers.userId, source.userId), inArray(projectMembers.role, DECIDING_ROLES)),
-    )
+    .innerJoin(projectMembers, and(eq(projectMembers.projectId, workflowRuns.projectId), eq(projectMembers.userId, source.userId)))
     .leftJoin(inboxItemStates, and(eq(inboxItemStates.userId, source.userId), eq(inboxItemStates.itemId, source.idCol)))
-    .where(where)
+    .where(and(source.visible, where))
     .orderBy(desc(source.createdCol), desc(source.idCol))
     .$dynamic();
   return (await (limit ? query.limit(limit) : query)) as Row[];
@@ -191,7 +229,9 @@ function toItem(kind: InboxItemKind, row: Row): InboxItem {
     done,
     doneReason: decided ? "decided" : row.doneAt ? "marked" : null,
     link: `/runs/${row.runId}#${anchor}`,
-    deadline: null,
+    deadline: typeof row.deadlineAt === "number" ? new Date(row.deadlineAt).toISOString() : null,
+    escalated: Boolean(row.escalated),
+    escalatedToYou: !DECIDING_ROLES.includes(row.role),
   };
 }
 
@@ -205,12 +245,9 @@ export async function inboxCounts({ user }: { user: SessionUser }): Promise<{ op
           .select({ n: count() })
           .from(source.table)
           .innerJoin(workflowRuns, eq(workflowRuns.id, source.runCol))
-          .innerJoin(
-            projectMembers,
-            and(eq(projectMembers.projectId, workflowRuns.projectId), eq(projectMembers.userId, user.id), inArray(projectMembers.role, DECIDING_ROLES)),
-          )
+          .innerJoin(projectMembers, and(eq(projectMembers.projectId, workflowRuns.projectId), eq(projectMembers.userId, user.id)))
           .leftJoin(inboxItemStates, and(eq(inboxItemStates.userId, user.id), eq(inboxItemStates.itemId, source.idCol)))
-          .where(filterCondition(source, filter));
+          .where(and(source.visible, filterCondition(source, filter)));
         return { filter, n: row?.n ?? 0 };
       }),
     ),
@@ -248,14 +285,17 @@ export async function getInboxItem({ user, itemId }: { user: SessionUser; itemId
   if (!source) throw notFound();
   const db = await getDb();
   const [owner] = await db
-    .select({ projectId: workflowRuns.projectId })
+    .select({ projectId: workflowRuns.projectId, runId: workflowRuns.id })
     .from(source.table)
     .innerJoin(workflowRuns, eq(workflowRuns.id, source.runCol))
     .where(eq(source.idCol, itemId));
   if (!owner) throw notFound();
-  await requireProjectRole({ user, projectId: owner.projectId, action: "decide" }).catch((error: unknown) => {
-    // Not a member: the item does not exist for them (a viewer's 403 stays).
-    throw error instanceof AppError && error.type === "not_found" ? notFound() : error;
+  await requireProjectRole({ user, projectId: owner.projectId, action: "decide" }).catch(async (error: unknown) => {
+    // Not a member: the item does not exist for them (a viewer's 403 stays, unless it escalated to them).
+    if (error instanceof AppError && error.type === "not_found") throw notFound();
+    const subject = { type: source.kind === "gate" ? ("gate" as const) : ("clarification" as const), id: itemId };
+    if (error instanceof AppError && error.type === "forbidden" && (await mayDecideEscalated({ runId: owner.runId, projectId: owner.projectId, subject, userId: user.id }))) return;
+    throw error;
   });
   const [row] = await selectRows({ source, where: eq(source.idCol, itemId) });
   if (!row) throw notFound();
@@ -300,8 +340,8 @@ export async function markInboxItem({
 
 /**
  * What the inbox stream compares between two looks: the open items with their read state. A gate that opens, is
- * decided, or is marked by this person changes it; nothing else does.
+ * decided, escalates, or is marked by this person changes it; nothing else does.
  */
 export function inboxFingerprint(snapshot: { items: InboxItem[]; open: number; unread: number }): string {
-  return JSON.stringify([snapshot.open, snapshot.unread, snapshot.items.map((i) => [i.id, i.read, i.done])]);
+  return JSON.stringify([snapshot.open, snapshot.unread, snapshot.items.map((i) => [i.id, i.read, i.done, i.escalated])]);
 }

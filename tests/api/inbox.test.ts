@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import * as inboxRoute from "@/app/api/inbox/route";
+import * as streamRoute from "@/app/api/inbox/stream/route";
 import * as itemRoute from "@/app/api/inbox/[itemId]/route";
 import * as approveRoute from "@/app/api/runs/[id]/approve/route";
 import * as cancelRoute from "@/app/api/runs/[id]/cancel/route";
@@ -12,6 +13,8 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { newId } from "@/lib/ids";
 import { inboxEventStream } from "@/lib/dashboard/inbox-stream";
 import type { InboxItem } from "@/lib/runs/inbox";
+import { timeOut } from "@/lib/runs/deadlines";
+import type { DecisionDeadlineInfo } from "@/lib/workflow";
 import { makeUser, type TestUser } from "../auth/fixtures";
 import { ADMIN, call, makeRepo } from "./helpers";
 
@@ -43,7 +46,7 @@ beforeAll(async () => {
 });
 
 /** A run waiting at a gate, opened as the workflow opens one: the row and its event in one transaction. */
-async function runAtGate(projectId: string, request: string) {
+async function runAtGate(projectId: string, request: string, deadline?: DecisionDeadlineInfo) {
   const run = await createRun({ projectId, userId: ownerId, request, config: {} });
   const gateId = newId("gate");
   await write(async (tx) => {
@@ -52,13 +55,13 @@ async function runAtGate(projectId: string, request: string) {
       { type: "STAGE_STARTED", payload: { stage: "planning" } },
     ] as never);
     await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
-    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan" } }] as never);
+    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan", ...(deadline ? { deadline } : {}) } }] as never);
   });
   return { runId: run.id, gateId };
 }
 
 /** A run waiting for an answer to a question. */
-async function runAtQuestion(projectId: string, request: string, question: string) {
+async function runAtQuestion(projectId: string, request: string, question: string, deadline?: DecisionDeadlineInfo) {
   const run = await createRun({ projectId, userId: ownerId, request, config: {} });
   const clarificationId = newId("clr");
   await write(async (tx) => {
@@ -67,7 +70,7 @@ async function runAtQuestion(projectId: string, request: string, question: strin
       { type: "STAGE_STARTED", payload: { stage: "implementation" } },
     ] as never);
     await tx.insert(clarificationRequests).values({ id: clarificationId, workflowRunId: run.id, stage: "implementation", question, responseType: "text" });
-    await appendEventsTx(tx, run.id, [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId, stage: "implementation", question } }] as never);
+    await appendEventsTx(tx, run.id, [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId, stage: "implementation", question, ...(deadline ? { deadline } : {}) } }] as never);
   });
   return { runId: run.id, clarificationId };
 }
@@ -256,5 +259,129 @@ describe("the inbox stream", () => {
     const data = [...text.matchAll(/^event: inbox\ndata: (.*)$/gm)].map((m) => JSON.parse(m[1]!).v);
     expect(data).toEqual(["a", "b", "c"]);
     expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([1, 2, 3]);
+  });
+});
+
+/** The caller's inbox stream, read one snapshot at a time (each message is the whole open inbox). */
+async function openStream(headers: Record<string, string>) {
+  const abort = new AbortController();
+  const response = await streamRoute.GET(new Request(`http://127.0.0.1:3000/api/inbox/stream`, { headers, signal: abort.signal }), { params: Promise.resolve({}) });
+  expect(response.status).toBe(200);
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  return {
+    async next(): Promise<InboxBody> {
+      for (;;) {
+        const end = buffer.indexOf("\n\n");
+        if (end >= 0) {
+          const message = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const data = /^data: (.*)$/m.exec(message)?.[1];
+          if (/^event: inbox$/m.test(message) && data) return JSON.parse(data) as InboxBody;
+          continue;
+        }
+        const { done, value } = await reader.read();
+        if (done) throw new Error("the inbox stream ended");
+        buffer += value;
+      }
+    },
+    close: () => abort.abort(),
+  };
+}
+
+describe("escalated to a backup approver (config.deadlines)", () => {
+  const escalating = (to: { role: "viewer" } | { userId: string }): DecisionDeadlineInfo => ({
+    // Whole seconds: the inbox answers the deadline as an ISO time.
+    at: Math.ceil(Date.now() / 1000) * 1000 + 120_000,
+    reminders: [],
+    onTimeout: { action: "escalate", to },
+  });
+
+  it("an escalation to the viewers puts the gate in a viewer's list, counts and stream, with its deadline; before it, nothing", async () => {
+    const deadline = escalating({ role: "viewer" });
+    const { runId, gateId } = await runAtGate(projectA, "Escalates to the viewers", deadline);
+
+    const forApprover = (await inbox(approver.headers)).items.find((i) => i.id === gateId);
+    expect(forApprover).toMatchObject({ deadline: new Date(deadline.at).toISOString(), escalated: false, escalatedToYou: false });
+    const before = await inbox(viewer.headers);
+    expect(ids(before)).not.toContain(gateId);
+    expect(ids(await inbox(viewer.headers, "all"))).not.toContain(gateId);
+    expect((await mark(viewer.headers, gateId, "read")).status).toBe(403);
+    const stream = await openStream(viewer.headers);
+    try {
+      expect(ids(await stream.next())).not.toContain(gateId);
+
+      // The deadline passes: the workflow's timeout step escalates it (the same function, the same events).
+      expect(await timeOut({ runId, stepKey: `test:${gateId}:timeout`, subject: { type: "gate", id: gateId }, deadline })).toMatchObject({
+        kind: "escalated",
+        recipients: expect.arrayContaining([viewer.id, approver.id]),
+      });
+
+      const arrived = await stream.next();
+      const streamed = arrived.items.find((i) => i.id === gateId);
+      expect(streamed).toMatchObject({ escalated: true, escalatedToYou: true, deadline: new Date(deadline.at).toISOString(), read: false });
+      expect(arrived.open).toBe(before.open + 1);
+    } finally {
+      stream.close();
+    }
+    const after = await inbox(viewer.headers);
+    expect(after.items.find((i) => i.id === gateId)).toMatchObject({ kind: "gate", escalated: true, escalatedToYou: true, link: `/runs/${runId}#gate-${gateId}` });
+    expect([after.open, after.unread]).toEqual([before.open + 1, before.unread + 1]);
+    expect(ids(await inbox(viewer.headers, "unread"))).toContain(gateId);
+    // An approver keeps it as before, now marked escalated; someone outside the project still sees nothing.
+    expect((await inbox(approver.headers)).items.find((i) => i.id === gateId)).toMatchObject({ escalated: true, escalatedToYou: false });
+    const outsider = await makeUser("Outsider");
+    expect(JSON.stringify(await inbox(outsider.headers, "all"))).not.toContain(gateId);
+    expect((await mark(outsider.headers, gateId, "read")).status).toBe(404);
+
+    // The backup approver may mark it, for themselves only.
+    const read = await mark(viewer.headers, gateId, "read");
+    expect(read.status, JSON.stringify(read.json)).toBe(200);
+    expect(read.json.item).toMatchObject({ id: gateId, read: true, done: false, escalatedToYou: true });
+    expect((await inbox(viewer.headers)).unread).toBe(before.unread);
+    expect((await mark(viewer.headers, gateId, "done")).json.item).toMatchObject({ done: true, doneReason: "marked" });
+    expect(ids(await inbox(viewer.headers))).not.toContain(gateId);
+    expect(ids(await inbox(approver.headers))).toContain(gateId);
+  });
+
+  it("an escalation to a named user reaches only that member; they decide the question and it is done for them", async () => {
+    const named = await makeUser("Named backup");
+    await setMember({ projectId: projectA, userId: named.id, role: "viewer" });
+    const deadline = escalating({ userId: named.id });
+    const { runId, clarificationId } = await runAtQuestion(projectA, "Escalates to a name", "Which licence?", deadline);
+    expect(ids(await inbox(named.headers, "all"))).not.toContain(clarificationId);
+    await timeOut({ runId, stepKey: `test:${clarificationId}:timeout`, subject: { type: "clarification", id: clarificationId }, deadline });
+
+    expect((await inbox(named.headers)).items.find((i) => i.id === clarificationId)).toMatchObject({
+      kind: "question",
+      escalatedToYou: true,
+      deadline: new Date(deadline.at).toISOString(),
+      link: `/runs/${runId}#question-${clarificationId}`,
+    });
+    // Another viewer was not named.
+    expect(ids(await inbox(viewer.headers, "all"))).not.toContain(clarificationId);
+    expect((await mark(viewer.headers, clarificationId, "read")).status).toBe(403);
+    expect((await mark(named.headers, clarificationId, "read")).status).toBe(200);
+
+    const answered = await call(answerRoute.POST, {
+      method: "POST",
+      path: `/api/clarifications/${clarificationId}/answer`,
+      params: { id: clarificationId },
+      headers: named.headers,
+      body: { response: "MIT" },
+    });
+    expect(answered.status, JSON.stringify(answered.json)).toBe(200);
+    expect(ids(await inbox(named.headers))).not.toContain(clarificationId);
+    expect((await inbox(named.headers, "done")).items.find((i) => i.id === clarificationId)).toMatchObject({ doneReason: "decided" });
+  });
+
+  it("an escalation naming someone outside the project gives them nothing", async () => {
+    const outsider = await makeUser("Named outsider");
+    const deadline = escalating({ userId: outsider.id });
+    const { runId, gateId } = await runAtGate(projectA, "Escalates to an outsider", deadline);
+    await timeOut({ runId, stepKey: `test:${gateId}:timeout`, subject: { type: "gate", id: gateId }, deadline });
+    expect(JSON.stringify(await inbox(outsider.headers, "all"))).not.toContain(gateId);
+    expect((await mark(outsider.headers, gateId, "read")).status).toBe(404);
+    expect(ids(await inbox(viewer.headers, "all"))).not.toContain(gateId);
   });
 });

@@ -6,7 +6,10 @@ import { notificationDeliveries } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
 import { listEvents } from "@/lib/db/queries/runs";
 import { saveProjectChannel, savePersonalChannel, listProjectChannels } from "@/lib/notifications/store";
-import { attemptDelivery, planDeliveries, recordDeliveryFailure, sendTest } from "@/lib/notifications/dispatch";
+import { attemptDelivery, buildMessage, planDeliveries, recordDeliveryFailure, sendTest } from "@/lib/notifications/dispatch";
+import { timeOut } from "@/lib/runs/deadlines";
+import { users } from "@/lib/db/schema";
+import { newId } from "@/lib/ids";
 import { decryptSecret } from "@/lib/notifications/crypto";
 import { gateWorld, startHttpReceiver, startSmtp, webhookSecret } from "./receivers";
 
@@ -250,5 +253,65 @@ describe("failures and secrets", () => {
     const refused = await sendTest({ user: owner, projectId: project.id, kind: "webhook" });
     expect(refused.ok).toBe(false);
     expect(refused.detail).toMatch(/fetch failed|ECONNREFUSED/);
+  });
+});
+
+describe("deadlines: reminders, escalation to a backup approver, defaults", () => {
+  const at = Date.parse("2030-01-02T03:04:05Z");
+
+  it("an escalation to the viewers reaches a viewer's own email, saying so with the deadline and linking to the gate; before it and for an outsider, nothing", async () => {
+    const deadline = { at, reminders: [], onTimeout: { action: "escalate" as const, to: { role: "viewer" as const } } };
+    const { owner, viewer, project, runId, gateId } = await gateWorld({ deadline });
+    const smtp = await startSmtp({ username: "gatehouse", password: "smtp-password-7" });
+    closers.push(smtp.close);
+    await saveProjectChannel({
+      user: owner,
+      projectId: project.id,
+      kind: "email",
+      input: {
+        enabled: true,
+        config: { host: "127.0.0.1", port: smtp.port, secure: false, username: "gatehouse", from: "gatehouse@example.com", to: ["team@example.com"] },
+        secret: "smtp-password-7",
+      },
+    });
+    await savePersonalChannel({ user: viewer, kind: "email", input: { enabled: true, config: { address: "viewer.backup@example.com" } } });
+    const outsiderId = newId("usr");
+    await (await getDb()).insert(users).values({ id: outsiderId, name: "Outsider", email: `outsider-${outsiderId}@example.com` });
+    await savePersonalChannel({ user: { id: outsiderId, name: "Outsider", via: "api-token" }, kind: "email", input: { enabled: true, config: { address: "outsider@example.com" } } });
+    const subject = { type: "gate" as const, id: gateId };
+
+    // Before the deadline: a reminder says when it is due, and the viewer (who may not decide yet) is not sent it,
+    // even when named.
+    const reminder = await planDeliveries({ runId, subject, reason: "reminder", recipients: [viewer.id] });
+    expect(reminder).toHaveLength(1);
+    expect(await attemptDelivery({ deliveryId: reminder[0]!.id })).toMatchObject({ status: "delivered" });
+    expect(smtp.messages.map((m) => m.envelopeTo)).toEqual([["team@example.com"]]);
+    expect(smtp.messages[0]!.mail.subject).toBe(`[notify] A plan gate on "Add a changelog entry" is still waiting for a decision (reminder) (due 2030-01-02 03:04:05 UTC)`);
+    expect(smtp.messages[0]!.mail.text).toContain("Decide by 2030-01-02 03:04:05 UTC; then it escalates to a backup approver.");
+
+    // The deadline passes: escalated to the viewers, as the workflow's timeout step does; its recipients are notified.
+    const outcome = await timeOut({ runId, stepKey: `test:${gateId}:timeout`, subject, deadline });
+    expect(outcome).toMatchObject({ kind: "escalated", recipients: expect.arrayContaining([viewer.id]) });
+    const recipients = [...(outcome as { recipients: string[] }).recipients, outsiderId];
+    const escalated = await planDeliveries({ runId, subject, reason: "escalated", recipients });
+    for (const p of escalated) expect(await attemptDelivery({ deliveryId: p.id })).toMatchObject({ status: "delivered" });
+    const sent = smtp.messages.slice(1);
+    expect(sent.map((m) => m.envelopeTo).sort()).toEqual([["team@example.com"], ["viewer.backup@example.com"]]);
+    const mail = sent.find((m) => m.envelopeTo[0] === "viewer.backup@example.com")!.mail;
+    expect(mail.subject).toBe(`[notify] A plan gate on "Add a changelog entry" was escalated to you (its deadline 2030-01-02 03:04:05 UTC passed)`);
+    expect(mail.text).toContain("Nobody decided by the deadline (2030-01-02 03:04:05 UTC): you may now decide it as its backup approver.");
+    expect(mail.text).toContain(`Open: http://127.0.0.1:3000/runs/${runId}#gate-${gateId}`);
+    const rows = await Promise.all(escalated.map((p) => deliveryRow(p.id)));
+    expect(rows.find((r) => r.recipientUserId === viewer.id)).toMatchObject({ target: "viewer.backup@example.com", message: { reason: "escalated", deadline: "2030-01-02T03:04:05.000Z" } });
+    expect(rows.some((r) => r.recipientUserId === outsiderId)).toBe(false);
+  });
+
+  it("a defaulted decision says which default applied and when the deadline passed", async () => {
+    const deadline = { at, reminders: [], onTimeout: { action: "default" as const, answer: "approve" } };
+    const { runId, gateId } = await gateWorld({ deadline });
+    expect(await timeOut({ runId, stepKey: `test:${gateId}:timeout`, subject: { type: "gate", id: gateId }, deadline })).toEqual({ kind: "defaulted" });
+    const message = await buildMessage({ runId, subject: { type: "gate", id: gateId }, reason: "defaulted" });
+    expect(message.text).toContain(`Nobody decided by the deadline (2030-01-02 03:04:05 UTC): the declared default "approve" was applied.`);
+    expect(message).toMatchObject({ deadline: "2030-01-02T03:04:05.000Z", url: `http://127.0.0.1:3000/runs/${runId}#gate-${gateId}` });
   });
 });

@@ -11,6 +11,7 @@ import { gates, users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import type { SessionUser } from "@/lib/auth/guard";
 import { makeRepo } from "../api/helpers";
+import type { DecisionDeadlineInfo } from "@/lib/workflow";
 
 /*
  * Real protocol endpoints for the channel tests: an HTTP receiver (webhooks, Slack's Web API, Telegram's Bot API) that
@@ -66,7 +67,7 @@ export async function startSmtp({ username, password }: { username: string; pass
 }
 
 /** A project (owner + an approver + a viewer) with a run waiting at a plan gate. */
-export async function gateWorld() {
+export async function gateWorld({ deadline }: { deadline?: DecisionDeadlineInfo } = {}) {
   const owner = await ensureLocalOwner();
   const user: SessionUser = { id: owner.id, name: owner.name, via: "admin-token" };
   const project = await createProject({ name: "notify", ownerId: owner.id, repository: { type: "local", path: makeRepo() } });
@@ -87,7 +88,7 @@ export async function gateWorld() {
       { type: "STAGE_STARTED", payload: { stage: "planning" } },
     ] as never);
     await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
-    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan" } }] as never);
+    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan", ...(deadline ? { deadline } : {}) } }] as never);
   });
   return { owner: user, approver, viewer, project, runId: run.id, gateId };
 }

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, vi } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
@@ -8,9 +8,12 @@ import { query } from "@/lib/executor/store";
 import { answerClarification, approveGate } from "@/lib/runs/decisions";
 import { decisionKey } from "@/lib/runs/decision-acks";
 import { getRunDetail } from "@/lib/runs/service";
+import { listInbox } from "@/lib/runs/inbox";
+import { savePersonalChannel, saveProjectChannel } from "@/lib/notifications/store";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered, decisionNotify, gateDecided } from "@/inngest/events";
 import { makeUser } from "../auth/fixtures";
+import { startSmtp } from "../notifications/receivers";
 import {
   expectRunConsistent,
   git,
@@ -63,6 +66,21 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
     const backup = await makeUser("Backup");
     await setMember({ projectId: project.id, userId: backup.id, role: "viewer" });
     const backupUser = { id: backup.id, name: backup.name, via: "api-token" as const };
+    // The project's SMTP server, and the backup's own address: their notice comes only with the escalation.
+    const smtp = await startSmtp({ username: "deadline", password: "smtp-deadline-pass" });
+    onTestFinished(() => smtp.close());
+    await saveProjectChannel({
+      user: h.user,
+      projectId: project.id,
+      kind: "email",
+      input: {
+        enabled: true,
+        config: { host: "127.0.0.1", port: smtp.port, secure: false, username: "deadline", from: "gatehouse@example.com", to: ["team@example.com"] },
+        secret: "smtp-deadline-pass",
+      },
+    });
+    await savePersonalChannel({ user: backupUser, kind: "email", input: { enabled: true, config: { address: "backup@example.com" } } });
+    const toBackup = () => smtp.messages.filter((m) => m.envelopeTo.includes("backup@example.com"));
     const run = await launch(h.user, project.id, "Deadline gate", {
       trustMode: { planning: "manual" },
       deadlines: { plan: { after: "2m", remind: ["1m"], onTimeout: { action: "escalate", to: { userId: backup.id } } } },
@@ -92,6 +110,12 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
     });
     expect((await waitForStatus(run.id, ["awaiting_approval"])).status).toBe("awaiting_approval");
     await expect(approveGate({ user: backupUser, runId: run.id, input: { gateId: gate.id } })).rejects.toMatchObject({ status: 403 });
+    // Not yet theirs: not in the backup's inbox; the team's list had the reminder (with its deadline), the backup nothing.
+    expect((await listInbox({ user: backupUser, filter: "all" })).items.map((i) => i.id)).not.toContain(gate.id);
+    const reminded = await until(async () => smtp.messages.find((m) => m.mail.subject?.includes("(reminder)")), "the reminder's email");
+    expect(reminded.envelopeTo).toEqual(["team@example.com"]);
+    expect(reminded.mail.subject).toContain(`(due ${new Date(deadline.at).toISOString().replace("T", " ").slice(0, 19)} UTC)`);
+    expect(toBackup()).toEqual([]);
 
     await advanceClock(60_000);
     await until(async () => (await eventsOf(run.id)).some((e) => e.type === "DECISION_ESCALATED"), "the escalation");
@@ -110,6 +134,13 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
       reason: "escalated",
       recipients: [backup.id],
     });
+    // The backup's inbox has it now, with its deadline, and their own email says it was escalated to them.
+    const inboxed = (await listInbox({ user: backupUser })).items.find((i) => i.id === gate.id);
+    expect(inboxed).toMatchObject({ escalated: true, escalatedToYou: true, deadline: new Date(deadline.at).toISOString(), read: false });
+    const mail = (await until(async () => toBackup()[0], "the backup's email")).mail;
+    expect(mail.subject).toContain("was escalated to you");
+    expect(mail.text).toContain("you may now decide it as its backup approver");
+    expect(mail.text).toContain(`/runs/${run.id}#gate-${gate.id}`);
     // Still open: escalation hands the decision on, it does not take it.
     expect((await waitForStatus(run.id, ["awaiting_approval"])).status).toBe("awaiting_approval");
     // The run detail (GET /api/runs/:id) carries the deadline and how far it went, for the card's countdown.
@@ -131,7 +162,9 @@ describe("a gate with a deadline: reminder, escalation to a backup approver", ()
     events = await expectRunConsistent(run.id);
     expect(events.find((e) => e.type === "APPROVAL_GRANTED")!.payload).toMatchObject({ gateId: gate.id, by: backup.id });
     expect(events.filter((e) => e.type === "DECISION_REMINDED")).toHaveLength(1);
+    // Opened, reminded, escalated: one notice each; the backup got only the escalation's.
     expect((await notifications(run.id)).map((n) => n.reason)).toEqual(["opened", "reminder", "escalated"]);
+    expect(toBackup()).toHaveLength(1);
   });
 
   it("onTimeout cancel, across an executor restart: nobody decides, the run is cancelled at the deadline and its gate closed", async () => {

@@ -171,7 +171,8 @@ describe("decision notices from a running workflow", () => {
       expect(telegram.requests.every((r) => r.path === `/bot${token}/sendMessage`)).toBe(true);
       expect(sent.map((b) => String(b.chat_id)).sort()).toEqual(["-100999", "7001"]);
       expect(sent[0]!.text).toContain("Question: Which colour?");
-      expect(sent[0]!.text).toContain(`/runs/${run.id}#clarification-${question}`);
+      // The run page's anchor for a question, as the inbox links it.
+      expect(sent[0]!.text).toContain(`/runs/${run.id}#question-${question}`);
 
       await answerClarification({ user: h.user, clarificationId: question, response: "blue" });
       await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question }), key: decisionKey.clarification(question) });

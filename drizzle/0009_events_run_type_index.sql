@@ -1,0 +1,1 @@
+CREATE INDEX `workflow_events_run_type_idx` ON `workflow_events` (`workflow_run_id`,`type`);
