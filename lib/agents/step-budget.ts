@@ -22,7 +22,11 @@ export class StepBudgetExceededError extends Error {
 
 /** How often a step looks whether its time is up. */
 const BUDGET_POLL_MS = 100;
-/** How often a step looks whether its detached command has ended. */
+/**
+ * How often a step looks whether its detached command has ended: first after 5 ms, doubling up to 200 ms, so a quick
+ * command (most acceptance checks) is collected within milliseconds while a long one costs a look every 200 ms.
+ */
+const DETACHED_POLL_FIRST_MS = 5;
 const DETACHED_POLL_MS = 200;
 /** Sandbox exec's default timeout, for a command that names none. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 120_000;
@@ -77,7 +81,7 @@ export async function waitDetached({
   const kill = () => void sandbox.killDetached(id).catch(() => null);
   signal?.addEventListener("abort", kill, { once: true });
   try {
-    for (;;) {
+    for (let pollMs = DETACHED_POLL_FIRST_MS; ; pollMs = Math.min(pollMs * 2, DETACHED_POLL_MS)) {
       if (signal?.aborted) {
         await sandbox.killDetached(id).catch(() => null);
         throw signal.reason ?? new Error("aborted");
@@ -86,7 +90,7 @@ export async function waitDetached({
       if (status.state === "exited") return status;
       const left = until - now();
       if (left <= 0) return status;
-      await new Promise((r) => setTimeout(r, Math.min(DETACHED_POLL_MS, left)));
+      await new Promise((r) => setTimeout(r, Math.min(pollMs, left)));
     }
   } finally {
     signal?.removeEventListener("abort", kill);
