@@ -34,32 +34,45 @@ export type RunStreamSource = {
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 
-/**
- * Poll the source and stream new events until the run is terminal and every event has been sent (then an `end`
- * message), the client goes away, or `maxDurationMs` passes (the browser reconnects and resumes by Last-Event-ID —
- * serverless hosts cap a response's lifetime).
- */
-export function runEventStream({
-  source,
-  after,
-  signal,
-  intervalMs = 500,
-  heartbeatMs = 15_000,
-  maxDurationMs = 5 * 60_000,
-  sleep = defaultSleep,
-  now = Date.now,
-}: {
-  source: RunStreamSource;
-  after: number;
+/** The response for an SSE stream: no caching or proxy buffering, so each message reaches the browser at once. */
+export function sseResponse(stream: ReadableStream<Uint8Array>): Response {
+  return new Response(stream, {
+    headers: {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-transform",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    },
+  });
+}
+
+/** What a stream's poll says: whether it sent anything, and whether to wait, poll again at once, or end. */
+export type PollOutcome = { wrote: boolean; next: "wait" | "again" | "end" };
+
+export type PollingStreamOptions = {
   signal?: AbortSignal;
   intervalMs?: number;
   heartbeatMs?: number;
   maxDurationMs?: number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   now?: () => number;
-}): ReadableStream<Uint8Array> {
+};
+
+/**
+ * The loop every polled SSE stream shares: `poll` sends what is new; between polls a heartbeat keeps proxies from
+ * closing an idle connection, and after `maxDurationMs` the response ends (serverless hosts cap a response's lifetime;
+ * the browser reconnects). A failing poll becomes an `error` message, never a torn connection.
+ */
+export function pollingStream({
+  poll,
+  signal,
+  intervalMs = 500,
+  heartbeatMs = 15_000,
+  maxDurationMs = 5 * 60_000,
+  sleep = defaultSleep,
+  now = Date.now,
+}: PollingStreamOptions & { poll: (send: (chunk: string) => void) => Promise<PollOutcome> }): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
-  let cursor = after;
   let closed = false;
   return new ReadableStream<Uint8Array>({
     async start(controller) {
@@ -78,28 +91,15 @@ export function runEventStream({
       send("retry: 1000\n\n");
       try {
         while (!closed && !signal?.aborted) {
-          const batch = await source.events(cursor);
-          for (const event of batch) {
-            send(sseMessage({ id: event.sequence, event: "run-event", data: event }));
-            cursor = event.sequence;
-          }
-          if (batch.length) lastWrite = now();
-          const state = await source.state();
-          if (!state) {
-            send(sseMessage({ event: "end", data: { reason: "not_found" } }));
-            break;
-          }
-          if (TERMINAL.has(state.status) && cursor >= state.lastSequence) {
-            send(sseMessage({ event: "end", data: { status: state.status, lastSequence: cursor } }));
-            break;
-          }
+          const { wrote, next } = await poll(send);
+          if (wrote) lastWrite = now();
+          if (next === "end") break;
           if (now() - started >= maxDurationMs) break;
           if (now() - lastWrite >= heartbeatMs) {
             send(": keep-alive\n\n");
             lastWrite = now();
           }
-          // A full page means more are waiting: fetch again at once.
-          if (batch.length === 0) await sleep(intervalMs, signal);
+          if (next === "wait") await sleep(intervalMs, signal);
         }
       } catch (error) {
         send(sseMessage({ event: "error", data: { message: error instanceof Error ? error.message : "stream failed" } }));
@@ -108,6 +108,40 @@ export function runEventStream({
     },
     cancel() {
       closed = true;
+    },
+  });
+}
+
+/**
+ * Poll the source and stream new events until the run is terminal and every event has been sent (then an `end`
+ * message), the client goes away, or `maxDurationMs` passes (the browser reconnects and resumes by Last-Event-ID).
+ */
+export function runEventStream({
+  source,
+  after,
+  ...options
+}: PollingStreamOptions & { source: RunStreamSource; after: number }): ReadableStream<Uint8Array> {
+  let cursor = after;
+  return pollingStream({
+    ...options,
+    poll: async (send) => {
+      const batch = await source.events(cursor);
+      for (const event of batch) {
+        send(sseMessage({ id: event.sequence, event: "run-event", data: event }));
+        cursor = event.sequence;
+      }
+      const wrote = batch.length > 0;
+      const state = await source.state();
+      if (!state) {
+        send(sseMessage({ event: "end", data: { reason: "not_found" } }));
+        return { wrote, next: "end" };
+      }
+      if (TERMINAL.has(state.status) && cursor >= state.lastSequence) {
+        send(sseMessage({ event: "end", data: { status: state.status, lastSequence: cursor } }));
+        return { wrote, next: "end" };
+      }
+      // A full page means more are waiting: fetch again at once.
+      return { wrote, next: wrote ? "again" : "wait" };
     },
   });
 }

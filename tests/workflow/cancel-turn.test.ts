@@ -1,4 +1,3 @@
-import fs from "node:fs";
 import { and, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { getDb } from "@/lib/db";
@@ -7,26 +6,12 @@ import { cancelRun } from "@/lib/runs/decisions";
 import { listEvents } from "@/lib/db/queries/runs";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
-import { launch, newProject, waitForStatus } from "./harness";
+import { launch, newProject, processesRunning, waitForStatus } from "./harness";
 import { useScriptedWorkflow } from "./model-server";
 
 const t = useScriptedWorkflow();
 const SCRIPTED = { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" };
 
-/** Processes whose command line is exactly `args` (read from /proc, so also inside the sandbox's namespaces). */
-function processesRunning(args: string[]): number[] {
-  const wanted = `${args.join("\0")}\0`;
-  const pids: number[] = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${entry}/cmdline`, "utf8") === wanted) pids.push(Number(entry));
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return pids;
-}
 
 /** console.error lines about a failed step or a RunEndedError: an ordinary cancellation must produce none. */
 function stepErrorsIn(calls: unknown[][]): string[] {

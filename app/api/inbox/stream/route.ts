@@ -1,6 +1,7 @@
 import { route } from "@/lib/http";
 import { inboxFingerprint, listInbox } from "@/lib/runs/inbox";
 import { inboxEventStream } from "@/lib/dashboard/inbox-stream";
+import { sseResponse } from "@/lib/dashboard/sse";
 
 export const dynamic = "force-dynamic";
 
@@ -10,12 +11,5 @@ export const GET = route(async ({ request, user }) => {
     signal: request.signal,
     source: { snapshot: () => listInbox({ user, filter: "open" }), fingerprint: inboxFingerprint },
   });
-  return new Response(stream, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-    },
-  });
+  return sseResponse(stream);
 });

@@ -1,7 +1,7 @@
 import { route } from "@/lib/http";
 import { getRunState, listEvents } from "@/lib/db/queries/runs";
 import { getVisibleRun } from "@/lib/runs/service";
-import { resumeAfter, runEventStream } from "@/lib/dashboard/sse";
+import { resumeAfter, runEventStream, sseResponse } from "@/lib/dashboard/sse";
 
 export const dynamic = "force-dynamic";
 
@@ -30,12 +30,5 @@ export const GET = route<{ id: string }>(async ({ request, params, user }) => {
       },
     },
   });
-  return new Response(stream, {
-    headers: {
-      "content-type": "text/event-stream; charset=utf-8",
-      "cache-control": "no-cache, no-transform",
-      connection: "keep-alive",
-      "x-accel-buffering": "no",
-    },
-  });
+  return sseResponse(stream);
 });
