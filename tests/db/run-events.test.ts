@@ -65,6 +65,26 @@ describe("appendEvent", () => {
     expect((await getRunState({ id: run.id }))?.status).toBe("queued");
   });
 
+  it("every column an append changes reaches the stored row (the UPDATE names only changed columns)", async () => {
+    const run = await newRun();
+    const steps = [
+      { type: "RUN_STARTED", payload: {} },
+      { type: "STAGE_STARTED", payload: { stage: "planning" } },
+      { type: "ARTIFACT_CREATED", payload: { type: "note", path: "plan.md" } },
+      { type: "CLARIFICATION_REQUESTED", payload: { clarificationId: "clr_1", stage: "planning", question: "Which DB?" } },
+      { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: "clr_1", by: userId } },
+    ] as const;
+    const seen = new Set<string>();
+    for (const event of steps) {
+      await appendEvent(run.id, event);
+      const stored = await getRunState({ id: run.id });
+      expect(stored).toEqual(await replay({ runId: run.id }));
+      seen.add(`${stored?.status}/${stored?.currentStage}/${stored?.clarificationCount}`);
+    }
+    // The walk changed status, stage and the clarification count, not only the sequence.
+    expect(seen.size).toBeGreaterThanOrEqual(4);
+  });
+
   it("importRun rebuilds the same projection from an exported event log", async () => {
     const run = await newRun();
     await appendEvents(run.id, [

@@ -311,11 +311,6 @@ const APPEND_SQL = {
             FROM workflow_runs WHERE id = ?`,
   stepEvents: `SELECT id, workflow_run_id, type, payload, timestamp, sequence FROM workflow_events
                WHERE workflow_run_id = ? AND json_extract(payload, '$.stepKey') = ? ORDER BY sequence`,
-  /** Guarded by the sequence the append started from (the last argument). */
-  updateRun: `UPDATE workflow_runs SET project_id = ?, user_id = ?, config = ?, status = ?, current_stage = ?, created_at = ?,
-                started_at = ?, paused_at = ?, resumed_at = ?, completed_at = ?, original_request = ?, clarification_count = ?,
-                branch = ?, state = ?, last_sequence = ?, updated_at = ?
-              WHERE id = ? AND last_sequence = ?`,
   insertEvent: `INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence) VALUES (?, ?, ?, ?, ?, ?)`,
 } as const;
 
@@ -369,7 +364,55 @@ function readStateNative(w: NativeConnection, runId: string): RunState {
   });
 }
 
-/** The projection's columns in APPEND_SQL.updateRun's order (what stateToRow gives, encoded as Drizzle encodes it). */
+/** The projection's columns, in stateArgs' order. */
+const STATE_COLUMNS = [
+  "project_id",
+  "user_id",
+  "config",
+  "status",
+  "current_stage",
+  "created_at",
+  "started_at",
+  "paused_at",
+  "resumed_at",
+  "completed_at",
+  "original_request",
+  "clarification_count",
+  "branch",
+  "state",
+  "last_sequence",
+  "updated_at",
+] as const;
+
+/** Encoded columns of a projection this process read or wrote, so the next append need not encode it again. */
+const encodedStates = new WeakMap<RunState, (string | number | null)[]>();
+
+function encodedState(state: RunState): (string | number | null)[] {
+  let args = encodedStates.get(state);
+  if (!args) encodedStates.set(state, (args = stateArgs(state)));
+  return args;
+}
+
+/**
+ * The guarded UPDATE of the projection, setting only the columns whose value the append changed. Most appends change
+ * the state JSON, last_sequence and updated_at only; naming an indexed column (project, user, status, created_at) in
+ * SET would make SQLite rewrite its index entries, several more pages in every commit. Guarded by the sequence the
+ * append started from (the last argument). The SQL texts vary with the set of changed columns, a handful in practice.
+ */
+function updateRunStatement(start: RunState, state: RunState, runId: string): { sql: string; args: (string | number | null)[] } {
+  const before = encodedState(start);
+  const after = encodedState(state);
+  const set: string[] = [];
+  const args: (string | number | null)[] = [];
+  after.forEach((value, i) => {
+    if (value === before[i] && STATE_COLUMNS[i] !== "last_sequence") return;
+    set.push(`${STATE_COLUMNS[i]} = ?`);
+    args.push(value);
+  });
+  return { sql: `UPDATE workflow_runs SET ${set.join(", ")} WHERE id = ? AND last_sequence = ?`, args: [...args, runId, start.lastSequence] };
+}
+
+/** The projection's columns in STATE_COLUMNS' order (what stateToRow gives, encoded as Drizzle encodes it). */
 function stateArgs(state: RunState): (string | number | null)[] {
   const rest: Record<string, unknown> = { ...state };
   for (const key of COLUMN_KEYS) delete rest[key];
@@ -417,7 +460,8 @@ async function appendEventsNative(
   }
   for (let attempt = 0; ; attempt++) {
     const { state, stored } = reduceEvents(start, runId, events, options);
-    const updated = w.execute(APPEND_SQL.updateRun, [...stateArgs(state), runId, start.lastSequence]).rowsAffected;
+    const update = updateRunStatement(start, state, runId);
+    const updated = w.execute(update.sql, update.args).rowsAffected;
     if (updated !== 1) {
       // A remembered projection was stale: read the row (this transaction holds the write lock) and start again.
       if (attempt === 0 && known) {
