@@ -78,6 +78,8 @@ export default defineConfig({
       GITHUB_APP_WEBHOOK_SECRET: E2E_GITHUB_WEBHOOK_SECRET,
       // The dashboard specs start many runs within a couple of minutes; the per-user limit is tested on its own.
       GATEHOUSE_RATE_LIMIT_RUNS: "1000",
+      // e2e/notifications.spec.ts's webhook receiver listens on 127.0.0.1.
+      GATEHOUSE_NOTIFY_PRIVATE_ADDRESSES: "allow",
       NEXT_TELEMETRY_DISABLED: "1",
       LOG_LEVEL: "warn",
       // Idle keep-alive connections outlive the longest pause between two requests of a spec (npm start's default is 65 s).

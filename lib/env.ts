@@ -214,6 +214,14 @@ const schema = z.object({
   GATEHOUSE_SLACK_API_URL: url("GATEHOUSE_SLACK_API_URL"),
   /** Telegram Bot API root (default https://api.telegram.org), e.g. a self-hosted Bot API server. */
   GATEHOUSE_TELEGRAM_API_ROOT: url("GATEHOUSE_TELEGRAM_API_ROOT"),
+  /**
+   * Whether project owners' webhooks and SMTP servers may be private addresses (loopback, 10/8, 192.168/16,
+   * link-local such as cloud metadata …). deny (default): only public unicast addresses; allow: an internal relay or a
+   * receiver on this machine (lib/notifications/address-policy.ts).
+   */
+  GATEHOUSE_NOTIFY_PRIVATE_ADDRESSES: z
+    .enum(["deny", "allow"], { error: "GATEHOUSE_NOTIFY_PRIVATE_ADDRESSES must be deny or allow" })
+    .default("deny"),
 }).superRefine((v, ctx) => {
   // Half-configured sign-in providers would show a button that can never work: say what is missing instead.
   if (!!v.AUTH_GITHUB_ID !== !!v.AUTH_GITHUB_SECRET) {

@@ -5,6 +5,7 @@ import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import type { NotificationKind } from "@/lib/db/schema";
+import { assertReachableHost, literalHostProblem } from "./address-policy";
 
 /*
  * The four channels, each on its field's standard library: Standard Webhooks signatures (standardwebhooks), SMTP
@@ -22,7 +23,11 @@ const httpUrl = z
   .trim()
   .url("must be an http(s) URL")
   .max(2_000, "must be at most 2000 characters")
-  .refine((v) => /^https?:\/\//i.test(v), "must be an http(s) URL");
+  .refine((v) => /^https?:\/\//i.test(v), "must be an http(s) URL")
+  .superRefine((v, ctx) => {
+    const problem = URL.canParse(v) ? literalHostProblem(new URL(v).hostname) : null;
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 const email = z.string().trim().toLowerCase().email("must be an email address").max(320);
 const telegramChat = z
   .string()
@@ -33,7 +38,15 @@ const telegramChat = z
 export const projectConfigSchemas = {
   webhook: z.strictObject({ url: httpUrl }),
   email: z.strictObject({
-    host: z.string().trim().min(1, "must name the SMTP server").max(253),
+    host: z
+      .string()
+      .trim()
+      .min(1, "must name the SMTP server")
+      .max(253)
+      .superRefine((v, ctx) => {
+        const problem = literalHostProblem(v);
+        if (problem) ctx.addIssue({ code: "custom", message: problem });
+      }),
     port: z.coerce.number().int().min(1, "must be a port number (1-65535)").max(65535, "must be a port number (1-65535)"),
     /** Implicit TLS (port 465); otherwise STARTTLS is used when the server offers it. */
     secure: z.boolean().default(false),
@@ -110,6 +123,7 @@ export async function sendWebhook({ config, secret, message, messageId }: Send<P
   // The payload shape the spec recommends: type, timestamp and the event's data.
   const body = JSON.stringify({ type: WEBHOOK_EVENT_TYPE, timestamp: now.toISOString(), data: message });
   const signature = new Webhook(secret).sign(messageId, now, body);
+  await assertReachableHost(new URL(config.url).hostname);
   const response = await fetch(config.url, {
     method: "POST",
     headers: {
@@ -129,6 +143,7 @@ export async function sendWebhook({ config, secret, message, messageId }: Send<P
 }
 
 export async function sendEmail({ config, secret, message, to }: Send<ProjectConfig<"email">> & { to: string[] }) {
+  await assertReachableHost(config.host);
   const transport = nodemailer.createTransport({
     host: config.host,
     port: config.port,
