@@ -24,6 +24,20 @@ function basisText(estimate: RunEstimate): string {
     : `No completed runs in this project yet: per-task guesses priced with the price table (${estimate.tasks} task${estimate.tasks === 1 ? "" : "s"}, size ${estimate.units}). Treat it as a rough range.`;
 }
 
+/** The columns both tables share. */
+function UsageHeader() {
+  return (
+    <TableHeader>
+      <TableRow>
+        <TableHead>Stage</TableHead>
+        <TableHead>Tokens</TableHead>
+        <TableHead>Cost</TableHead>
+        <TableHead>Time</TableHead>
+      </TableRow>
+    </TableHeader>
+  );
+}
+
 /** The estimate on the plan card: planning as it stands, a range for each stage ahead, and the total. */
 export function EstimateSummary({ estimate }: { estimate: RunEstimate }) {
   return (
@@ -33,14 +47,7 @@ export function EstimateSummary({ estimate }: { estimate: RunEstimate }) {
       </h3>
       <p className="text-muted-foreground text-xs">{basisText(estimate)}</p>
       <Table className="text-xs">
-        <TableHeader>
-          <TableRow>
-            <TableHead>Stage</TableHead>
-            <TableHead>Tokens</TableHead>
-            <TableHead>Cost</TableHead>
-            <TableHead>Time</TableHead>
-          </TableRow>
-        </TableHeader>
+        <UsageHeader />
         <TableBody>
           <TableRow data-testid="estimate-planning">
             <TableCell>Planning (so far)</TableCell>
@@ -108,14 +115,7 @@ export function EstimateComparison({ report }: { report: EstimateReport }) {
       </h3>
       <p className="text-muted-foreground text-xs">{basisText(estimate)} Time is working time, without waits for people.</p>
       <Table className="text-xs">
-        <TableHeader>
-          <TableRow>
-            <TableHead>Stage</TableHead>
-            <TableHead>Tokens</TableHead>
-            <TableHead>Cost</TableHead>
-            <TableHead>Time</TableHead>
-          </TableRow>
-        </TableHeader>
+        <UsageHeader />
         <TableBody>
           {report.stages.map((row) => {
             const a: Usage | null = row.actual;

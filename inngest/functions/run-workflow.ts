@@ -200,12 +200,20 @@ export const runWorkflow = inngest.createFunction(
       await step.sendEvent(`${key}:notify`, decisionNotify.create({ runId, subject, reason: "opened" }));
     }
 
-    /** A gate: opened with its context, decided by a person. */
-    async function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
+    /**
+     * A gate: opened with its context, announced to the people who may decide, decided by a person (`read` is its
+     * stored decision). The run holds no slot while it waits, and its workspace is restored after.
+     */
+    async function decideGate<T extends object>(
+      key: string,
+      kind: Parameters<typeof ops.openGate>[0]["kind"],
+      context: Record<string, unknown>,
+      read: (gateId: string) => Promise<ops.WaitResult<T>>,
+    ): Promise<T> {
       const opened = await runStep(`${key}:open`, () => ops.openGate({ runId, stepKey: `${key}:open`, kind, context }));
       await notifyOpened(`${key}:open`, { type: "gate", id: opened.gateId });
       await releaseSlot(`${key}:open`);
-      const decision = await waitFor(`${key}:decision`, () => ops.readGate({ runId, gateId: opened.gateId }), gateDecided.name, {
+      const decision = await waitFor(`${key}:decision`, () => read(opened.gateId), gateDecided.name, {
         subject: { type: "gate", id: opened.gateId },
         deadline: opened.deadline ?? null,
       });
@@ -214,20 +222,14 @@ export const runWorkflow = inngest.createFunction(
       return decision;
     }
 
+    /** A gate: opened with its context, decided by a person. */
+    function gate(key: string, kind: Parameters<typeof ops.openGate>[0]["kind"], context: Record<string, unknown>) {
+      return decideGate(key, kind, context, (gateId) => ops.readGate({ runId, gateId }));
+    }
+
     /** A budget gate: raise it (by how much), or finish the task in progress and stop; cancel ends the run. */
-    async function budgetGate(key: string, exceeded: budgets.BudgetExceeded) {
-      const opened = await runStep(`${key}:open`, () =>
-        ops.openGate({ runId, stepKey: `${key}:open`, kind: "budget", context: { reason: budgets.describeExcess(exceeded), ...exceeded } }),
-      );
-      await notifyOpened(`${key}:open`, { type: "gate", id: opened.gateId });
-      await releaseSlot(`${key}:open`);
-      const decision = await waitFor(`${key}:decision`, () => budgets.readBudgetDecision({ runId, gateId: opened.gateId }), gateDecided.name, {
-        subject: { type: "gate", id: opened.gateId },
-        deadline: opened.deadline ?? null,
-      });
-      await reacquireSlot(`${key}:decision`);
-      if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
-      return decision;
+    function budgetGate(key: string, exceeded: budgets.BudgetExceeded) {
+      return decideGate(key, "budget", { reason: budgets.describeExcess(exceeded), ...exceeded }, (gateId) => budgets.readBudgetDecision({ runId, gateId }));
     }
 
     /** What people added to each stage's budget at budget gates (memoized decisions: replays add the same). */

@@ -48,7 +48,9 @@ export async function requireUser(request: Request): Promise<SessionUser> {
   return user;
 }
 
-const RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
+/** Each role includes the ones below it (an owner may do what an approver may; an escalation to viewers reaches all). */
+export const ROLE_RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
+const RANK = ROLE_RANK;
 
 /** What each role may do on a project. */
 export type ProjectAction = "read" | "decide" | "manage";

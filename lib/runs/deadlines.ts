@@ -3,6 +3,7 @@ import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, projectMembers, workflowEvents, workflowRuns, type ProjectRole } from "@/lib/db/schema";
 import { appendEventsTx, findStepEvents } from "@/lib/db/queries/runs";
 import { getMembership } from "@/lib/db/queries/projects";
+import { ROLE_RANK } from "@/lib/auth/guard";
 import {
   durationMs,
   TERMINAL_STATUSES,
@@ -26,8 +27,7 @@ import { planHash } from "@/lib/workflow/plan-hash";
 /** Who applied a decision that nobody took in time: the `by` of its events. */
 export const BY_DEADLINE = "deadline";
 
-/** A role escalated to includes the roles above it (an escalation to viewers reaches every member). */
-export const ROLE_RANK: Record<ProjectRole, number> = { viewer: 1, approver: 2, owner: 3 };
+/** A role escalated to includes the roles above it (an escalation to viewers reaches every member): guard's ranks. */
 const RANK = ROLE_RANK;
 
 /** The deadline a gate of `kind` (or a question) opened at `now` gets from the run's config; null without one. */

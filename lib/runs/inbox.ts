@@ -4,9 +4,9 @@ import { z } from "zod";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, inboxItemStates, projectMembers, projects, workflowRuns, type GateKind, type ProjectRole } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
-import { requireProjectRole, rolesAllowedTo, type SessionUser } from "@/lib/auth/guard";
+import { requireProjectRole, ROLE_RANK, rolesAllowedTo, type SessionUser } from "@/lib/auth/guard";
 import { RUN_STATUSES, TERMINAL_STATUSES } from "@/lib/workflow/types";
-import { mayDecideEscalated, ROLE_RANK } from "./deadlines";
+import { mayDecideEscalated } from "./deadlines";
 import { runTitle } from "./title";
 
 /*

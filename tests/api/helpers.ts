@@ -2,6 +2,11 @@ import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { write } from "@/lib/db";
+import { appendEventsTx, createRun } from "@/lib/db/queries/runs";
+import { gates } from "@/lib/db/schema";
+import { newId } from "@/lib/ids";
+import type { DecisionDeadlineInfo } from "@/lib/workflow";
 
 export const ORIGIN = "http://127.0.0.1:3000";
 export const ADMIN = { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}` };
@@ -48,4 +53,29 @@ export function makeRepo(): string {
   git("add", ".");
   git("commit", "-q", "-m", "init");
   return dir;
+}
+
+/** A run waiting at a plan gate, opened as the workflow opens one: the gate row and its events in one transaction. */
+export async function runAtPlanGate({
+  projectId,
+  userId,
+  request,
+  deadline,
+}: {
+  projectId: string;
+  userId: string;
+  request: string;
+  deadline?: DecisionDeadlineInfo;
+}): Promise<{ runId: string; gateId: string }> {
+  const run = await createRun({ projectId, userId, request, config: {} });
+  const gateId = newId("gate");
+  await write(async (tx) => {
+    await appendEventsTx(tx, run.id, [
+      { type: "RUN_STARTED", payload: {} },
+      { type: "STAGE_STARTED", payload: { stage: "planning" } },
+    ] as never);
+    await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
+    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan", ...(deadline ? { deadline } : {}) } }] as never);
+  });
+  return { runId: run.id, gateId };
 }

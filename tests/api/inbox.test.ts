@@ -6,7 +6,7 @@ import * as approveRoute from "@/app/api/runs/[id]/approve/route";
 import * as cancelRoute from "@/app/api/runs/[id]/cancel/route";
 import * as answerRoute from "@/app/api/clarifications/[id]/answer/route";
 import { closeDb, write } from "@/lib/db";
-import { clarificationRequests, gates } from "@/lib/db/schema";
+import { clarificationRequests } from "@/lib/db/schema";
 import { appendEventsTx, createRun } from "@/lib/db/queries/runs";
 import { createProject, setMember } from "@/lib/db/queries/projects";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
@@ -16,7 +16,7 @@ import type { InboxItem } from "@/lib/runs/inbox";
 import { timeOut } from "@/lib/runs/deadlines";
 import type { DecisionDeadlineInfo } from "@/lib/workflow";
 import { makeUser, type TestUser } from "../auth/fixtures";
-import { ADMIN, call, makeRepo } from "./helpers";
+import { ADMIN, call, makeRepo, runAtPlanGate } from "./helpers";
 
 /*
  * The per-person inbox through its routes: who sees which items (the decision routes' role rule), read and done kept
@@ -45,19 +45,9 @@ beforeAll(async () => {
   await setMember({ projectId: projectB, userId: otherApprover.id, role: "approver" });
 });
 
-/** A run waiting at a gate, opened as the workflow opens one: the row and its event in one transaction. */
-async function runAtGate(projectId: string, request: string, deadline?: DecisionDeadlineInfo) {
-  const run = await createRun({ projectId, userId: ownerId, request, config: {} });
-  const gateId = newId("gate");
-  await write(async (tx) => {
-    await appendEventsTx(tx, run.id, [
-      { type: "RUN_STARTED", payload: {} },
-      { type: "STAGE_STARTED", payload: { stage: "planning" } },
-    ] as never);
-    await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
-    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan", ...(deadline ? { deadline } : {}) } }] as never);
-  });
-  return { runId: run.id, gateId };
+/** A run of the owner's waiting at a plan gate. */
+function runAtGate(projectId: string, request: string, deadline?: DecisionDeadlineInfo) {
+  return runAtPlanGate({ projectId, userId: ownerId, request, deadline });
 }
 
 /** A run waiting for an answer to a question. */

@@ -4,13 +4,12 @@ import { SMTPServer } from "smtp-server";
 import { simpleParser, type ParsedMail } from "mailparser";
 import { setMember } from "@/lib/db/queries/projects";
 import { createProject } from "@/lib/db/queries/projects";
-import { createRun, appendEventsTx } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { write, getDb } from "@/lib/db";
-import { gates, users } from "@/lib/db/schema";
+import { getDb } from "@/lib/db";
+import { users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import type { SessionUser } from "@/lib/auth/guard";
-import { makeRepo } from "../api/helpers";
+import { makeRepo, runAtPlanGate } from "../api/helpers";
 import type { DecisionDeadlineInfo } from "@/lib/workflow";
 
 /*
@@ -80,17 +79,8 @@ export async function gateWorld({ deadline }: { deadline?: DecisionDeadlineInfo 
   };
   const approver = await person("Approver", "approver");
   const viewer = await person("Viewer", "viewer");
-  const run = await createRun({ projectId: project.id, userId: owner.id, request: "Add a changelog entry", config: {} });
-  const gateId = newId("gate");
-  await write(async (tx) => {
-    await appendEventsTx(tx, run.id, [
-      { type: "RUN_STARTED", payload: {} },
-      { type: "STAGE_STARTED", payload: { stage: "planning" } },
-    ] as never);
-    await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
-    await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan", ...(deadline ? { deadline } : {}) } }] as never);
-  });
-  return { owner: user, approver, viewer, project, runId: run.id, gateId };
+  const { runId, gateId } = await runAtPlanGate({ projectId: project.id, userId: owner.id, request: "Add a changelog entry", deadline });
+  return { owner: user, approver, viewer, project, runId, gateId };
 }
 
 /** A random Standard Webhooks secret. */

@@ -13,6 +13,7 @@ import { approveGate, cancelRun } from "@/lib/runs/decisions";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/decision-acks";
 import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { ADMIN, call } from "../api/helpers";
 
 /** budgets.implementation: crossing it opens a budget gate; raise it, or finish the task then stop. Never a failure. */
 
@@ -99,15 +100,8 @@ describe("implementation budget", () => {
 
 /** POST to a run's route as the admin token does, through the real handler (auth, parsing, decision, announcement). */
 async function post(handler: typeof budgetRoute, runId: string, action: string, body: unknown) {
-  const response = await handler(
-    new Request(`http://127.0.0.1:3000/api/runs/${runId}/${action}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    }),
-    { params: Promise.resolve({ id: runId }) },
-  );
-  return { status: response.status, text: JSON.stringify(await response.json()) };
+  const r = await call(handler, { method: "POST", path: `/api/runs/${runId}/${action}`, params: { id: runId }, headers: ADMIN, body });
+  return { status: r.status, text: JSON.stringify(r.json) };
 }
 
 const kinds = async (runId: string) =>

@@ -4,6 +4,7 @@ import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
 import type { PlanDocument } from "@/lib/workflow";
 import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { ADMIN, call } from "../api/helpers";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {
@@ -15,15 +16,8 @@ afterAll(async () => {
 
 /** POST to a run's route as the admin token does, through the real handler (auth, parsing, decision, announcement). */
 async function post(handler: typeof askBackRoute, runId: string, action: string, body: unknown) {
-  const response = await handler(
-    new Request(`http://127.0.0.1:3000/api/runs/${runId}/${action}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    }),
-    { params: Promise.resolve({ id: runId }) },
-  );
-  return { status: response.status, body: (await response.json()) as { error?: { message?: string }; message?: string } & Record<string, unknown> };
+  const r = await call(handler, { method: "POST", path: `/api/runs/${runId}/${action}`, params: { id: runId }, headers: ADMIN, body });
+  return { status: r.status, body: r.json as { error?: { message?: string }; message?: string } & Record<string, unknown> };
 }
 
 const errorText = (body: Record<string, unknown>) => JSON.stringify(body);
