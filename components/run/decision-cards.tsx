@@ -289,21 +289,29 @@ export function FixDecisionCard({ run, gate, fallbackReport }: { run: Run; gate:
   );
 }
 
+/** What a budget gate's amount is in: its label, what to type, the raise suggested when the gate names no limit. */
+const BUDGET_UNITS = {
+  tokens: { label: "tokens", enter: "a number of tokens", fallback: 10_000 },
+  costUsd: { label: "USD", enter: "an amount in dollars", fallback: 1 },
+  minutes: { label: "minutes", enter: "a number of minutes", fallback: 30 },
+} as const;
+
 /**
- * A budget gate (a stage spent more tokens or money than `budgets.<stage>` allows): raise the budget by an amount, let
+ * A budget gate (a stage spent more tokens, money or working time than `budgets.<stage>` allows): raise the budget by an amount, let
  * the implementer finish the task in progress and stop, or cancel the run. None of them fails the run.
  */
 export function BudgetCard({ run, gate }: { run: Run; gate: Gate }) {
   const decision = useDecision(run.id);
-  const ctx = (gate.context ?? {}) as { reason?: string; stage?: string; metric?: "tokens" | "costUsd"; used?: number; limit?: number };
-  const metric = ctx.metric === "costUsd" ? "costUsd" : "tokens";
+  const ctx = (gate.context ?? {}) as { reason?: string; stage?: string; metric?: "tokens" | "costUsd" | "minutes"; used?: number; limit?: number };
+  const metric = ctx.metric === "costUsd" || ctx.metric === "minutes" ? ctx.metric : "tokens";
+  const unit = BUDGET_UNITS[metric];
   // The suggested raise doubles the limit: room for more than the one turn that crossed it.
-  const suggested = ctx.limit ?? (metric === "tokens" ? 10_000 : 1);
+  const suggested = ctx.limit ?? unit.fallback;
   const [amount, setAmount] = useState(String(metric === "tokens" ? Math.ceil(suggested) : Number(suggested.toFixed(4))));
   const [error, setError] = useState<string | null>(null);
   const raise = () => {
     const n = Number(amount);
-    if (!Number.isFinite(n) || n <= 0) return setError(metric === "tokens" ? "Enter a number of tokens above 0." : "Enter an amount in dollars above 0.");
+    if (!Number.isFinite(n) || n <= 0) return setError(`Enter ${unit.enter} above 0.`);
     if (metric === "tokens" && !Number.isInteger(n)) return setError("Enter a whole number of tokens.");
     setError(null);
     decision.mutate({ url: `/api/runs/${run.id}/budget`, body: { gateId: gate.id, action: "raise", [metric]: n }, success: "Budget raised; the run goes on" });
@@ -317,7 +325,7 @@ export function BudgetCard({ run, gate }: { run: Run; gate: Gate }) {
       </CardHeader>
       <CardContent className="space-y-3">
         <div className="grid max-w-xs gap-2">
-          <Label htmlFor="budget-amount">{metric === "tokens" ? "Raise by (tokens)" : "Raise by (USD)"}</Label>
+          <Label htmlFor="budget-amount">Raise by ({unit.label})</Label>
           <Input
             id="budget-amount"
             data-testid="budget-amount"

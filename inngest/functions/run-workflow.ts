@@ -170,6 +170,13 @@ export const runWorkflow = inngest.createFunction(
       await waitForSlot(`${key}:slot`);
     }
 
+    /**
+     * When the stage's current working stretch began: the stage's start, or the end of the last wait for a person (a
+     * pause, a gate, a question), whichever is later. `timeoutMinutes` counts from here: the time people take to decide
+     * is never a stage's working time. Every wait helper below moves it (from its memoized decision's time).
+     */
+    let stageStart = 0;
+
     /** Pause (outage, timeout, invalid plan) until a person retries or extends; the sandbox is parked meanwhile. */
     async function pauseUntilResumed(
       key: string,
@@ -181,6 +188,7 @@ export const runWorkflow = inngest.createFunction(
       const parked = await runStep(`${key}:pause`, () => ops.pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }));
       await releaseSlot(`${key}:pause`);
       const resumed = await waitFor(`${key}:resume`, () => ops.readResume({ runId }), runResumed.name);
+      stageStart = resumed.now;
       await reacquireSlot(`${key}:resume`);
       if (parked.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: parked.tree! }));
       return resumed;
@@ -204,7 +212,7 @@ export const runWorkflow = inngest.createFunction(
      * A gate: opened with its context, announced to the people who may decide, decided by a person (`read` is its
      * stored decision). The run holds no slot while it waits, and its workspace is restored after.
      */
-    async function decideGate<T extends object>(
+    async function decideGate<T extends { now: number }>(
       key: string,
       kind: Parameters<typeof ops.openGate>[0]["kind"],
       context: Record<string, unknown>,
@@ -217,6 +225,7 @@ export const runWorkflow = inngest.createFunction(
         subject: { type: "gate", id: opened.gateId },
         deadline: opened.deadline ?? null,
       });
+      stageStart = decision.now;
       await reacquireSlot(`${key}:decision`);
       if (opened.tree) await runStep(`${key}:restore`, () => ops.restore({ runId, expectedTree: opened.tree! }));
       return decision;
@@ -234,29 +243,26 @@ export const runWorkflow = inngest.createFunction(
 
     /** What people added to each stage's budget at budget gates (memoized decisions: replays add the same). */
     const budgetRaised: Record<budgets.BudgetStage, budgets.Spent> = {
-      planning: { tokens: 0, costUsd: 0 },
-      implementation: { tokens: 0, costUsd: 0 },
-      validation: { tokens: 0, costUsd: 0 },
+      planning: budgets.NOTHING_SPENT,
+      implementation: budgets.NOTHING_SPENT,
+      validation: budgets.NOTHING_SPENT,
     };
 
     /**
      * Before more model calls of planning or validation: over the stage's budget (config.budgets), a person raises it
      * (asked again while a raise is not enough) or cancels the run. "Finish the task, then stop" is implementation's
-     * alone (no task is in progress here; decideBudget refuses it). Returns when the last gate was decided, else null.
+     * alone (no task is in progress here; decideBudget refuses it).
      */
-    async function spendGate(key: string, stage: "planning" | "validation"): Promise<number | null> {
+    async function spendGate(key: string, stage: "planning" | "validation"): Promise<void> {
       const budget = config.budgets?.[stage];
-      if (!budget) return null;
-      let decidedAt: number | null = null;
+      if (!budget) return;
       for (let i = 0; ; i++) {
         const checkKey = `${key}:budget${i ? `:${i}` : ""}`;
         const raised = { ...budgetRaised[stage] };
         const check = await runStep(checkKey, () => budgets.checkBudget({ runId, stage, budget, raised }));
-        if (!check.exceeded) return decidedAt;
+        if (!check.exceeded) return;
         const decision = await budgetGate(checkKey, check.exceeded);
-        budgetRaised[stage].tokens += decision.raise.tokens;
-        budgetRaised[stage].costUsd += decision.raise.costUsd;
-        decidedAt = decision.now;
+        budgetRaised[stage] = budgets.addSpent(budgetRaised[stage], decision.raise);
       }
     }
 
@@ -278,11 +284,13 @@ export const runWorkflow = inngest.createFunction(
           { subject: { type: "clarification", id: asked.clarificationId }, deadline: asked.deadline ?? null },
         );
         answer = answered.answer;
+        stageStart = answered.now;
       } else {
         const decided = await waitFor(`${key}:escalation`, () => ops.readGate({ runId, gateId: asked.gateId }), gateDecided.name, {
           subject: { type: "gate", id: asked.gateId },
           deadline: asked.deadline ?? null,
         });
+        stageStart = decided.now;
         if (decided.decision === "reject") {
           throw new NonRetriableError(`The escalated question was rejected: ${decided.notes ?? "no reason given"}`);
         }
@@ -370,7 +378,7 @@ export const runWorkflow = inngest.createFunction(
       await runStep("branch", () => ops.createBranch({ runId }));
 
       // ---- Plan (and the plan gate)
-      let stageStart = (await runStep("planning:start", () => ops.startStage({ runId, stage: "planning", stepKey: "planning:start" }))).now;
+      stageStart = (await runStep("planning:start", () => ops.startStage({ runId, stage: "planning", stepKey: "planning:start" }))).now;
       const feedback: string[] = [];
       const answers: Array<{ question: string; answer: string }> = [];
       let diagramAttempt = 0;
@@ -387,9 +395,7 @@ export const runWorkflow = inngest.createFunction(
           const key = `plan:${round}:${t}`;
           if (round > 0 || t > 0) {
             // Another planner call (a re-plan, a question answered, a diagram retried): within the planning budget.
-            // The time a person took at the budget gate is not planning's (timeoutMinutes).
-            const decidedAt = await spendGate(key, "planning");
-            if (decidedAt !== null) stageStart = decidedAt;
+            await spendGate(key, "planning");
           }
           const planningDeadline = deadline(stageStart, "planning");
           const planQuestion = question ? { question: question.question, plan: question.plan } : undefined;
@@ -398,8 +404,7 @@ export const runWorkflow = inngest.createFunction(
           );
           if (result.kind === "timeout") {
             // The planner's model call was cut at the deadline: a person extends (plan again) or cancels.
-            const resumed = await pauseUntilResumed(`${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
-            stageStart = resumed.now;
+            await pauseUntilResumed(`${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
             continue;
           }
           if (result.kind !== "model_error") diagramAttempt += result.diagramsProduced;
@@ -425,8 +430,7 @@ export const runWorkflow = inngest.createFunction(
             continue;
           }
           if (result.now > deadline(stageStart, "planning")) {
-            const resumed = await pauseUntilResumed(`${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
-            stageStart = resumed.now;
+            await pauseUntilResumed(`${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
           }
           drafted = result;
           break;
@@ -667,13 +671,7 @@ export const runWorkflow = inngest.createFunction(
             }
           }
           if (result.now > deadline(stageStart, "implementation")) {
-            const resumed = await pauseUntilResumed(
-              `impl:${attempt}:turn:${turn}:timeout`,
-              "timeout",
-              `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`,
-              "implementation",
-            );
-            stageStart = resumed.now;
+            await pauseUntilResumed(`impl:${attempt}:turn:${turn}:timeout`, "timeout", `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`, "implementation");
           }
           const budget = config.budgets?.implementation;
           if (budget && !budgetStop && (result.kind === "continue" || result.kind === "command_running" || result.kind === "policy" || result.kind === "clarification")) {
@@ -682,11 +680,8 @@ export const runWorkflow = inngest.createFunction(
             const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
             if (check.exceeded) {
               const decision = await budgetGate(key, check.exceeded);
-              // The time a person took at the budget gate is not implementation's (timeoutMinutes).
-              stageStart = decision.now;
               if (decision.action === "raise") {
-                budgetRaised.implementation.tokens += decision.raise.tokens;
-                budgetRaised.implementation.costUsd += decision.raise.costUsd;
+                budgetRaised.implementation = budgets.addSpent(budgetRaised.implementation, decision.raise);
               } else {
                 const stop = budgets.applyBudgetStop(state);
                 state = stop.state;
@@ -762,18 +757,17 @@ export const runWorkflow = inngest.createFunction(
           const validationStart = await runStep(`validate:${attempt}:start`, () =>
             ops.startStage({ runId, stage: "validation", attempt, stepKey: `validate:${attempt}:start` }),
           );
-          let validationDeadline = deadline(validationStart.now, "validation");
+          stageStart = validationStart.now;
           for (let t = 0; ; t++) {
             const key = `validate:${attempt}${t ? `:retry:${t}` : ""}`;
-            const until = validationDeadline;
+            const until = deadline(stageStart, "validation");
             const result = await validateInSteps(key, approvedPlan, attempt, until);
             if (result.kind === "result") {
               verdict = result;
               break;
             }
             if (result.kind === "timeout") {
-              const resumed = await pauseUntilResumed(key, "timeout", `Validation ran over ${config.timeoutMinutes.validation} minutes.`, "validation");
-              validationDeadline = deadline(resumed.now, "validation");
+              await pauseUntilResumed(key, "timeout", `Validation ran over ${config.timeoutMinutes.validation} minutes.`, "validation");
               continue;
             }
             await pauseUntilResumed(key, result.reason === "model_auth" ? "model_auth" : "model_outage", result.message, "validation");

@@ -75,6 +75,8 @@ describe("timeline", () => {
     expect(describeEvent(ev("DECISION_ESCALATED", { subject, to: { userId: "usr_b" }, recipients: ["usr_b"] }), people).detail).toBe("Backup may now decide");
     expect(describeEvent(ev("DECISION_ESCALATED", { subject, to: { role: "owner" }, recipients: [] })).detail).toBe("the project's owners may now decide");
     expect(describeEvent(ev("DECISION_DEFAULTED", { subject, answer: "approve" })).detail).toBe("approve");
+    const outside = describeEvent(ev("DECISION_DEFAULTED", { subject, answer: "German", outsideOptions: true }));
+    expect([outside.title, outside.detail, outside.tone]).toEqual(["The declared default applied (not one of the question's options)", "German", "warning"]);
   });
 
   it("names who decided instead of showing their user id", () => {

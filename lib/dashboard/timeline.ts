@@ -102,7 +102,12 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       return item("Escalated to a backup approver", "warning", who ? `${who} may now decide` : undefined);
     }
     case "DECISION_DEFAULTED":
-      return item("The declared default applied", "info", text(p(event, "DECISION_DEFAULTED").answer));
+    {
+      const d = p(event, "DECISION_DEFAULTED");
+      return d.outsideOptions
+        ? item("The declared default applied (not one of the question's options)", "warning", text(d.answer))
+        : item("The declared default applied", "info", text(d.answer));
+    }
     case "ARTIFACT_CREATED": {
       const { type, path } = p(event, "ARTIFACT_CREATED");
       return item(`Artifact: ${type ?? "file"}`, "info", path);

@@ -2,30 +2,40 @@ import { and, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
+import { listEvents } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import type { SessionUser } from "@/lib/auth/guard";
 import type { ImplementerState } from "@/lib/agents";
 import type { Stage } from "@/lib/workflow";
 import { decide } from "./decisions";
+import { stageWallTimes } from "./estimate-model";
 import { readDecidedGate, workflowClock, type WaitResult } from "./workflow-ops";
 
 /*
- * Budgets (run config `budgets.<planning|implementation|validation>: {tokens?, costUsd?}`): how much a stage may spend
- * on model calls, from the recorded calls (tokens in + out, cost from the price table). Crossing one opens a `budget`
- * gate with three ways on: raise the budget by an amount, let the implementer finish the task in progress and then stop
- * (implementation only: the work goes to validation, and a failure there goes to a person, never into an automatic fix
- * loop), or cancel the run (POST /cancel). Reaching a budget never fails the run by itself. Wall time is bounded by
- * `timeoutMinutes` (a pause for extend or cancel).
+ * Budgets (run config `budgets.<planning|implementation|validation>: {tokens?, costUsd?, minutes?}`): how much a stage
+ * may spend, over every attempt of the run: tokens (in + out) and cost (price table) from the recorded model calls, and
+ * working wall time from the run's events (from STAGE_STARTED on, without the time it waited for a person at a gate, a
+ * question or a pause). Crossing one opens a `budget` gate with three ways on: raise the budget by an amount, let the
+ * implementer finish the task in progress and then stop (implementation only: the work goes to validation, and a
+ * failure there goes to a person, never into an automatic fix loop), or cancel the run (POST /cancel). Reaching a budget
+ * never fails the run by itself. `timeoutMinutes` stays the hard cut of one working stretch (a pause for extend or
+ * cancel); a minutes budget is the soft, cumulative one, checked between turns.
  */
 
-export type StageBudget = { tokens?: number; costUsd?: number };
+export type StageBudget = { tokens?: number; costUsd?: number; minutes?: number };
 /** The stages that have a budget (config.budgets). */
 export type BudgetStage = "planning" | "implementation" | "validation";
-export type Spent = { tokens: number; costUsd: number };
-export type BudgetExceeded = { stage: Stage; metric: "tokens" | "costUsd"; used: number; limit: number };
+export type Spent = { tokens: number; costUsd: number; minutes: number };
+export type BudgetMetric = "tokens" | "costUsd" | "minutes";
+export type BudgetExceeded = { stage: Stage; metric: BudgetMetric; used: number; limit: number };
 
-/** What the stage has spent so far, over every attempt of this run. */
-export async function stageSpend({ runId, stage }: { runId: string; stage: Stage }): Promise<Spent> {
+export const NOTHING_SPENT: Readonly<Spent> = Object.freeze({ tokens: 0, costUsd: 0, minutes: 0 });
+
+/**
+ * What the stage has spent so far, over every attempt of this run. Working minutes are read from the events only when
+ * asked for (`wall`), counted up to now on the clock the events are stamped with.
+ */
+export async function stageSpend({ runId, stage, wall = false }: { runId: string; stage: Stage; wall?: boolean }): Promise<Spent> {
   const db = await getDb();
   const [row] = await db
     .select({
@@ -34,12 +44,13 @@ export async function stageSpend({ runId, stage }: { runId: string; stage: Stage
     })
     .from(modelCalls)
     .where(and(eq(modelCalls.workflowRunId, runId), eq(modelCalls.stage, stage)));
-  return { tokens: Number(row?.tokens ?? 0), costUsd: Number(row?.costUsd ?? 0) };
+  const minutes = wall ? (stageWallTimes(await listEvents({ runId, limit: 100_000 }), Date.now())[stage] ?? 0) / 60_000 : 0;
+  return { tokens: Number(row?.tokens ?? 0), costUsd: Number(row?.costUsd ?? 0), minutes };
 }
 
 /** The step the workflow runs after each implementer turn: over budget or not. */
 export async function checkBudget({ runId, stage, budget, raised }: { runId: string; stage: Stage; budget: StageBudget; raised: Spent }) {
-  return { exceeded: overBudget(stage, await stageSpend({ runId, stage }), budget, raised) };
+  return { exceeded: overBudget(stage, await stageSpend({ runId, stage, wall: budget.minutes !== undefined }), budget, raised) };
 }
 
 /** The first budget the spend is over (limits raised by what people added), or null. */
@@ -50,13 +61,34 @@ export function overBudget(stage: Stage, spent: Spent, budget: StageBudget, rais
   if (budget.costUsd !== undefined && spent.costUsd > budget.costUsd + raised.costUsd) {
     return { stage, metric: "costUsd", used: Math.round(spent.costUsd * 1e6) / 1e6, limit: budget.costUsd + raised.costUsd };
   }
+  if (budget.minutes !== undefined && spent.minutes > budget.minutes + raised.minutes) {
+    return { stage, metric: "minutes", used: Math.round(spent.minutes * 1000) / 1000, limit: budget.minutes + raised.minutes };
+  }
   return null;
 }
 
+/** Two amounts added (what people raised a budget by, over its gates). */
+export function addSpent(a: Spent, b: Spent): Spent {
+  return { tokens: a.tokens + b.tokens, costUsd: a.costUsd + b.costUsd, minutes: a.minutes + b.minutes };
+}
+
+/** Minutes as people read them: "1.5 minutes"; under one, "45 seconds" ("0.6 seconds" under ten). */
+function minutesText(m: number): string {
+  const seconds = m * 60;
+  const [n, unit] = m < 1 ? [seconds < 10 ? Number(seconds.toFixed(1)) : Math.round(seconds), "second"] : [Number(m.toFixed(1)), "minute"];
+  return `${n} ${unit}${n === 1 ? "" : "s"}`;
+}
+
 export function describeExcess(e: BudgetExceeded): string {
-  return e.metric === "tokens"
-    ? `The ${e.stage} stage used ${e.used} tokens, over its budget of ${e.limit}.`
-    : `The ${e.stage} stage cost $${e.used.toFixed(4)}, over its budget of $${e.limit.toFixed(4)}.`;
+  if (e.metric === "tokens") return `The ${e.stage} stage used ${e.used} tokens, over its budget of ${e.limit}.`;
+  if (e.metric === "costUsd") return `The ${e.stage} stage cost $${e.used.toFixed(4)}, over its budget of $${e.limit.toFixed(4)}.`;
+  return `The ${e.stage} stage worked ${minutesText(e.used)}, over its budget of ${minutesText(e.limit)}.`;
+}
+
+/** The raise a person gave, as the gate's notes say it. */
+export function describeRaise(r: Partial<Spent>): string {
+  const parts = [r.tokens ? `${r.tokens} tokens` : null, r.costUsd ? `$${r.costUsd}` : null, r.minutes ? `${r.minutes} minute${r.minutes === 1 ? "" : "s"}` : null];
+  return `raised by ${parts.filter(Boolean).join(" and ")}`;
 }
 
 export const budgetDecisionSchema = z
@@ -65,9 +97,10 @@ export const budgetDecisionSchema = z
     action: z.enum(["raise", "finish_task"], { error: 'must be "raise" or "finish_task" (to cancel, use POST /api/runs/:id/cancel)' }),
     tokens: z.number({ error: "must be a number" }).int("must be a whole number").positive("must be more than 0").max(1e9).optional(),
     costUsd: z.number({ error: "must be a number" }).positive("must be more than 0").max(1e6).optional(),
+    minutes: z.number({ error: "must be a number of minutes" }).positive("must be more than 0").max(60 * 24 * 7, "must be at most 10080 minutes (7 days)").optional(),
   })
-  .refine((b) => b.action !== "raise" || b.tokens !== undefined || b.costUsd !== undefined, {
-    message: "raise needs tokens or costUsd: how much to add to the budget",
+  .refine((b) => b.action !== "raise" || b.tokens !== undefined || b.costUsd !== undefined || b.minutes !== undefined, {
+    message: "raise needs tokens, costUsd or minutes: how much to add to the budget",
     path: ["tokens"],
   });
 
@@ -83,15 +116,15 @@ export async function decideBudget({ user, runId, input }: { user: SessionUser; 
       if (input.action === "finish_task" && stage !== "implementation") {
         throw new AppError(
           "conflict:gate",
-          `The ${stage ?? "stage"} budget has no task in progress to finish: raise it (action "raise" with tokens or costUsd) or cancel the run (POST /api/runs/:id/cancel).`,
+          `The ${stage ?? "stage"} budget has no task in progress to finish: raise it (action "raise" with tokens, costUsd or minutes) or cancel the run (POST /api/runs/:id/cancel).`,
         );
       }
     },
     claim: {
       status: "approved",
       decision: input.action,
-      notes: input.action === "raise" ? `raised by ${[input.tokens ? `${input.tokens} tokens` : null, input.costUsd ? `$${input.costUsd}` : null].filter(Boolean).join(" and ")}` : "finish the task in progress, then stop",
-      payload: { raise: { tokens: input.tokens ?? 0, costUsd: input.costUsd ?? 0 } },
+      notes: input.action === "raise" ? describeRaise(input) : "finish the task in progress, then stop",
+      payload: { raise: { tokens: input.tokens ?? 0, costUsd: input.costUsd ?? 0, minutes: input.minutes ?? 0 } },
     },
     events: (gate) => [{ type: "APPROVAL_GRANTED", payload: { gateId: gate.id, by: user.id, notes: input.action === "raise" ? "budget raised" : "finish the task, then stop" } }],
   });
@@ -103,7 +136,12 @@ export async function readBudgetDecision({ runId, gateId }: { runId: string; gat
   if (read.state !== "decided") return read;
   const { gate } = read;
   const raise = (gate.payload as { raise?: Partial<Spent> } | null)?.raise ?? {};
-  return { state: "done", action: gate.decision === "finish_task" ? "finish_task" : "raise", raise: { tokens: raise.tokens ?? 0, costUsd: raise.costUsd ?? 0 }, now: workflowClock.now() };
+  return {
+    state: "done",
+    action: gate.decision === "finish_task" ? "finish_task" : "raise",
+    raise: { tokens: raise.tokens ?? 0, costUsd: raise.costUsd ?? 0, minutes: raise.minutes ?? 0 },
+    now: workflowClock.now(),
+  };
 }
 
 /** "Finish the task in progress, then stop": told to the implementer (pure). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { resolveRunConfig, runConfigSchema, type RunConfig } from "@/lib/workflow";
-import { deadlineFor } from "./deadlines";
+import { deadlineFor, defaultResponse } from "./deadlines";
 
 const config = (deadlines: unknown) => runConfigSchema.parse({ deadlines }) as RunConfig;
 const issues = (deadlines: unknown) => {
@@ -57,3 +57,22 @@ describe("deadlines in a project's defaults and a run's own config", () => {
   });
 });
 
+
+describe("a question's declared default, fitted to the question", () => {
+  const single = { responseType: "single_choice", options: ["English", "French"] };
+  const multiple = { responseType: "multiple_choice", options: ["api", "cli", "ui"] };
+  it("names an option (trimmed, any case): that option is the typed answer", () => {
+    expect(defaultResponse(single, "  french ")).toEqual({ response: "French", outsideOptions: false });
+    expect(defaultResponse(multiple, "UI, api, ui")).toEqual({ response: ["ui", "api"], outsideOptions: false });
+  });
+  it("names no option: given as free text and marked outside the options", () => {
+    expect(defaultResponse(single, "German")).toEqual({ response: "German", outsideOptions: true });
+    expect(defaultResponse(multiple, "api, desktop")).toEqual({ response: "api, desktop", outsideOptions: true });
+    expect(defaultResponse(multiple, " , ")).toEqual({ response: " , ", outsideOptions: true });
+  });
+  it("free text, a file, or a choice without options: the default as written", () => {
+    expect(defaultResponse({ responseType: "text", options: null }, "German")).toEqual({ response: "German", outsideOptions: false });
+    expect(defaultResponse({ responseType: "file", options: [] }, "none")).toEqual({ response: "none", outsideOptions: false });
+    expect(defaultResponse({ responseType: "single_choice", options: [] }, "x")).toEqual({ response: "x", outsideOptions: false });
+  });
+});

@@ -86,6 +86,28 @@ export async function remind({
   });
 }
 
+/**
+ * A question's declared default as the answer to THIS question (config.deadlines.clarification is one default for every
+ * question, so it cannot be checked against options when the config is saved). For a choice, the option it names
+ * (trimmed, any case; a multiple choice may name several, comma-separated) becomes the typed answer; a default that
+ * names no option is given as free text and marked `outsideOptions`, so the timeline, the people and the agent see it
+ * was not one of the choices offered.
+ */
+export function defaultResponse(question: { responseType: string; options: string[] | null }, answer: string): { response: string | string[]; outsideOptions: boolean } {
+  const options = question.options ?? [];
+  const find = (text: string) => options.find((o) => o.trim().toLowerCase() === text.trim().toLowerCase());
+  if (question.responseType === "single_choice" && options.length) {
+    const option = find(answer);
+    return option !== undefined ? { response: option, outsideOptions: false } : { response: answer, outsideOptions: true };
+  }
+  if (question.responseType === "multiple_choice" && options.length) {
+    const named = answer.split(",").map((part) => part.trim()).filter(Boolean);
+    const chosen = named.map(find);
+    return named.length && chosen.every((o) => o !== undefined) ? { response: [...new Set(chosen as string[])], outsideOptions: false } : { response: answer, outsideOptions: true };
+  }
+  return { response: answer, outsideOptions: false };
+}
+
 export type TimeoutOutcome =
   | { kind: "decided" }
   | { kind: "escalated"; recipients: string[] }
@@ -142,11 +164,14 @@ export async function timeOut({
     const note = `No decision by the deadline; the declared default (${answer}) applied.`;
     const defaulted: NewRunEvent = { type: "DECISION_DEFAULTED", payload: { subject, answer } };
     if (subject.type === "clarification") {
+      const question = (await tx.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, subject.id) }))!;
+      const fitted = defaultResponse(question, answer);
       await tx
         .update(clarificationRequests)
-        .set({ status: "answered", response: answer, answeredBy: BY_DEADLINE, answeredAt: new Date() })
+        .set({ status: "answered", response: fitted.response, answeredBy: BY_DEADLINE, answeredAt: new Date() })
         .where(and(eq(clarificationRequests.id, subject.id), eq(clarificationRequests.status, "pending")));
-      await appendEventsTx(tx, runId, [timedOut, defaulted, { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: subject.id, by: BY_DEADLINE } }], { stepKey });
+      const event: NewRunEvent = fitted.outsideOptions ? { type: "DECISION_DEFAULTED", payload: { subject, answer, outsideOptions: true } } : defaulted;
+      await appendEventsTx(tx, runId, [timedOut, event, { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: subject.id, by: BY_DEADLINE } }], { stepKey });
       return { kind: "defaulted" };
     }
     const gate = (await tx.query.gates.findFirst({ where: eq(gates.id, subject.id) }))!;

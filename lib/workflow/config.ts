@@ -36,6 +36,8 @@ const commandList = z
 const stageBudgetSchema = z.strictObject({
   tokens: z.number({ error: "must be a number" }).int("must be a whole number").positive("must be more than 0").optional(),
   costUsd: z.number({ error: "must be a number" }).positive("must be more than 0").optional(),
+  /** Working wall time in minutes (the time the stage worked, over the run; waits for people do not count). */
+  minutes: z.number({ error: "must be a number of minutes" }).positive("must be more than 0").max(60 * 24 * 7, "must be at most 10080 minutes (7 days)").optional(),
 });
 
 /** A duration: a whole number with a unit, `30s`, `10m`, `2h`, `3d`. */
@@ -174,8 +176,8 @@ export const runConfigSchema = z.strictObject({
     })
     .prefault({}),
   /**
-   * What a stage may spend on model calls before a person decides (a `budget` gate: raise, cancel, and for
-   * implementation also "finish the task in progress, then stop"). Wall time is `timeoutMinutes`.
+   * What a stage may spend (tokens, cost, working minutes) before a person decides (a `budget` gate: raise, cancel,
+   * and for implementation also "finish the task in progress, then stop"). `timeoutMinutes` stays the hard cut.
    */
   budgets: z
     .strictObject({

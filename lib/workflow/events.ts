@@ -67,7 +67,8 @@ export type RunEventPayloads = {
   /** The decision went to a backup approver: `to` (and the people it names, `recipients`) may now decide it too. */
   DECISION_ESCALATED: { subject: DecisionSubject; to: { role: "owner" | "approver" | "viewer" } | { userId: string }; recipients: string[] };
   /** The declared default was applied as the decision (followed by the decision's own event, by "deadline"). */
-  DECISION_DEFAULTED: { subject: DecisionSubject; answer: string };
+  /** outsideOptions: a question's default that named none of its options, given as free text. */
+  DECISION_DEFAULTED: { subject: DecisionSubject; answer: string; outsideOptions?: boolean };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
   /** A person chose not to answer: the asking stage proceeds with its best judgement and notes the assumption. */
   CLARIFICATION_IGNORED: { clarificationId: string; by: string };

@@ -6,7 +6,7 @@ import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
 import { listEvents } from "@/lib/db/queries/runs";
-import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
+import { budgetDecisionSchema, decideBudget, describeExcess, describeRaise, NOTHING_SPENT, overBudget } from "@/lib/runs/budget";
 import { inngest } from "@/inngest";
 import { announceDecision } from "@/inngest/announce";
 import { approveGate, cancelRun } from "@/lib/runs/decisions";
@@ -92,9 +92,21 @@ describe("implementation budget", () => {
   });
 
   it("refuses a raise without an amount, or an unknown action, with a message that says what to send", () => {
-    expect(budgetDecisionSchema.safeParse({ action: "raise" }).error?.issues[0]?.message).toMatch(/raise needs tokens or costUsd/);
+    expect(budgetDecisionSchema.safeParse({ action: "raise" }).error?.issues[0]?.message).toMatch(/raise needs tokens, costUsd or minutes/);
     expect(budgetDecisionSchema.safeParse({ action: "cancel" }).error?.issues[0]?.message).toMatch(/POST \/api\/runs\/:id\/cancel/);
     expect(budgetDecisionSchema.safeParse({ action: "raise", tokens: -5 }).success).toBe(false);
+    expect(budgetDecisionSchema.safeParse({ action: "raise", minutes: 15 }).data).toMatchObject({ action: "raise", minutes: 15 });
+    expect(budgetDecisionSchema.safeParse({ action: "raise", minutes: 0 }).error?.issues[0]?.message).toBe("must be more than 0");
+    expect(budgetDecisionSchema.safeParse({ action: "raise", minutes: 20_000 }).error?.issues[0]?.message).toMatch(/at most 10080 minutes/);
+  });
+
+  it("a minutes budget is over when the working minutes pass the limit plus what people raised; the reason says it in people's units", () => {
+    const spent = { tokens: 0, costUsd: 0, minutes: 12.25 };
+    expect(overBudget("implementation", spent, { minutes: 10 }, NOTHING_SPENT)).toEqual({ stage: "implementation", metric: "minutes", used: 12.25, limit: 10 });
+    expect(overBudget("implementation", spent, { minutes: 10 }, { ...NOTHING_SPENT, minutes: 5 })).toBeNull();
+    expect(describeExcess({ stage: "validation", metric: "minutes", used: 12.25, limit: 10 })).toBe("The validation stage worked 12.3 minutes, over its budget of 10 minutes.");
+    expect(describeExcess({ stage: "planning", metric: "minutes", used: 0.75, limit: 0.5 })).toBe("The planning stage worked 45 seconds, over its budget of 30 seconds.");
+    expect(describeRaise({ tokens: 1000, minutes: 1 })).toBe("raised by 1000 tokens and 1 minute");
   });
 });
 
@@ -130,7 +142,7 @@ describe("planning and validation budgets, decided through POST /api/runs/:id/bu
     expect(finish.text).toMatch(/planning budget has no task in progress/);
     const noAmount = await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "raise" });
     expect(noAmount.status).toBe(400);
-    expect(noAmount.text).toMatch(/raise needs tokens or costUsd/);
+    expect(noAmount.text).toMatch(/raise needs tokens, costUsd or minutes/);
     expect((await post(budgetRoute, run.id, "budget", { gateId: budgetGate.id, action: "raise", tokens: 1_000_000 })).status).toBe(200);
 
     const second = await waitForPendingGate(run.id);

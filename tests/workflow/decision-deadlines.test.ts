@@ -196,7 +196,7 @@ describe("a question with a declared default", () => {
     const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, "Greeting\n[ask: Which language? | English | French]", {
       trustMode: { planning: "auto" },
-      deadlines: { clarification: { after: "2m", remind: ["30s before"], onTimeout: { action: "default", answer: "French" } } },
+      deadlines: { clarification: { after: "2m", remind: ["30s before"], onTimeout: { action: "default", answer: "french" } } },
     });
     await waitForStatus(run.id, ["awaiting_clarification"]);
     const db = await getDb();
@@ -213,7 +213,9 @@ describe("a question with a declared default", () => {
     expect(types).not.toContain("DECISION_REMINDED");
     const at = types.indexOf("DECISION_TIMED_OUT");
     expect(types.slice(at, at + 3)).toEqual(["DECISION_TIMED_OUT", "DECISION_DEFAULTED", "CLARIFICATION_ANSWERED"]);
-    expect(events[at + 1]!.payload).toMatchObject({ subject: { type: "clarification", id: question.id }, answer: "French" });
+    // The default named one of the question's options (in another case): that option is the typed answer.
+    expect(events[at + 1]!.payload).toMatchObject({ subject: { type: "clarification", id: question.id }, answer: "french" });
+    expect(events[at + 1]!.payload).not.toHaveProperty("outsideOptions");
     expect(events[at + 2]!.payload).toMatchObject({ clarificationId: question.id, by: "deadline" });
     const stored = (await db.select().from(clarificationRequests).where(eq(clarificationRequests.id, question.id)))[0]!;
     expect(stored).toMatchObject({ status: "answered", response: "French", answeredBy: "deadline" });

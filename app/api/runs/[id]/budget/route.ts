@@ -7,7 +7,7 @@ import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
-/** A budget gate's decision: `{action: "raise", tokens?, costUsd?}` or `{action: "finish_task"}` (cancel: POST /cancel). */
+/** A budget gate's decision: `{action: "raise", tokens?, costUsd?, minutes?}` or `{action: "finish_task"}` (cancel: POST /cancel). */
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, budgetDecisionSchema);
