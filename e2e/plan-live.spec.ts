@@ -104,3 +104,24 @@ test("budget card: an implementation budget crossed opens the card; raised, the 
   const events = (await (await request.get(`/api/runs/${run.id}/events`, { headers: authHeaders })).json()).events as Array<{ type: string; payload: Record<string, unknown> }>;
   expect(events.filter((e) => e.type === "APPROVAL_GRANTED").map((e) => e.payload.notes)).toEqual(["budget raised"]);
 });
+
+test("budget card in minutes: a stage's working time crossed opens the card in minutes; raised by minutes, the run completes", async ({ page, request }) => {
+  const project = await createProject(request, "budget card minutes");
+  // 0.0001 minutes (6 ms) of implementation: the first turn (a worktree, a sandbox, a model turn) always takes longer.
+  const run = await startRun(request, project.id, ["Write a note", "", "```file:notes/c.txt", "c", "```"].join("\n"), {
+    trustMode: { planning: "auto" },
+    budgets: { implementation: { minutes: 0.0001 } },
+  });
+  await signIn(page);
+  await page.goto(`/runs/${run.id}`);
+  const card = page.getByTestId("budget-card");
+  await expect(card).toBeVisible({ timeout: 60_000 });
+  await expect(card).toHaveAttribute("data-metric", "minutes");
+  await expect(card).toContainText(/The implementation stage worked [\d.]+ (ms|seconds?), over its budget of 6 ms\./);
+  await expect(card.getByText("Raise by (minutes)")).toBeVisible();
+  await card.getByTestId("budget-amount").fill("30");
+  await card.getByTestId("budget-raise").click();
+  await expect(page.getByTestId("run-view")).toHaveAttribute("data-status", "completed", { timeout: 60_000 });
+  const gates = (await (await request.get(`/api/runs/${run.id}`, { headers: authHeaders })).json()).gates as Array<{ kind: string; notes: string | null }>;
+  expect(gates.filter((g) => g.kind === "budget").map((g) => g.notes)).toEqual(["raised by 30 minutes"]);
+});

@@ -72,9 +72,10 @@ export function addSpent(a: Spent, b: Spent): Spent {
   return { tokens: a.tokens + b.tokens, costUsd: a.costUsd + b.costUsd, minutes: a.minutes + b.minutes };
 }
 
-/** Minutes as people read them: "1.5 minutes"; under one, "45 seconds" ("0.6 seconds" under ten). */
+/** Minutes as people read them: "1.5 minutes"; under one, "45 seconds" ("2.5 seconds" under ten, "600 ms" under one). */
 function minutesText(m: number): string {
   const seconds = m * 60;
+  if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
   const [n, unit] = m < 1 ? [seconds < 10 ? Number(seconds.toFixed(1)) : Math.round(seconds), "second"] : [Number(m.toFixed(1)), "minute"];
   return `${n} ${unit}${n === 1 ? "" : "s"}`;
 }

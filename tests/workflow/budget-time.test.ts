@@ -39,7 +39,7 @@ it("over its minutes budget the implementation waits at a budget gate in minutes
   await waitForStatus(run.id, ["awaiting_approval", "completed", "failed"]);
   const gate = await waitForPendingGate(run.id);
   expect(gate.kind).toBe("budget");
-  expect(gate.context).toMatchObject({ stage: "implementation", metric: "minutes", limit: 0.01, reason: expect.stringMatching(/worked [\d.]+ seconds, over its budget of 0\.6 seconds\./) });
+  expect(gate.context).toMatchObject({ stage: "implementation", metric: "minutes", limit: 0.01, reason: expect.stringMatching(/worked [\d.]+ seconds, over its budget of 600 ms\./) });
   expect((gate.context as { used: number }).used).toBeGreaterThanOrEqual(0.02);
 
   // Raised by minutes (what the card sends): the run goes on and completes without another budget gate.

@@ -106,6 +106,7 @@ describe("implementation budget", () => {
     expect(overBudget("implementation", spent, { minutes: 10 }, { ...NOTHING_SPENT, minutes: 5 })).toBeNull();
     expect(describeExcess({ stage: "validation", metric: "minutes", used: 12.25, limit: 10 })).toBe("The validation stage worked 12.3 minutes, over its budget of 10 minutes.");
     expect(describeExcess({ stage: "planning", metric: "minutes", used: 0.75, limit: 0.5 })).toBe("The planning stage worked 45 seconds, over its budget of 30 seconds.");
+    expect(describeExcess({ stage: "planning", metric: "minutes", used: 0.025, limit: 0.01 })).toBe("The planning stage worked 1.5 seconds, over its budget of 600 ms.");
     expect(describeRaise({ tokens: 1000, minutes: 1 })).toBe("raised by 1000 tokens and 1 minute");
   });
 });
