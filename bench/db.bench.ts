@@ -16,15 +16,24 @@ export async function run() {
   const newRun = () => createRun({ projectId: project.id, userId: owner.id, request: "bench", config: {} });
   const artifact = (i: number) => ({ type: "ARTIFACT_CREATED" as const, payload: { type: "note", path: `f${i}.md` } });
 
-  // Raw SQLite commit rate: one INSERT per autocommit transaction on the same file, same pragmas.
+  // Raw SQLite commit rate: one INSERT per autocommit transaction on the same file, same pragmas. A ceiling: the best
+  // of three rounds, after a warm-up (the first round also pays for the JIT).
   const client = await getClient();
   await client.execute("create table if not exists bench_raw (id integer primary key, v text)");
   const rawN = 2000;
-  let t = performance.now();
-  for (let i = 0; i < rawN; i++) await client.execute({ sql: "insert into bench_raw (v) values (?)", args: [`v${i}`] });
-  const rawPerSec = rawN / ((performance.now() - t) / 1000);
+  let t = 0;
+  const rawRounds: number[] = [];
+  for (let round = 0; round < 4; round++) {
+    t = performance.now();
+    for (let i = 0; i < rawN; i++) await client.execute({ sql: "insert into bench_raw (v) values (?)", args: [`v${i}`] });
+    if (round > 0) rawRounds.push(rawN / ((performance.now() - t) / 1000));
+  }
+  const rawPerSec = Math.max(...rawRounds);
 
-  // One writer.
+  // One writer (after a warm-up of 500 appends on another run).
+  const warm = await newRun();
+  await appendEvent(warm.id, { type: "RUN_STARTED", payload: {} });
+  for (let i = 0; i < 500; i++) await appendEvent(warm.id, artifact(i));
   const single = await newRun();
   await appendEvent(single.id, { type: "RUN_STARTED", payload: {} });
   const singleN = 2000;
@@ -75,7 +84,7 @@ export async function run() {
   const ofRaw = (perSec: number) => `${fmt((100 * perSec) / rawPerSec, 1)} % of raw`;
 
   printTable([
-    { measure: "raw SQLite commits/s (ceiling)", value: fmt(rawPerSec, 0), note: "one INSERT per autocommit, same file and pragmas" },
+    { measure: "raw SQLite commits/s (ceiling)", value: fmt(rawPerSec, 0), note: "one INSERT per autocommit, same file and pragmas; best of 3 after a warm-up" },
     { measure: "appendEvent/s, 1 writer", value: fmt(singlePerSec, 0), note: ofRaw(singlePerSec) },
     { measure: "appendEvent/s, 8 concurrent writers", value: fmt(concurrentPerSec, 0), note: ofRaw(concurrentPerSec) },
     { measure: "appendEvent/s, 64 concurrent writers", value: fmt(manyPerSec, 0), note: ofRaw(manyPerSec) },

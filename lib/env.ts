@@ -338,9 +338,16 @@ export const SECRET_ENV_NAMES = [
   "GATEHOUSE_SECRETS_KEY",
 ] as const satisfies readonly (keyof RawEnv)[];
 
-/** The secret values currently configured, for redaction. */
-export function secretValues(env: Env = getEnv()): string[] {
-  return SECRET_ENV_NAMES.map((name) => env[name]).filter((v): v is string => typeof v === "string" && v.length >= 8);
+const secretValuesOf = new WeakMap<Env, readonly string[]>();
+
+/** The secret values currently configured, for redaction (worked out once per parsed environment: redaction is hot). */
+export function secretValues(env: Env = getEnv()): readonly string[] {
+  let values = secretValuesOf.get(env);
+  if (!values) {
+    values = Object.freeze(SECRET_ENV_NAMES.map((name) => env[name]).filter((v): v is string => typeof v === "string" && v.length >= 8));
+    secretValuesOf.set(env, values);
+  }
+  return values;
 }
 
 /**

@@ -36,7 +36,7 @@ function git(cwd: string, args: string[]): string {
  * Secrets that look committed to the repository in `cwd`: tracked .env files or data directory, configured secret
  * values, and known credential shapes in tracked files, test fixtures aside. Uses git's own index (fast; no file walk).
  */
-export function findCommittedSecrets({ cwd, secrets = [] }: { cwd: string; secrets?: string[] }): CommittedSecretFinding[] {
+export function findCommittedSecrets({ cwd, secrets = [] }: { cwd: string; secrets?: readonly string[] }): CommittedSecretFinding[] {
   const findings: CommittedSecretFinding[] = [];
   const tracked = git(cwd, ["ls-files", "-z", "--", ".", ...FIXTURE_PATHSPECS]).split("\0").filter(Boolean);
   for (const file of tracked) {

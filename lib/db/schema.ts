@@ -195,10 +195,52 @@ export const workflowRuns = sqliteTable(
   ],
 );
 
+/**
+ * The event types queries look up by type (the inbox, deadlines, estimates, merges, clean-up): the only rows of the
+ * partial index workflow_events_run_type_idx, so the frequent events (task progress, artifacts, model turns) do not
+ * write an entry there on every append. A query by type goes through eventTypeIn (lib/db/queries/runs.ts), which
+ * repeats the index's condition word for word: SQLite uses a partial index only for a query that states it.
+ */
+export const TYPE_INDEXED_EVENTS = [
+  "STAGE_STARTED",
+  "STAGE_COMPLETED",
+  "PLAN_CREATED",
+  "PLAN_EDITED",
+  "APPROVAL_REQUESTED",
+  "APPROVAL_GRANTED",
+  "APPROVAL_REJECTED",
+  "PLAN_QUESTION_ASKED",
+  "FIX_DECISION_MADE",
+  "CLARIFICATION_REQUESTED",
+  "CLARIFICATION_ANSWERED",
+  "CLARIFICATION_IGNORED",
+  "DECISION_REMINDED",
+  "DECISION_TIMED_OUT",
+  "DECISION_ESCALATED",
+  "RUN_PAUSED",
+  "RUN_RESUMED",
+  "RUN_COMPLETED",
+  "RUN_FAILED",
+  "RUN_CANCELLED",
+  "MERGE_DECIDED",
+  "MERGE_FAILED",
+  "PR_MERGED",
+  "RUN_CLEANED_UP",
+] as const;
+export type TypeIndexedEvent = (typeof TYPE_INDEXED_EVENTS)[number];
+/** The partial type index's condition, as SQL text (the same text in the index and in every query that uses it). */
+export const TYPE_INDEX_CONDITION = `"type" IN (${TYPE_INDEXED_EVENTS.map((t) => `'${t}'`).join(", ")})`;
+/** The partial step-key index's condition: events a durable step wrote (the API's own appends carry no step key). */
+export const STEP_KEY_INDEX_CONDITION = `json_extract("payload", '$.stepKey') IS NOT NULL`;
+
+/**
+ * The run event log. Keyed by (run, sequence), the order every read uses; the event's own `id` is an identifier for
+ * clients, never looked up, so it has no index of its own (each index is one more page written by every append).
+ */
 export const workflowEvents = sqliteTable(
   "workflow_events",
   {
-    id: text("id").primaryKey(),
+    id: text("id").notNull(),
     workflowRunId: text("workflow_run_id")
       .notNull()
       .references(() => workflowRuns.id, { onDelete: "cascade" }),
@@ -208,13 +250,16 @@ export const workflowEvents = sqliteTable(
     sequence: integer("sequence").notNull(),
   },
   (t) => [
-    uniqueIndex("workflow_events_run_sequence_uq").on(t.workflowRunId, t.sequence),
+    primaryKey({ name: "workflow_events_run_sequence_pk", columns: [t.workflowRunId, t.sequence] }),
     // A durable step's append first looks for the events it already wrote (findStepEvents): without this index that is
-    // a scan of the run's whole log on every step.
-    index("workflow_events_run_step_key_idx").on(t.workflowRunId, sql`json_extract(${t.payload}, '$.stepKey')`),
+    // a scan of the run's whole log on every step. Events without a step key are left out of it; the sequence gives the
+    // lookup its order, so SQLite never prefers walking the run's whole log in order instead.
+    index("workflow_events_run_step_key_idx")
+      .on(t.workflowRunId, sql`json_extract(${t.payload}, '$.stepKey')`, t.sequence)
+      .where(sql.raw(STEP_KEY_INDEX_CONDITION)),
     // A run's events of one type: the inbox (read every second by each stream) looks up a gate's deadline and whether it
     // escalated to this person, and the deadline checks read DECISION_ESCALATED, without a scan of the run's whole log.
-    index("workflow_events_run_type_idx").on(t.workflowRunId, t.type),
+    index("workflow_events_run_type_idx").on(t.workflowRunId, t.type).where(sql.raw(TYPE_INDEX_CONDITION)),
   ],
 );
 

@@ -244,21 +244,26 @@ export async function attemptDelivery({ deliveryId }: { deliveryId: string }): P
   const delivery = await db.query.notificationDeliveries.findFirst({ where: eq(notificationDeliveries.id, deliveryId) });
   if (!delivery) return { status: "skipped", detail: "the delivery no longer exists" };
   if (delivery.status === "delivered") return { status: "delivered", detail: "already delivered" };
-  await db
-    .update(notificationDeliveries)
-    .set({ attempts: sql`${notificationDeliveries.attempts} + 1`, updatedAt: new Date() })
-    .where(eq(notificationDeliveries.id, deliveryId));
+  // Writes go through the process's write queue (a write on the pool could stall the queue's open transaction).
+  await write((tx) =>
+    tx
+      .update(notificationDeliveries)
+      .set({ attempts: sql`${notificationDeliveries.attempts} + 1`, updatedAt: new Date() })
+      .where(eq(notificationDeliveries.id, deliveryId)),
+  );
   try {
     const { transport, personal } = await channelsOf(delivery);
     const result = await sendThrough({ kind: delivery.kind, transport, personal, message: delivery.message as unknown as NotificationMessage, messageId: delivery.messageId });
-    await db
-      .update(notificationDeliveries)
-      .set({ status: "delivered", lastError: null, deliveredAt: new Date(), updatedAt: new Date() })
-      .where(eq(notificationDeliveries.id, deliveryId));
+    await write((tx) =>
+      tx
+        .update(notificationDeliveries)
+        .set({ status: "delivered", lastError: null, deliveredAt: new Date(), updatedAt: new Date() })
+        .where(eq(notificationDeliveries.id, deliveryId)),
+    );
     return { status: "delivered", detail: result.detail };
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
-    await db.update(notificationDeliveries).set({ lastError: text, updatedAt: new Date() }).where(eq(notificationDeliveries.id, deliveryId));
+    await write((tx) => tx.update(notificationDeliveries).set({ lastError: text, updatedAt: new Date() }).where(eq(notificationDeliveries.id, deliveryId)));
     log.warn("notification attempt failed; retrying with backoff", { deliveryId, kind: delivery.kind, error: text });
     throw new Error(`${delivery.kind} delivery ${deliveryId} failed: ${text}`);
   }

@@ -104,11 +104,12 @@ export async function saveProjectChannel({
 
 export async function deleteProjectChannel({ user, projectId, kind }: { user: SessionUser; projectId: string; kind: NotificationKind }) {
   await requireProjectRole({ user, projectId, action: "manage" });
-  const db = await getDb();
-  const deleted = await db
-    .delete(notificationChannels)
-    .where(and(eq(notificationChannels.projectId, projectId), eq(notificationChannels.kind, kind)))
-    .returning({ id: notificationChannels.id });
+  const deleted = await write((tx) =>
+    tx
+      .delete(notificationChannels)
+      .where(and(eq(notificationChannels.projectId, projectId), eq(notificationChannels.kind, kind)))
+      .returning({ id: notificationChannels.id }),
+  );
   return { deleted: deleted.length > 0 };
 }
 
@@ -154,11 +155,12 @@ export async function savePersonalChannel({
 }
 
 export async function deletePersonalChannel({ user, kind }: { user: SessionUser; kind: PersonalKind }) {
-  const db = await getDb();
-  const deleted = await db
-    .delete(notificationChannels)
-    .where(and(eq(notificationChannels.userId, user.id), eq(notificationChannels.kind, kind)))
-    .returning({ id: notificationChannels.id });
+  const deleted = await write((tx) =>
+    tx
+      .delete(notificationChannels)
+      .where(and(eq(notificationChannels.userId, user.id), eq(notificationChannels.kind, kind)))
+      .returning({ id: notificationChannels.id }),
+  );
   return { deleted: deleted.length > 0 };
 }
 

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { and, eq, inArray, lte, ne, notInArray, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { projects, workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { appendEvents } from "@/lib/db/queries/runs";
+import { appendEvents, eventTypeIn } from "@/lib/db/queries/runs";
 import { getEnv } from "@/lib/env";
 import { git, resolveCommit } from "@/lib/git";
 import { cachePath } from "@/lib/github/git";
@@ -33,7 +33,7 @@ export async function sweepEndedRuns({
   if (days <= 0) return { swept: [] };
   const db = await getDb();
   const cutoff = new Date(now - days * DAY_MS);
-  const cleaned = db.select({ id: workflowEvents.workflowRunId }).from(workflowEvents).where(eq(workflowEvents.type, "RUN_CLEANED_UP"));
+  const cleaned = db.select({ id: workflowEvents.workflowRunId }).from(workflowEvents).where(eventTypeIn(["RUN_CLEANED_UP"]));
   const due = await db
     .select({ id: workflowRuns.id, projectId: workflowRuns.projectId, branch: workflowRuns.branch })
     .from(workflowRuns)

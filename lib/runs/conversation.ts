@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import type { ModelMessage } from "ai";
-import { getDb } from "@/lib/db";
+import { getDb, write } from "@/lib/db";
 import { implementerChunks } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import type { ImplementerState } from "@/lib/agents";
@@ -52,7 +52,6 @@ export async function storeConversation({
   const added = next.messages.slice(storedCount);
   if (added.length === 0) return { ...next, messages: [], history: base.history ?? null };
   const id = newId("chk");
-  const db = await getDb();
-  await db.insert(implementerChunks).values({ id, workflowRunId: runId, prevId: base.history ?? null, messages: added });
+  await write((tx) => tx.insert(implementerChunks).values({ id, workflowRunId: runId, prevId: base.history ?? null, messages: added }));
   return { ...next, messages: [], history: id };
 }

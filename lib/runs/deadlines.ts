@@ -1,7 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, projectMembers, workflowEvents, workflowRuns, type ProjectRole } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents } from "@/lib/db/queries/runs";
+import { appendEventsTx, eventTypeIn, findStepEvents } from "@/lib/db/queries/runs";
 import { getMembership } from "@/lib/db/queries/projects";
 import { ROLE_RANK } from "@/lib/auth/guard";
 import {
@@ -222,7 +222,7 @@ export async function mayDecideEscalated({ runId, projectId, subject, userId }: 
     .where(
       and(
         eq(workflowEvents.workflowRunId, runId),
-        eq(workflowEvents.type, "DECISION_ESCALATED"),
+        eventTypeIn(["DECISION_ESCALATED"]),
         sql`json_extract(${workflowEvents.payload}, '$.subject.id') = ${subject.id}`,
       ),
     );
@@ -254,7 +254,7 @@ export async function deadlineViews({ runId }: { runId: string }): Promise<Recor
     .where(
       and(
         eq(workflowEvents.workflowRunId, runId),
-        sql`${workflowEvents.type} IN ('APPROVAL_REQUESTED', 'CLARIFICATION_REQUESTED', 'DECISION_REMINDED', 'DECISION_TIMED_OUT', 'DECISION_ESCALATED')`,
+        eventTypeIn(["APPROVAL_REQUESTED", "CLARIFICATION_REQUESTED", "DECISION_REMINDED", "DECISION_TIMED_OUT", "DECISION_ESCALATED"]),
       ),
     )
     .orderBy(workflowEvents.sequence);

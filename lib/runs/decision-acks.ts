@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { getDb } from "@/lib/db";
+import { getDb, write } from "@/lib/db";
 import { decisionAcks } from "@/lib/db/schema";
 import { getRunState } from "@/lib/db/queries/runs";
 import { TERMINAL_STATUSES } from "@/lib/workflow";
@@ -21,8 +21,9 @@ export const decisionKey = {
 
 /** The workflow has read this decision (called from its check step; repeating it is harmless). */
 export async function acknowledgeDecision({ runId, key }: { runId: string; key: string }): Promise<void> {
-  const db = await getDb();
-  await db.insert(decisionAcks).values({ workflowRunId: runId, decisionKey: key }).onConflictDoNothing();
+  // Through the process's write queue, as every write: a write on the pool while the queue's writer holds a
+  // transaction would wait in SQLite's busy handler, blocking the event loop the writer needs to finish.
+  await write((tx) => tx.insert(decisionAcks).values({ workflowRunId: runId, decisionKey: key }).onConflictDoNothing());
 }
 
 /** Whether re-announcing is over: the workflow acknowledged the decision, or the run has ended (or is gone). */

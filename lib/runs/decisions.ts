@@ -2,7 +2,7 @@ import { and, desc, eq, inArray } from "drizzle-orm";
 import { z } from "zod";
 import { getDb, write, type Tx } from "@/lib/db";
 import { clarificationRequests, gates, workflowEvents } from "@/lib/db/schema";
-import { appendEventsTx, pendingPauseRequest } from "@/lib/db/queries/runs";
+import { appendEventsTx, eventTypeIn, pendingPauseRequest } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
@@ -389,7 +389,7 @@ export async function decideMerge({ user, runId, notes }: { user: SessionUser; r
     const [last] = await tx
       .select({ type: workflowEvents.type })
       .from(workflowEvents)
-      .where(and(eq(workflowEvents.workflowRunId, runId), inArray(workflowEvents.type, ["MERGE_DECIDED", "MERGE_FAILED", "PR_MERGED"])))
+      .where(and(eq(workflowEvents.workflowRunId, runId), eventTypeIn(["MERGE_DECIDED", "MERGE_FAILED", "PR_MERGED"])))
       .orderBy(desc(workflowEvents.sequence))
       .limit(1);
     if (last?.type === "PR_MERGED") throw new AppError("conflict:run", "The run is already merged.");

@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
-import { gates, modelCalls, workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { listEvents } from "@/lib/db/queries/runs";
+import { gates, modelCalls, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
+import { eventTypeIn, listEvents } from "@/lib/db/queries/runs";
 import type { PlanDocument } from "@/lib/workflow";
 import {
   compareEstimate,
@@ -27,7 +27,7 @@ import { loadRun, workflowClock } from "./workflow-ops";
 /** How many of the project's latest completed runs the estimate learns from. */
 const HISTORY_RUNS = 20;
 
-const EVENT_TYPES = [
+const EVENT_TYPES: readonly TypeIndexedEvent[] = [
   "PLAN_CREATED",
   "PLAN_EDITED",
   "STAGE_STARTED",
@@ -79,7 +79,7 @@ export async function projectHistory({ projectId, excludeRunId }: { projectId: s
     db
       .select({ runId: workflowEvents.workflowRunId, type: workflowEvents.type, payload: workflowEvents.payload, timestamp: workflowEvents.timestamp })
       .from(workflowEvents)
-      .where(and(inArray(workflowEvents.workflowRunId, ids), inArray(workflowEvents.type, EVENT_TYPES)))
+      .where(and(inArray(workflowEvents.workflowRunId, ids), eventTypeIn(EVENT_TYPES)))
       .orderBy(workflowEvents.workflowRunId, workflowEvents.sequence),
     usageByStage(ids),
   ]);

@@ -6,6 +6,7 @@ import { clarificationRequests, gates, inboxItemStates, projectMembers, projects
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, ROLE_RANK, rolesAllowedTo, type SessionUser } from "@/lib/auth/guard";
 import { RUN_STATUSES, TERMINAL_STATUSES } from "@/lib/workflow/types";
+import { eventTypeIn } from "@/lib/db/queries/runs";
 import { mayDecideEscalated } from "./deadlines";
 import { runTitle } from "./title";
 
@@ -113,12 +114,12 @@ function escalatedSql({ idCol, userId, toMe }: { idCol: SQLiteColumn; userId: st
   const whom = toMe
     ? sql` AND (json_extract(e.payload, '$.to.userId') = ${userId} OR ${rankOf(sql`${projectMembers.role}`)} >= ${rankOf(sql`json_extract(e.payload, '$.to.role')`)})`
     : sql``;
-  return sql`EXISTS (SELECT 1 FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND e.type = 'DECISION_ESCALATED' AND json_extract(e.payload, '$.subject.id') = ${idCol}${whom})`;
+  return sql`EXISTS (SELECT 1 FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND ${eventTypeIn(["DECISION_ESCALATED"], sql`e.type`)} AND json_extract(e.payload, '$.subject.id') = ${idCol}${whom})`;
 }
 
 /** The deadline fixed when the item opened, from its opening event (the (run, type) index finds it). */
-const requestedDeadline = (type: string, key: string, idCol: SQLiteColumn) =>
-  sql<number | null>`(SELECT json_extract(e.payload, '$.deadline.at') FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND e.type = ${type} AND json_extract(e.payload, ${`$.${key}`}) = ${idCol} LIMIT 1)`;
+const requestedDeadline = (type: "APPROVAL_REQUESTED" | "CLARIFICATION_REQUESTED", key: string, idCol: SQLiteColumn) =>
+  sql<number | null>`(SELECT json_extract(e.payload, '$.deadline.at') FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND ${eventTypeIn([type], sql`e.type`)} AND json_extract(e.payload, ${`$.${key}`}) = ${idCol} LIMIT 1)`;
 
 /** The two kinds of item, each as its table, the column that says "decided", and its card's anchor on the run page. */
 function sources(userId: string) {

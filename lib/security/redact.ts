@@ -26,6 +26,12 @@ const PATTERNS: Array<[RegExp, string]> = [
   ],
 ];
 
+/**
+ * What every pattern above needs somewhere in the text (a superset, case-insensitive): a text without any of these
+ * cannot match one, so the patterns' replaces are skipped for it (most text the run log stores).
+ */
+const MAY_MATCH_A_PATTERN = /-----BEGIN|sk-|gh[pousr]_|github_pat_|gh_pat_|AIza|AKIA|ASIA|xox[abprs]-|e2b_|signkey-|eyJ|bearer|api[_-]?key|secret|token|password|passwd|private[_-]?key/i;
+
 /** The shortest piece of a configured secret that is redacted wherever it appears (prefixes included). */
 export const MIN_SECRET_FRAGMENT = 8;
 /**
@@ -89,8 +95,10 @@ const CONFIDENT_PATTERNS = PATTERNS.length - 2;
 
 export function redact(text: string, extraSecrets: string[] = [], { confidentOnly = false }: { confidentOnly?: boolean } = {}): string {
   let out = text;
-  for (const [pattern, marker] of confidentOnly ? PATTERNS.slice(0, CONFIDENT_PATTERNS) : PATTERNS) out = out.replace(pattern, marker);
-  for (const secret of [...secretValues(), ...extraSecrets]) {
+  if (MAY_MATCH_A_PATTERN.test(text)) {
+    for (const [pattern, marker] of confidentOnly ? PATTERNS.slice(0, CONFIDENT_PATTERNS) : PATTERNS) out = out.replace(pattern, marker);
+  }
+  for (const secret of extraSecrets.length ? [...secretValues(), ...extraSecrets] : secretValues()) {
     if (secret.length < MIN_SECRET_FRAGMENT) continue;
     for (const form of formsOf(secret)) {
       out = redactPrefixes(out, form, secret.length >= MIN_PREFIX_MATCHED_SECRET ? MIN_SECRET_FRAGMENT : form.length);

@@ -97,8 +97,9 @@ describe("group commit of appendEvent", () => {
     const { held, release } = await holdWriteQueue();
     const ok = appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
     const broken = writeGrouped(async (tx) => {
-      await tx.insert(workflowEvents).values({ id: "dup", workflowRunId: r.id, type: "X", payload: {}, timestamp: new Date(), sequence: 100 });
-      await tx.insert(workflowEvents).values({ id: "dup", workflowRunId: r.id, type: "X", payload: {}, timestamp: new Date(), sequence: 101 });
+      // The second insert takes the same (run, sequence), the log's key: refused by the database.
+      await tx.insert(workflowEvents).values({ id: "dup-1", workflowRunId: r.id, type: "X", payload: {}, timestamp: new Date(), sequence: 100 });
+      await tx.insert(workflowEvents).values({ id: "dup-2", workflowRunId: r.id, type: "X", payload: {}, timestamp: new Date(), sequence: 100 });
     }).then(
       () => null,
       (e: unknown) => e,

@@ -67,6 +67,26 @@ describe("finding 2: redaction of configured secrets and key shapes", () => {
     }
   });
 
+  it("every known key shape is redacted when it stands alone in a text (none is skipped by the quick pre-check)", () => {
+    const j = (...parts: string[]) => parts.join("");
+    const shapes: Record<string, string> = {
+      "gatehouse-token": j("gh", "_pat_", "abcdefghijklmnop0123"),
+      "google-key": j("AI", "za", "SyA1234567890abcdefghijklmnopqrstuv"),
+      "aws-key": j("AS", "IA", "IOSFODNN7EXAMPLE"),
+      "slack-token": j("xo", "xb-", "1234567890-abcdef"),
+      "e2b-key": j("e2", "b_", "0123456789abcdefghijABCD"),
+      "inngest-key": j("sign", "key-", "prod-", "0123456789abcdef0123"),
+      jwt: j("ey", "J", "hbGciOiJIUzI1NiJ9", ".", "eyJzdWIiOiIxMjM0NSJ9", ".", "c2lnbmF0dXJlLXBhcnQ"),
+      bearer: j("Authorization: ", "Bearer ", "abcdefghij0123456789"),
+      named: j("db_pass", "word=", "hunter2hunter2"),
+    };
+    for (const [kind, text] of Object.entries(shapes)) {
+      expect(redact(`plain words, then ${text}`), kind).toMatch(/\[REDACTED(:[a-z0-9-]+)?\]/);
+    }
+    // Ordinary text passes untouched.
+    expect(redact("Write the note in docs/requests/greeting.md and update the index.")).toBe("Write the note in docs/requests/greeting.md and update the index.");
+  });
+
   it("an uploaded text file is redacted inside its base64", () => {
     const file = Buffer.from(`line one\nkey=${FAKE.openai}\nline three\n`).toString("base64");
     const clean = Buffer.from(redactBase64File(file), "base64").toString("utf8");

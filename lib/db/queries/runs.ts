@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import { getClient, getDb, getNative, write, writeGrouped, writeGroupedNative, type Tx } from "@/lib/db";
 import type { NativeConnection } from "@/lib/db/statements";
-import { workflowEvents, workflowRuns } from "@/lib/db/schema";
+import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { newId, slugify } from "@/lib/ids";
 import { redact, redactDeep } from "@/lib/security/redact";
@@ -282,9 +282,24 @@ export async function findStepEvents(tx: Tx, runId: string, stepKey: string): Pr
   const rows = await tx
     .select()
     .from(workflowEvents)
-    .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${stepKey}`))
+    .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${stepKey} AND ${sql.raw(STEP_KEY_INDEX_CONDITION)}`))
     .orderBy(asc(workflowEvents.sequence));
   return rows.map(rowToEvent);
+}
+
+/**
+ * A run's events of these types, stated so that SQLite may use the partial (run, type) index: the types must be among
+ * TYPE_INDEXED_EVENTS (the compiler checks), and the index's own condition is repeated word for word, since SQLite uses
+ * a partial index only for a query that states its condition. `column`: the type column as the query names it (an
+ * alias in a raw subquery), else workflow_events.type.
+ */
+export function eventTypeIn(types: readonly TypeIndexedEvent[], column?: SQL): SQL {
+  const col = column ?? sql`${workflowEvents.type}`;
+  // Unqualified, "type" names the innermost workflow_events of the query (the index's own wording).
+  return sql`(${col} IN (${sql.join(
+    types.map((t) => sql`${t}`),
+    sql`, `,
+  )}) AND ${sql.raw(TYPE_INDEX_CONDITION)})`;
 }
 
 class ConcurrentAppendError extends Error {
@@ -305,12 +320,12 @@ function isRetryableWriteConflict(error: unknown): boolean {
 // SQL texts fixed here once instead of built by Drizzle on every call. Column lists and encodings mirror schema.ts
 // (json columns: JSON text; timestamp_ms columns: epoch ms).
 
-const APPEND_SQL = {
+export const APPEND_SQL = {
   readRun: `SELECT id, project_id, user_id, config, status, current_stage, created_at, started_at, paused_at, resumed_at,
               completed_at, original_request, clarification_count, branch, state, last_sequence, updated_at
             FROM workflow_runs WHERE id = ?`,
   stepEvents: `SELECT id, workflow_run_id, type, payload, timestamp, sequence FROM workflow_events
-               WHERE workflow_run_id = ? AND json_extract(payload, '$.stepKey') = ? ORDER BY sequence`,
+               WHERE workflow_run_id = ? AND json_extract(payload, '$.stepKey') = ? AND ${STEP_KEY_INDEX_CONDITION} ORDER BY sequence`,
   insertEvent: `INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence) VALUES (?, ?, ?, ?, ?, ?)`,
 } as const;
 
@@ -412,6 +427,14 @@ function updateRunStatement(start: RunState, state: RunState, runId: string): { 
   return { sql: `UPDATE workflow_runs SET ${set.join(", ")} WHERE id = ? AND last_sequence = ?`, args: [...args, runId, start.lastSequence] };
 }
 
+/** A run's config as JSON, encoded once per config object (appends carry the same object from state to state). */
+const encodedConfigs = new WeakMap<object, string>();
+function configJson(config: RunState["config"]): string {
+  let json = encodedConfigs.get(config);
+  if (json === undefined) encodedConfigs.set(config, (json = JSON.stringify(config)));
+  return json;
+}
+
 /** The projection's columns in STATE_COLUMNS' order (what stateToRow gives, encoded as Drizzle encodes it). */
 function stateArgs(state: RunState): (string | number | null)[] {
   const rest: Record<string, unknown> = { ...state };
@@ -419,7 +442,7 @@ function stateArgs(state: RunState): (string | number | null)[] {
   return [
     state.projectId,
     state.userId,
-    JSON.stringify(state.config),
+    configJson(state.config),
     state.status,
     state.currentStage,
     state.createdAt,

@@ -1,0 +1,83 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { and, asc, eq, sql } from "drizzle-orm";
+import { getClient, getDb } from "@/lib/db";
+import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, TYPE_INDEXED_EVENTS, workflowEvents, workflowRuns } from "@/lib/db/schema";
+import { createProject } from "@/lib/db/queries/projects";
+import { APPEND_SQL, appendEvent, appendEvents, createRun, eventTypeIn } from "@/lib/db/queries/runs";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+
+/*
+ * The event log's indexes are what every append pays for (one more page written per index): the log is keyed by
+ * (run, sequence), the event id has no index, and the type and step-key indexes are partial. These tests hold the
+ * queries to them: a query that stops naming a partial index's condition would silently scan a run's whole log.
+ */
+
+let runId: string;
+beforeAll(async () => {
+  const userId = (await ensureLocalOwner()).id;
+  const projectId = (await createProject({ name: "idx", ownerId: userId, repository: { type: "local", path: "/tmp/x" } })).id;
+  runId = (await createRun({ projectId, userId, request: "Index me", config: {} })).id;
+  await appendEvent(runId, { type: "RUN_STARTED", payload: {} });
+  await appendEvents(runId, [{ type: "STAGE_STARTED", payload: { stage: "planning" } }], { stepKey: "planning:start" });
+  await appendEvent(runId, { type: "ARTIFACT_CREATED", payload: { type: "note", path: "a.md" } });
+});
+
+async function plan(query: { sql: string; params: unknown[] }): Promise<string> {
+  const client = await getClient();
+  const rows = await client.execute({ sql: `EXPLAIN QUERY PLAN ${query.sql}`, args: query.params as never[] });
+  return rows.rows.map((r) => String(r.detail)).join("; ");
+}
+
+describe("the run event log's indexes", () => {
+  it("is keyed by (run, sequence): a second event at a taken sequence is refused, and the id has no index of its own", async () => {
+    const client = await getClient();
+    await expect(
+      client.execute({ sql: "INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence) VALUES ('evt_dup', ?, 'ARTIFACT_CREATED', '{}', 0, 1)", args: [runId] }),
+    ).rejects.toThrow(/UNIQUE constraint failed: workflow_events\.workflow_run_id, workflow_events\.sequence/);
+    const indexes = (await client.execute("SELECT name FROM pragma_index_list('workflow_events')")).rows.map((r) => String(r.name)).sort();
+    expect(indexes).toEqual(["sqlite_autoindex_workflow_events_1", "workflow_events_run_step_key_idx", "workflow_events_run_type_idx"]);
+    const pk = (await client.execute("SELECT name FROM pragma_index_info('sqlite_autoindex_workflow_events_1')")).rows.map((r) => String(r.name));
+    expect(pk).toEqual(["workflow_run_id", "sequence"]);
+  });
+
+  it("a query by type goes through eventTypeIn and uses the partial (run, type) index, in a Drizzle query and in a raw subquery", async () => {
+    const db = await getDb();
+    const typed = db.select().from(workflowEvents).where(and(eq(workflowEvents.workflowRunId, runId), eventTypeIn(["DECISION_ESCALATED", "APPROVAL_REQUESTED"]))).toSQL();
+    expect(await plan(typed)).toMatch(/USING (COVERING )?INDEX workflow_events_run_type_idx/);
+    const correlated = db
+      .select({ id: workflowRuns.id })
+      .from(workflowRuns)
+      .where(sql`EXISTS (SELECT 1 FROM workflow_events AS e WHERE e.workflow_run_id = ${workflowRuns.id} AND ${eventTypeIn(["DECISION_ESCALATED"], sql`e.type`)})`)
+      .toSQL();
+    expect(await plan(correlated)).toMatch(/INDEX workflow_events_run_type_idx/);
+    // Without the condition stated, the partial index is out of SQLite's reach: the reason eventTypeIn exists.
+    const bare = db.select().from(workflowEvents).where(and(eq(workflowEvents.workflowRunId, runId), eq(workflowEvents.type, "DECISION_ESCALATED"))).toSQL();
+    expect(await plan(bare)).not.toMatch(/workflow_events_run_type_idx/);
+  });
+
+  it("eventTypeIn finds the events of those types, and the type index holds only the types queries look up", async () => {
+    const db = await getDb();
+    const rows = await db.select({ type: workflowEvents.type }).from(workflowEvents).where(and(eq(workflowEvents.workflowRunId, runId), eventTypeIn(["STAGE_STARTED"])));
+    expect(rows).toEqual([{ type: "STAGE_STARTED" }]);
+    const client = await getClient();
+    const inIndex = await client.execute({
+      sql: `SELECT type FROM workflow_events INDEXED BY workflow_events_run_type_idx WHERE workflow_run_id = ? AND ${TYPE_INDEX_CONDITION}`,
+      args: [runId],
+    });
+    // RUN_CREATED, RUN_STARTED and ARTIFACT_CREATED were appended too, and are not in it.
+    expect(inIndex.rows.map((r) => String(r.type))).toEqual(["STAGE_STARTED"]);
+    expect(TYPE_INDEXED_EVENTS).not.toContain("ARTIFACT_CREATED");
+  });
+
+  it("a step's lookup of the events it already wrote uses the partial step-key index, on both append paths", async () => {
+    const db = await getDb();
+    const drizzle = db
+      .select()
+      .from(workflowEvents)
+      .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${"planning:start"} AND ${sql.raw(STEP_KEY_INDEX_CONDITION)}`))
+      .orderBy(asc(workflowEvents.sequence))
+      .toSQL();
+    expect(await plan(drizzle)).toMatch(/INDEX workflow_events_run_step_key_idx/);
+    expect(await plan({ sql: APPEND_SQL.stepEvents, params: [runId, "planning:start"] })).toMatch(/INDEX workflow_events_run_step_key_idx/);
+  });
+});
