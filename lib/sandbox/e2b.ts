@@ -253,7 +253,7 @@ export class E2BSandbox implements Sandbox {
 
   detachedStatus = async (id: string): Promise<DetachedStatus> => {
     const dir = shellQuote(this.detachedDir(id));
-    const look = await this.sh(`cd ${dir} 2>/dev/null || exit 0; cat meta; cat pid; if [ -f exit ]; then cat exit; elif kill -0 "$(cat pid)" 2>/dev/null; then echo running; else echo lost; fi`);
+    const look = await this.sh(`cd ${dir} 2>/dev/null || exit 0; cat meta; cat pid; if [ -f exit ]; then cat exit; elif kill -0 "$(cat pid)" 2>/dev/null; then echo running; elif [ -f exit ]; then cat exit; else echo lost; fi`);
     const [metaLine, pidLine, state] = look.stdout.split("\n").map((l) => l.trim());
     if (!metaLine || !pidLine || !state) return lostCommand();
     const [startedAt, timeoutMs, max] = metaLine.split(" ").map(Number) as [number, number, number];

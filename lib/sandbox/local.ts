@@ -249,18 +249,25 @@ export class LocalSandbox implements Sandbox {
     const dir = this.detachedDir(id);
     const meta = await readDetachedMeta(dir);
     if (!meta) return lostCommand();
-    let exit = await fs.readFile(path.join(dir, "exit"), "utf8").catch(() => null);
+    const exitFile = path.join(dir, "exit");
+    let exit = await fs.readFile(exitFile, "utf8").catch(() => null);
     if (exit === null) {
       const alive = processAlive(meta.pid);
       if (alive && Date.now() - meta.startedAt <= meta.timeoutMs) return { state: "running" };
-      killGroup(meta.pid);
-      // Recorded, so a later look (a step re-run after a crash) reports the same end.
-      exit = alive ? "timeout" : "lost";
-      await fs.writeFile(path.join(dir, "exit"), exit);
+      // The command may have ended between the read above and the look at its process (its shell writes the exit
+      // code, then exits): read again before calling it lost. Under load that window is real, and a check that
+      // passed was once reported as "ended without an exit code".
+      exit = await fs.readFile(exitFile, "utf8").catch(() => null);
+      if (exit === null) {
+        killGroup(meta.pid);
+        // Recorded, so a later look (a step re-run after a crash) reports the same end.
+        exit = alive ? "timeout" : "lost";
+        await fs.writeFile(exitFile, exit);
+      }
     }
     // Like exec: whatever the command left running in its group goes with it.
     killGroup(meta.pid);
-    const ended = (await fs.stat(path.join(dir, "exit")).catch(() => null))?.mtimeMs ?? Date.now();
+    const ended = (await fs.stat(exitFile).catch(() => null))?.mtimeMs ?? Date.now();
     const out = await readCapped(path.join(dir, "stdout"), meta.maxOutputBytes);
     const err = await readCapped(path.join(dir, "stderr"), meta.maxOutputBytes);
     const code = /^\d+$/.test(exit.trim()) ? Number(exit.trim()) : null;

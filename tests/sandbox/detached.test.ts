@@ -1,5 +1,6 @@
 import fs from "node:fs";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import fsp from "node:fs/promises";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { collectCommand, implementerTurn, startImplementer, StepBudgetExceededError, type ImplementerState } from "@/lib/agents/implementer";
 import { createScriptedModel, type ScriptedReply } from "@/lib/ai/scripted-model";
@@ -50,6 +51,33 @@ async function gone(pid: number): Promise<boolean> {
 const pidOf = (id: string) => (JSON.parse(fs.readFileSync(`${sandbox.workspacePath}.home/commands/${id}/meta.json`, "utf8")) as { pid: number }).pid;
 
 describe("detached commands in the local sandbox", () => {
+  it("a command that ends between the look at its exit file and the look at its process is exited with its code, not lost", async () => {
+    const { id } = await sandbox.startDetached("sh", ["-c", "exit 4"]);
+    const dir = `${sandbox.workspacePath}.home/commands/${id}`;
+    for (let i = 0; i < 200 && !fs.existsSync(`${dir}/exit`); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await gone(pidOf(id))).toBe(true);
+    // Replay the race: the first read of the exit file finds nothing, and the shell's `mv` lands right after it.
+    fs.renameSync(`${dir}/exit`, `${dir}/exit.late`);
+    const realRead = fsp.readFile.bind(fsp);
+    let raced = false;
+    const spy = vi.spyOn(fsp, "readFile").mockImplementation((async (file: Parameters<typeof fsp.readFile>[0], ...rest: unknown[]) => {
+      if (!raced && String(file) === `${dir}/exit`) {
+        raced = true;
+        fs.renameSync(`${dir}/exit.late`, `${dir}/exit`);
+        throw Object.assign(new Error("ENOENT: no such file or directory"), { code: "ENOENT" });
+      }
+      return (realRead as (...a: unknown[]) => Promise<unknown>)(file, ...rest);
+    }) as typeof fsp.readFile);
+    try {
+      const status = await sandbox.detachedStatus(id);
+      expect(raced).toBe(true);
+      expect(status).toMatchObject({ state: "exited", result: { exitCode: 4, timedOut: false } });
+      expect((status as Extract<DetachedStatus, { state: "exited" }>).result.stderr).not.toMatch(/host restarted/);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
   it("runs in the workspace, outlives the call, and reports exit code and output once ended, the same on every look", async () => {
     const { id } = await sandbox.startDetached("sh", ["-c", "sleep 2; echo made > made.txt; echo out; echo err >&2; exit 3"]);
     expect(await sandbox.detachedStatus(id)).toEqual({ state: "running" });
