@@ -459,7 +459,14 @@ export const runWorkflow = inngest.createFunction(
           }
         }
         question = null;
-        if (config.trustMode.planning === "auto") break;
+        if (config.trustMode.planning === "auto") {
+          // No gate to show it on: the estimate is kept on the run (PLAN_ESTIMATED), to set the run beside it after.
+          const estimateKey = `plan:${round}:estimate`;
+          const estimatePlan = plan;
+          const estimateVersion = version;
+          await runStep(estimateKey, () => estimates.recordAutoEstimate({ runId, stepKey: estimateKey, plan: estimatePlan, version: estimateVersion }));
+          break;
+        }
 
         // The estimate for this plan (tokens, cost, time per stage), made once and kept with the gate it is shown on.
         const estimatePlan = plan;

@@ -140,6 +140,11 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const next = action === "fix" ? "fixing it" : action === "ask" ? "asking a person" : "escalating";
       return item(`Debug: ${category ?? "?"} failure in ${taskId ?? "a task"}, ${next}`, action === "fix" ? "info" : "warning", text(reason));
     }
+    case "PLAN_ESTIMATED": {
+      const total = (p(event, "PLAN_ESTIMATED").estimate as { total?: { costUsd?: { low?: number; high?: number } } }).total?.costUsd;
+      const range = total && typeof total.low === "number" && typeof total.high === "number" ? `$${total.low.toFixed(4)} – $${total.high.toFixed(4)}` : null;
+      return item("Cost estimate made (plan approved without a gate)", "info", range ? `whole run ${range}` : undefined);
+    }
     case "CONTEXT_SUMMARISED": {
       const { omittedMessages, budget } = p(event, "CONTEXT_SUMMARISED");
       return item("Conversation summarised to fit the context", "info", `${omittedMessages ?? "?"} earlier messages summarised · budget ${budget ?? "?"} tokens`);

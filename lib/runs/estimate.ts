@@ -15,7 +15,7 @@ import {
   type RunEstimate,
   type Usage,
 } from "./estimate-model";
-import { loadRun, workflowClock } from "./workflow-ops";
+import { append, loadRun, workflowClock } from "./workflow-ops";
 
 /*
  * The estimate's reads: this project's completed runs (what each stage took, the size of the plan each carried out),
@@ -110,6 +110,16 @@ export async function runUsage({ runId, now }: { runId: string; now?: number }):
   return out;
 }
 
+/**
+ * The workflow's step for a plan approved without a gate (trustMode.planning "auto"): the same estimate a gate would
+ * carry, kept on the run as PLAN_ESTIMATED so the run can be set beside it after.
+ */
+export async function recordAutoEstimate({ runId, stepKey, plan, version }: { runId: string; stepKey: string; plan: PlanDocument; version: number }) {
+  const estimate = await makeEstimate({ runId, plan, version });
+  await append(runId, stepKey, [{ type: "PLAN_ESTIMATED", payload: { version, estimate } }]);
+  return { estimated: true };
+}
+
 /** The workflow's step as a plan gate opens: the estimate for this plan, kept in the gate's context. */
 export async function makeEstimate({ runId, plan, version }: { runId: string; plan: PlanDocument; version: number }): Promise<RunEstimate> {
   const run = await loadRun({ runId });
@@ -124,15 +134,28 @@ export async function makeEstimate({ runId, plan, version }: { runId: string; pl
 }
 
 /**
- * The estimate of the plan in force (the last plan gate decided, else the one waiting) beside what the stages took so
- * far; null when no plan gate carried an estimate (auto-approved plans, runs from before estimates).
+ * The estimate of the plan in force (the last plan gate decided, else the one waiting, else the latest PLAN_ESTIMATED
+ * of a plan approved without a gate) beside what the stages took so far; null when there is none (runs from before
+ * estimates).
  */
+/** The latest estimate of a plan approved without a gate (PLAN_ESTIMATED), through the (run, type) index. */
+async function autoEstimate(runId: string): Promise<RunEstimate | undefined> {
+  const db = await getDb();
+  const [row] = await db
+    .select({ payload: workflowEvents.payload })
+    .from(workflowEvents)
+    .where(and(eq(workflowEvents.workflowRunId, runId), eventTypeIn(["PLAN_ESTIMATED"])))
+    .orderBy(desc(workflowEvents.sequence))
+    .limit(1);
+  return (row?.payload as { estimate?: RunEstimate } | undefined)?.estimate;
+}
+
 export async function estimateReport({ runId }: { runId: string }): Promise<EstimateReport | null> {
   const db = await getDb();
   const rows = await db.select({ status: gates.status, context: gates.context }).from(gates).where(and(eq(gates.workflowRunId, runId), eq(gates.kind, "plan"))).orderBy(desc(gates.gateNumber));
   const withEstimate = rows.filter((r) => (r.context as { estimate?: RunEstimate } | null)?.estimate);
   const chosen = withEstimate.find((r) => r.status === "approved") ?? withEstimate[0];
-  const estimate = (chosen?.context as { estimate?: RunEstimate } | undefined)?.estimate;
+  const estimate = (chosen?.context as { estimate?: RunEstimate } | undefined)?.estimate ?? (await autoEstimate(runId));
   if (!estimate) return null;
   // A stage in progress counts up to now (the report is read by people, not replayed).
   const usage = await runUsage({ runId, now: Date.now() });

@@ -109,6 +109,11 @@ export type RunEventPayloads = {
    * context.summariseAt) and from this turn on is sent summarised (recorded once per implementation attempt).
    */
   CONTEXT_SUMMARISED: { omittedMessages: number; keptToolResults: number; tokens: number; budget: number };
+  /**
+   * The cost estimate of a plan approved without a gate (trustMode.planning "auto"): what a plan gate would have shown
+   * (lib/runs/estimate-model.ts RunEstimate), kept so the run can be compared with it after.
+   */
+  PLAN_ESTIMATED: { version: number; estimate: Record<string, unknown> };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
   POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
@@ -193,6 +198,7 @@ export const RUN_EVENT_TYPES = [
   "TASK_VERIFY_FAILED",
   "DEBUG_CLASSIFIED",
   "CONTEXT_SUMMARISED",
+  "PLAN_ESTIMATED",
   "IMPLEMENTATION_SUCCEEDED",
   "IMPLEMENTATION_FAILED",
   "VALIDATION_PASSED",

@@ -86,3 +86,29 @@ describe("the cost estimate on the plan gate", () => {
     expect(second.estimate.stages.implementation.wallMs.high).toBeGreaterThanOrEqual(firstImpl.wallMs * scale * 0.99);
   });
 });
+
+describe("the cost estimate of a plan approved without a gate", () => {
+  it("trustMode.planning auto: the estimate is kept on the run (PLAN_ESTIMATED) and set beside the actuals after the run", { timeout: 180_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, `Add two files\n\n${fileBlock("src/a.txt", "a")}\n\n${fileBlock("src/b.txt", "b")}`, { trustMode: { planning: "auto" } });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = await expectRunConsistent(run.id);
+    const estimated = events.filter((e) => e.type === "PLAN_ESTIMATED");
+    expect(estimated).toHaveLength(1);
+    const kept = (estimated[0]!.payload as { version: number; estimate: RunEstimate }).estimate;
+    expect(kept).toMatchObject({ planVersion: 1, basis: { kind: "price-table" } });
+    // Made once the plan was recorded, before implementation started.
+    const at = events.indexOf(estimated[0]!);
+    expect(events.slice(0, at).some((e) => e.type === "PLAN_CREATED")).toBe(true);
+    expect(events.slice(0, at).some((e) => e.type === "STAGE_STARTED" && (e.payload as { stage: string }).stage === "implementation")).toBe(false);
+
+    const after = await detail(run.id);
+    expect(after.gates).toEqual([]);
+    expect(after.estimate?.estimate).toEqual(kept);
+    for (const row of after.estimate!.stages) {
+      expect(row.actual).not.toBeNull();
+      expect(row.verdict).not.toBeNull();
+    }
+  });
+});
