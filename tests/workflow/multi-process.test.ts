@@ -19,7 +19,8 @@ import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitFor
  * side effects included), not only for the executor's own tables.
  */
 
-type App = { name: string; child: ChildProcess };
+/** `output`: everything the process printed (its executor's warnings and errors, a blocked event loop). */
+type App = { name: string; child: ChildProcess; output: () => string };
 const apps: App[] = [];
 const armFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-multi-")), "arm.json");
 let user: SessionUser;
@@ -31,19 +32,19 @@ async function startApp(name: string): Promise<App> {
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
+  child.stdout!.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not start: ${output}`)), 60_000);
-    child.stdout!.on("data", (d: Buffer) => {
-      output += d.toString();
+    child.stdout!.on("data", () => {
       if (output.includes("READY")) {
         clearTimeout(timer);
         resolve();
       }
     });
-    child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
     child.once("exit", (code, signal) => reject(new Error(`${name} exited (${code ?? signal}) before it was ready: ${output}`)));
   });
-  const app = { name, child };
+  const app = { name, child, output: () => output };
   apps.push(app);
   return app;
 }
@@ -86,6 +87,15 @@ async function expectNothingTwice(runId: string, repo: string, branch: string, t
   expect(calls.filter((c) => c.stage === "planning" && c.status === "ok")).toHaveLength(1);
 }
 
+/** The run's workflow finished, or an error that carries what the surviving process printed (seen once: a 93 s stall). */
+async function finishedOrExplained(runId: string, survivor: App): Promise<string> {
+  try {
+    return await waitForWorkflow(runId, 90_000);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; ${survivor.name} (alive: ${alive(survivor)}, lease owner now: ${await leaseOwner(runId)}) printed:\n${survivor.output().slice(-4000)}`);
+  }
+}
+
 const request = (title: string, n: number) =>
   [title, "", ...Array.from({ length: n }, (_, i) => fileBlock(`src/f${i}.txt`, `content ${i}`))].join("\n");
 
@@ -100,7 +110,7 @@ describe("two app processes on one database", () => {
     const [dead, survivor] = alive(pair[0]!) ? [pair[1]!, pair[0]!] : [pair[0]!, pair[1]!];
     expect(dead.child.signalCode).toBe("SIGKILL");
     expect(alive(survivor)).toBe(true);
-    expect(await waitForWorkflow(run.id, 90_000)).toBe("completed");
+    expect(await finishedOrExplained(run.id, survivor)).toBe("completed");
     expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
     await expectNothingTwice(run.id, repo, run.branch!, 4);
     expect(alive(survivor)).toBe(true);
@@ -122,7 +132,7 @@ describe("two app processes on one database", () => {
     await exited(driver);
     const survivor = pair.find((a) => a !== driver)!;
     expect((await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "RUN_COMPLETED")).toBe(false);
-    expect(await waitForWorkflow(run.id, 90_000)).toBe("completed");
+    expect(await finishedOrExplained(run.id, survivor)).toBe("completed");
     expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
     await expectNothingTwice(run.id, repo, run.branch!, 5);
     expect(alive(survivor)).toBe(true);
