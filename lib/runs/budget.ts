@@ -2,13 +2,12 @@ import { and, eq, sql } from "drizzle-orm";
 import { z } from "zod";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { listEvents } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import type { SessionUser } from "@/lib/auth/guard";
 import type { ImplementerState } from "@/lib/agents";
 import type { Stage } from "@/lib/workflow";
 import { decide } from "./decisions";
-import { stageWallTimes } from "./estimate-model";
+import { stageWallMs } from "./estimate";
 import { readDecidedGate, workflowClock, type WaitResult } from "./workflow-ops";
 
 /*
@@ -44,7 +43,7 @@ export async function stageSpend({ runId, stage, wall = false }: { runId: string
     })
     .from(modelCalls)
     .where(and(eq(modelCalls.workflowRunId, runId), eq(modelCalls.stage, stage)));
-  const minutes = wall ? (stageWallTimes(await listEvents({ runId, limit: 100_000 }), Date.now())[stage] ?? 0) / 60_000 : 0;
+  const minutes = wall ? ((await stageWallMs({ runId, now: Date.now() }))[stage] ?? 0) / 60_000 : 0;
   return { tokens: Number(row?.tokens ?? 0), costUsd: Number(row?.costUsd ?? 0), minutes };
 }
 

@@ -165,13 +165,13 @@ export async function timeOut({
     const defaulted: NewRunEvent = { type: "DECISION_DEFAULTED", payload: { subject, answer } };
     if (subject.type === "clarification") {
       const question = (await tx.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, subject.id) }))!;
-      const fitted = defaultResponse(question, answer);
+      const { response, outsideOptions } = defaultResponse(question, answer);
       await tx
         .update(clarificationRequests)
-        .set({ status: "answered", response: fitted.response, answeredBy: BY_DEADLINE, answeredAt: new Date() })
+        .set({ status: "answered", response, answeredBy: BY_DEADLINE, answeredAt: new Date() })
         .where(and(eq(clarificationRequests.id, subject.id), eq(clarificationRequests.status, "pending")));
-      const event: NewRunEvent = fitted.outsideOptions ? { type: "DECISION_DEFAULTED", payload: { subject, answer, outsideOptions: true } } : defaulted;
-      await appendEventsTx(tx, runId, [timedOut, event, { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: subject.id, by: BY_DEADLINE } }], { stepKey });
+      if (outsideOptions) defaulted.payload = { subject, answer, outsideOptions };
+      await appendEventsTx(tx, runId, [timedOut, defaulted, { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: subject.id, by: BY_DEADLINE } }], { stepKey });
       return { kind: "defaulted" };
     }
     const gate = (await tx.query.gates.findFirst({ where: eq(gates.id, subject.id) }))!;

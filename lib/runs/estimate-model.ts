@@ -154,9 +154,15 @@ export function estimateRun({
   };
 }
 
-const WAIT_STARTS = new Set(["APPROVAL_REQUESTED", "CLARIFICATION_REQUESTED", "RUN_PAUSED"]);
-const WAIT_ENDS = new Set(["APPROVAL_GRANTED", "APPROVAL_REJECTED", "PLAN_QUESTION_ASKED", "FIX_DECISION_MADE", "CLARIFICATION_ANSWERED", "CLARIFICATION_IGNORED", "RUN_RESUMED"]);
-const RUN_ENDS = new Set(["RUN_COMPLETED", "RUN_FAILED", "RUN_CANCELLED"]);
+const WAIT_START_TYPES = ["APPROVAL_REQUESTED", "CLARIFICATION_REQUESTED", "RUN_PAUSED"] as const;
+const WAIT_END_TYPES = ["APPROVAL_GRANTED", "APPROVAL_REJECTED", "PLAN_QUESTION_ASKED", "FIX_DECISION_MADE", "CLARIFICATION_ANSWERED", "CLARIFICATION_IGNORED", "RUN_RESUMED"] as const;
+const RUN_END_TYPES = ["RUN_COMPLETED", "RUN_FAILED", "RUN_CANCELLED"] as const;
+const WAIT_STARTS = new Set<string>(WAIT_START_TYPES);
+const WAIT_ENDS = new Set<string>(WAIT_END_TYPES);
+const RUN_ENDS = new Set<string>(RUN_END_TYPES);
+
+/** The only event types stageWallTimes looks at: a read for wall times needs no others. */
+export const WALL_TIME_EVENTS = ["STAGE_STARTED", "STAGE_COMPLETED", ...WAIT_START_TYPES, ...WAIT_END_TYPES, ...RUN_END_TYPES] as const;
 
 /**
  * Wall time each stage spent working, from the run's events: from STAGE_STARTED to its end, without the time it waited

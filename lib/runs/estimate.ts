@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { gates, modelCalls, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
-import { eventTypeIn, listEvents } from "@/lib/db/queries/runs";
+import { eventTypeIn } from "@/lib/db/queries/runs";
 import type { PlanDocument } from "@/lib/workflow";
 import {
   compareEstimate,
@@ -9,6 +9,7 @@ import {
   estimateRun,
   planUnits,
   stageWallTimes,
+  WALL_TIME_EVENTS,
   type EstimatedStage,
   type EstimateReport,
   type HistoryRun,
@@ -27,25 +28,26 @@ import { append, loadRun, workflowClock } from "./workflow-ops";
 /** How many of the project's latest completed runs the estimate learns from. */
 const HISTORY_RUNS = 20;
 
-const EVENT_TYPES: readonly TypeIndexedEvent[] = [
-  "PLAN_CREATED",
-  "PLAN_EDITED",
-  "STAGE_STARTED",
-  "STAGE_COMPLETED",
-  "APPROVAL_REQUESTED",
-  "APPROVAL_GRANTED",
-  "APPROVAL_REJECTED",
-  "PLAN_QUESTION_ASKED",
-  "FIX_DECISION_MADE",
-  "CLARIFICATION_REQUESTED",
-  "CLARIFICATION_ANSWERED",
-  "CLARIFICATION_IGNORED",
-  "RUN_PAUSED",
-  "RUN_RESUMED",
-  "RUN_COMPLETED",
-  "RUN_FAILED",
-  "RUN_CANCELLED",
-];
+/** What the history reads of each run: its plans, and the events its stages' wall times come from. */
+const EVENT_TYPES: readonly TypeIndexedEvent[] = ["PLAN_CREATED", "PLAN_EDITED", ...WALL_TIME_EVENTS];
+
+/**
+ * Wall time each stage of this run spent working so far (stageWallTimes), counted up to `now`: only the events it
+ * looks at are read, through the (run, type) index, so a long run's log is not read whole (a budget check after
+ * every implementer turn asks this).
+ */
+export async function stageWallMs({ runId, now }: { runId: string; now?: number }): Promise<Record<string, number>> {
+  const db = await getDb();
+  const events = await db
+    .select({ type: workflowEvents.type, payload: workflowEvents.payload, timestamp: workflowEvents.timestamp })
+    .from(workflowEvents)
+    .where(and(eq(workflowEvents.workflowRunId, runId), eventTypeIn(WALL_TIME_EVENTS)))
+    .orderBy(workflowEvents.sequence);
+  return stageWallTimes(
+    events.map((e) => ({ ...e, timestamp: e.timestamp.getTime() })),
+    now,
+  );
+}
 
 /** Model usage per stage of some runs, from model_calls. */
 async function usageByStage(runIds: string[]) {
@@ -100,8 +102,7 @@ export async function projectHistory({ projectId, excludeRunId }: { projectId: s
 
 /** What each stage of this run has taken so far (model calls and working wall time). */
 export async function runUsage({ runId, now }: { runId: string; now?: number }): Promise<Record<string, Usage>> {
-  const [events, usage] = await Promise.all([listEvents({ runId, limit: 100_000 }), usageByStage([runId])]);
-  const wall = stageWallTimes(events, now);
+  const [wall, usage] = await Promise.all([stageWallMs({ runId, now }), usageByStage([runId])]);
   const out: Record<string, Usage> = {};
   for (const stage of new Set([...Object.keys(wall), ...usage.map((u) => u.stage)])) {
     const u = usage.find((r) => r.stage === stage);
