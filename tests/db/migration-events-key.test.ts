@@ -9,7 +9,8 @@ import { migrationsFolder } from "@/lib/db";
 
 /*
  * Migration 0010 rebuilds workflow_events keyed by (run, sequence), without the id index, with partial type and
- * step-key indexes. A database with events written before it must keep every event as it was.
+ * step-key indexes; 0011 rebuilds it again as a WITHOUT ROWID table (the key is the table). A database with events
+ * written before them must keep every event as it was.
  */
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-migration-"));
@@ -41,7 +42,7 @@ async function insertMinimal(client: Client, table: string, values: Record<strin
   await client.execute({ sql: `INSERT INTO ${table} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`, args: names.map((n) => row[n]!) });
 }
 
-describe("migration 0010: the event log keyed by (run, sequence)", () => {
+describe("migrations 0010 and 0011: the event log keyed by (run, sequence), WITHOUT ROWID", () => {
   it("keeps every event written before it (ids, types, payloads, order), and the log refuses a taken sequence after it", async () => {
     const file = path.join(tmp, "events.db");
     const client = createClient({ url: `file:${file}` });
@@ -68,6 +69,13 @@ describe("migration 0010: the event log keyed by (run, sequence)", () => {
     expect(after.map((r) => [r.id, r.type, r.payload, r.sequence])).toEqual(before.map((e) => [...e]));
     const indexes = (await client.execute("SELECT name FROM pragma_index_list('workflow_events')")).rows.map((r) => String(r.name)).sort();
     expect(indexes).toEqual(["sqlite_autoindex_workflow_events_1", "workflow_events_run_step_key_idx", "workflow_events_run_type_idx"]);
+    // The step key moved to a column of its own, taken from the payload (where it stays).
+    const keys = (await client.execute("SELECT sequence, step_key FROM workflow_events WHERE workflow_run_id = 'run_1' ORDER BY sequence")).rows;
+    expect(keys.map((r) => [r.sequence, r.step_key])).toEqual([[1, null], [2, "planning:start"], [3, null]]);
+    // The key is the table: no rowid b-tree beside it.
+    const [table] = (await client.execute("SELECT wr FROM pragma_table_list('workflow_events')")).rows;
+    expect(Number(table!.wr)).toBe(1);
+    await expect(client.execute("SELECT rowid FROM workflow_events")).rejects.toThrow(/no such column: rowid/);
     await expect(
       client.execute("INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence) VALUES ('evt_d', 'run_1', 'ARTIFACT_CREATED', '{}', 0, 3)"),
     ).rejects.toThrow(/UNIQUE constraint failed/);

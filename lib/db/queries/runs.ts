@@ -246,6 +246,7 @@ export async function appendEventsTx(
           payload: e.payload as Record<string, unknown>,
           timestamp: new Date(e.timestamp),
           sequence: e.sequence,
+          stepKey: options.stepKey ?? null,
         })),
       );
     }
@@ -282,7 +283,7 @@ export async function findStepEvents(tx: Tx, runId: string, stepKey: string): Pr
   const rows = await tx
     .select()
     .from(workflowEvents)
-    .where(and(eq(workflowEvents.workflowRunId, runId), sql`json_extract(${workflowEvents.payload}, '$.stepKey') = ${stepKey} AND ${sql.raw(STEP_KEY_INDEX_CONDITION)}`))
+    .where(and(eq(workflowEvents.workflowRunId, runId), sql`${workflowEvents.stepKey} = ${stepKey} AND ${sql.raw(STEP_KEY_INDEX_CONDITION)}`))
     .orderBy(asc(workflowEvents.sequence));
   return rows.map(rowToEvent);
 }
@@ -324,9 +325,9 @@ export const APPEND_SQL = {
   readRun: `SELECT id, project_id, user_id, config, status, current_stage, created_at, started_at, paused_at, resumed_at,
               completed_at, original_request, clarification_count, branch, state, last_sequence, updated_at
             FROM workflow_runs WHERE id = ?`,
-  stepEvents: `SELECT id, workflow_run_id, type, payload, timestamp, sequence FROM workflow_events
-               WHERE workflow_run_id = ? AND json_extract(payload, '$.stepKey') = ? AND ${STEP_KEY_INDEX_CONDITION} ORDER BY sequence`,
-  insertEvent: `INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence) VALUES (?, ?, ?, ?, ?, ?)`,
+  stepEvents: `SELECT id, workflow_run_id, type, payload, timestamp, sequence, step_key FROM workflow_events
+               WHERE workflow_run_id = ? AND step_key = ? AND ${STEP_KEY_INDEX_CONDITION} ORDER BY sequence`,
+  insertEvent: `INSERT INTO workflow_events (id, workflow_run_id, type, payload, timestamp, sequence, step_key) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 } as const;
 
 type NativeRunRow = {
@@ -348,7 +349,7 @@ type NativeRunRow = {
   last_sequence: number;
   updated_at: number;
 };
-type NativeEventRow = { id: string; workflow_run_id: string; type: string; payload: string; timestamp: number; sequence: number };
+type NativeEventRow = { id: string; workflow_run_id: string; type: string; payload: string; timestamp: number; sequence: number; step_key: string | null };
 
 const dateOrNull = (ms: number | null) => (ms === null ? null : new Date(ms));
 
@@ -408,6 +409,31 @@ function encodedState(state: RunState): (string | number | null)[] {
   return args;
 }
 
+const LAST_SEQUENCE_AT = STATE_COLUMNS.indexOf("last_sequence");
+const UPDATED_AT_AT = STATE_COLUMNS.indexOf("updated_at");
+
+/**
+ * The encoded columns of `state`, the projection an append made from `start`. Most events (artifacts, task progress,
+ * tool calls) change nothing but the sequence and the time: then every other field is the very same value as in
+ * `start`, and its encoding is `start`'s, without spreading and serializing the whole state again.
+ */
+function encodedNext(start: RunState, state: RunState, before: (string | number | null)[]): (string | number | null)[] {
+  const cached = encodedStates.get(state);
+  if (cached) return cached;
+  const keys = Object.keys(state);
+  let same = keys.length === Object.keys(start).length;
+  for (let i = 0; same && i < keys.length; i++) {
+    const key = keys[i] as keyof RunState;
+    if (key !== "lastSequence" && key !== "updatedAt" && state[key] !== start[key]) same = false;
+  }
+  if (!same) return encodedState(state);
+  const args = before.slice();
+  args[LAST_SEQUENCE_AT] = state.lastSequence;
+  args[UPDATED_AT_AT] = state.updatedAt;
+  encodedStates.set(state, args);
+  return args;
+}
+
 /**
  * The guarded UPDATE of the projection, setting only the columns whose value the append changed. Most appends change
  * the state JSON, last_sequence and updated_at only; naming an indexed column (project, user, status, created_at) in
@@ -416,7 +442,7 @@ function encodedState(state: RunState): (string | number | null)[] {
  */
 function updateRunStatement(start: RunState, state: RunState, runId: string): { sql: string; args: (string | number | null)[] } {
   const before = encodedState(start);
-  const after = encodedState(state);
+  const after = encodedNext(start, state, before);
   const set: string[] = [];
   const args: (string | number | null)[] = [];
   after.forEach((value, i) => {
@@ -477,7 +503,7 @@ async function appendEventsNative(
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
     const existing = w.execute<NativeEventRow>(APPEND_SQL.stepEvents, [runId, options.stepKey]).rows.map((r) =>
-      rowToEvent({ ...r, workflowRunId: r.workflow_run_id, payload: JSON.parse(r.payload) as Record<string, unknown>, timestamp: new Date(r.timestamp) }),
+      rowToEvent({ ...r, workflowRunId: r.workflow_run_id, stepKey: r.step_key, payload: JSON.parse(r.payload) as Record<string, unknown>, timestamp: new Date(r.timestamp) }),
     );
     if (existing.length > 0) return { state: known ? readStateNative(w, runId) : start, events: existing, duplicate: true };
   }
@@ -494,7 +520,8 @@ async function appendEventsNative(
       }
       throw new ConcurrentAppendError(runId);
     }
-    for (const e of stored) w.execute(APPEND_SQL.insertEvent, [e.id, runId, e.type, JSON.stringify(e.payload), e.timestamp, e.sequence]);
+    const stepKey = options.stepKey ?? null;
+    for (const e of stored) w.execute(APPEND_SQL.insertEvent, [e.id, runId, e.type, JSON.stringify(e.payload), e.timestamp, e.sequence, stepKey]);
     pending.set(runId, state);
     return { state, events: stored };
   }
@@ -556,6 +583,7 @@ export async function importRun({ runId, events }: { runId: string; events: Stor
         payload: e.payload as Record<string, unknown>,
         timestamp: new Date(e.timestamp),
         sequence: e.sequence,
+        stepKey: typeof (e.payload as { stepKey?: unknown }).stepKey === "string" ? ((e.payload as { stepKey: string }).stepKey) : null,
       });
     }
   });
