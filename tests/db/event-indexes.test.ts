@@ -1,9 +1,11 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { and, asc, eq, inArray, sql } from "drizzle-orm";
-import { getClient, getDb } from "@/lib/db";
+import { createClient } from "@libsql/client";
+import { getClient, getDb, write } from "@/lib/db";
+import { getEnv } from "@/lib/env";
 import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, TYPE_INDEXED_EVENTS, workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { createProject } from "@/lib/db/queries/projects";
-import { APPEND_SQL, appendEvent, appendEvents, createRun, eventTypeIn } from "@/lib/db/queries/runs";
+import { APPEND_SQL, appendEvent, appendEvents, appendEventsTx, createRun, eventTypeIn } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 
 /*
@@ -23,9 +25,16 @@ beforeAll(async () => {
 });
 
 async function plan(query: { sql: string; params: unknown[] }): Promise<string> {
-  const client = await getClient();
-  const rows = await client.execute({ sql: `EXPLAIN QUERY PLAN ${query.sql}`, args: query.params as never[] });
-  return rows.rows.map((r) => String(r.detail)).join("; ");
+  // On a connection of its own, closed after: @libsql/client runs EXPLAIN as a statement that returns no rows and leaves
+  // it unreset, so the connection that ran it keeps reading the snapshot of that moment (seen here: the app's client
+  // then missed a later append by the native writer).
+  const client = createClient({ url: getEnv().databaseUrl });
+  try {
+    const rows = await client.execute({ sql: `EXPLAIN QUERY PLAN ${query.sql}`, args: query.params as never[] });
+    return rows.rows.map((r) => String(r.detail)).join("; ");
+  } finally {
+    client.close();
+  }
 }
 
 describe("the run event log's indexes", () => {
@@ -71,6 +80,34 @@ describe("the run event log's indexes", () => {
     // RUN_CREATED, RUN_STARTED and ARTIFACT_CREATED were appended too, and are not in it.
     expect(inIndex.rows.map((r) => String(r.type))).toEqual(["STAGE_STARTED"]);
     expect(TYPE_INDEXED_EVENTS).not.toContain("ARTIFACT_CREATED");
+  });
+
+  it("both append paths store the step key in its column, and a step that runs again writes nothing twice", async () => {
+    const client = await getClient();
+    const keyed = async () =>
+      (await client.execute({ sql: "SELECT type, step_key FROM workflow_events WHERE workflow_run_id = ? AND step_key IS NOT NULL ORDER BY sequence", args: [runId] })).rows.map(
+        (r) => [String(r.type), String(r.step_key)],
+      );
+    const before = await keyed();
+    // The Drizzle path (inside a write of its own, as the deadline checks use it).
+    const progress = { type: "ARTIFACT_CREATED" as const, payload: { type: "note", path: "c.md" } };
+    const first = await write((tx) => appendEventsTx(tx, runId, [progress], { stepKey: "deadline:g1:remind:1" }));
+    const again = await write((tx) => appendEventsTx(tx, runId, [progress], { stepKey: "deadline:g1:remind:1" }));
+    expect(first.duplicate).toBeUndefined();
+    expect(again.duplicate).toBe(true);
+    expect(again.events.map((e) => e.sequence)).toEqual(first.events.map((e) => e.sequence));
+    // The native path.
+    const note = { type: "ARTIFACT_CREATED" as const, payload: { type: "note", path: "b.md" } };
+    const n1 = await appendEvents(runId, [note], { stepKey: "implement:1:note" });
+    const n2 = await appendEvents(runId, [note], { stepKey: "implement:1:note" });
+    expect(n2.duplicate).toBe(true);
+    expect(n2.events[0]!.sequence).toBe(n1.events[0]!.sequence);
+    expect((await keyed()).slice(before.length)).toEqual([
+      ["ARTIFACT_CREATED", "deadline:g1:remind:1"],
+      ["ARTIFACT_CREATED", "implement:1:note"],
+    ]);
+    // The payload keeps the key too, for clients.
+    expect(n1.events[0]!.payload).toMatchObject({ stepKey: "implement:1:note" });
   });
 
   it("a step's lookup of the events it already wrote uses the partial step-key index, on both append paths", async () => {
