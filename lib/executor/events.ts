@@ -87,8 +87,8 @@ export async function ingestInTx(
     } as StoredEvent;
     if (raw.v == null) delete (event as { v?: unknown }).v;
     ids.push(event.id);
-    // A re-sent id within 24 h is a duplicate; an older row with that id is forgotten first.
-    await t.execute({ sql: "DELETE FROM executor_events WHERE id = ? AND received_at <= ?", args: [event.id, now - DEDUPE_MS] });
+    // A re-sent id within 24 h is a duplicate; an older row with that id is forgotten first. An id made here is new.
+    if (raw.id != null) await t.execute({ sql: "DELETE FROM executor_events WHERE id = ? AND received_at <= ?", args: [event.id, now - DEDUPE_MS] });
     const inserted = await t.execute({
       sql: "INSERT INTO executor_events (id, name, payload, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING seq",
       args: [event.id, event.name, JSON.stringify(event), now],
