@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex, real } from "drizzle-orm/sqlite-core";
+import type { RunEventType } from "@/lib/workflow/events";
 
 /*
  * Gatehouse's tables (SQLite dialect; libSQL file or server). Timestamps are epoch milliseconds.
@@ -227,7 +228,7 @@ export const TYPE_INDEXED_EVENTS = [
   "MERGE_FAILED",
   "PR_MERGED",
   "RUN_CLEANED_UP",
-] as const;
+] as const satisfies readonly RunEventType[];
 export type TypeIndexedEvent = (typeof TYPE_INDEXED_EVENTS)[number];
 /**
  * The partial type index's condition, as SQL text (the same text in the index and in every query that uses it). A chain

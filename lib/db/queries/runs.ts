@@ -576,6 +576,7 @@ export async function importRun({ runId, events }: { runId: string; events: Stor
     await tx.delete(workflowRuns).where(eq(workflowRuns.id, runId));
     await tx.insert(workflowRuns).values(stateToRow(state));
     for (const e of ordered) {
+      const stepKey = (e.payload as { stepKey?: unknown }).stepKey;
       await tx.insert(workflowEvents).values({
         id: "id" in e && typeof e.id === "string" ? e.id : newId("evt"),
         workflowRunId: runId,
@@ -583,7 +584,7 @@ export async function importRun({ runId, events }: { runId: string; events: Stor
         payload: e.payload as Record<string, unknown>,
         timestamp: new Date(e.timestamp),
         sequence: e.sequence,
-        stepKey: typeof (e.payload as { stepKey?: unknown }).stepKey === "string" ? ((e.payload as { stepKey: string }).stepKey) : null,
+        stepKey: typeof stepKey === "string" ? stepKey : null,
       });
     }
   });
