@@ -113,6 +113,30 @@ class LeaseLost extends Error {
 
 const FAR_FUTURE = 8_640_000_000_000_000;
 
+/** Runs due now that nobody holds (tests/executor/run-indexes.test.ts holds it to the status index). */
+export const DUE_SQL = `SELECT id FROM executor_runs WHERE status IN ('queued','sleeping','waiting','running') AND next_at <= ?
+  AND lease_until < ? ORDER BY next_at LIMIT ?`;
+
+/**
+ * Take a run's lease (?1 worker, ?2 lease end, ?3 run, ?4 now, ?5/?6 concurrency limits of the two constraints, ?7 the
+ * function has priority, ?8 its finish timeout), if it is due, free, and within its concurrency and priority limits.
+ * Its subqueries use the partial concurrency and unstarted-run indexes (tests/executor/run-indexes.test.ts).
+ */
+export const ACQUIRE_SQL = `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running', generation = generation + 1,
+      gather_key = NULL,
+      timeout_at = CASE WHEN generation = 0 THEN (CASE WHEN ?8 IS NULL THEN NULL ELSE ?4 + ?8 END) ELSE timeout_at END
+    WHERE id = ?3 AND status IN ('queued','sleeping','waiting','running') AND lease_until < ?4 AND next_at <= ?4
+      AND (?5 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.lease_until >= ?4 AND r2.id <> executor_runs.id
+           AND (r2.concurrency_key = executor_runs.concurrency_key OR r2.concurrency_key2 = executor_runs.concurrency_key)) < ?5)
+      AND (?6 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.lease_until >= ?4 AND r2.id <> executor_runs.id
+           AND (r2.concurrency_key = executor_runs.concurrency_key2 OR r2.concurrency_key2 = executor_runs.concurrency_key2)) < ?6)
+      AND (?7 = 0 OR generation > 0 OR NOT EXISTS (SELECT 1 FROM executor_runs r3 WHERE r3.fn_id = executor_runs.fn_id
+           AND r3.id <> executor_runs.id AND r3.concurrency_key IS executor_runs.concurrency_key AND r3.status = 'queued'
+           AND r3.generation = 0 AND r3.lease_until < ?4 AND r3.next_at <= ?4
+           AND (r3.created_at - r3.priority < executor_runs.created_at - executor_runs.priority
+                OR (r3.created_at - r3.priority = executor_runs.created_at - executor_runs.priority AND r3.id < executor_runs.id))))
+    RETURNING *`;
+
 /** Executors started in this process: events ingested here wake their runs at once instead of at the next poll. */
 const localExecutors = new Set<Executor>();
 
@@ -311,11 +335,7 @@ export class Executor {
     this.polling = true;
     try {
       const now = Date.now();
-      const due = await query<{ id: string }>(
-        `SELECT id FROM executor_runs WHERE status IN ('queued','sleeping','waiting','running') AND next_at <= ?
-           AND lease_until < ? ORDER BY next_at LIMIT ?`,
-        [now, now, this.opts.maxConcurrentRuns * 2],
-      );
+      const due = await query<{ id: string }>(DUE_SQL, [now, now, this.opts.maxConcurrentRuns * 2]);
       for (const { id } of due) if (!this.driving.has(id)) this.ready.add(id);
       this.pump();
       // Each on its own: a failure here must not hold up pruning and sync retries below.
@@ -470,20 +490,7 @@ export class Executor {
     const acquired = await tx((t) =>
       rows<RunRow>(
         t,
-        `UPDATE executor_runs SET lease_owner = ?1, lease_until = ?2, status = 'running', generation = generation + 1,
-            gather_key = NULL,
-            timeout_at = CASE WHEN generation = 0 THEN (CASE WHEN ?8 IS NULL THEN NULL ELSE ?4 + ?8 END) ELSE timeout_at END
-          WHERE id = ?3 AND status IN ('queued','sleeping','waiting','running') AND lease_until < ?4 AND next_at <= ?4
-            AND (?5 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.lease_until >= ?4 AND r2.id <> executor_runs.id
-                 AND (r2.concurrency_key = executor_runs.concurrency_key OR r2.concurrency_key2 = executor_runs.concurrency_key)) < ?5)
-            AND (?6 IS NULL OR (SELECT count(*) FROM executor_runs r2 WHERE r2.lease_until >= ?4 AND r2.id <> executor_runs.id
-                 AND (r2.concurrency_key = executor_runs.concurrency_key2 OR r2.concurrency_key2 = executor_runs.concurrency_key2)) < ?6)
-            AND (?7 = 0 OR generation > 0 OR NOT EXISTS (SELECT 1 FROM executor_runs r3 WHERE r3.fn_id = executor_runs.fn_id
-                 AND r3.id <> executor_runs.id AND r3.concurrency_key IS executor_runs.concurrency_key AND r3.status = 'queued'
-                 AND r3.generation = 0 AND r3.lease_until < ?4 AND r3.next_at <= ?4
-                 AND (r3.created_at - r3.priority < executor_runs.created_at - executor_runs.priority
-                      OR (r3.created_at - r3.priority = executor_runs.created_at - executor_runs.priority AND r3.id < executor_runs.id))))
-          RETURNING *`,
+        ACQUIRE_SQL,
         [this.workerId, now + this.opts.leaseMs, runId, now, limit1, limit2, prioritized, finishMs],
       ),
     );
