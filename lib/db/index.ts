@@ -6,6 +6,8 @@ import { migrate } from "drizzle-orm/libsql/migrator";
 import { getEnv } from "@/lib/env";
 import * as schema from "./schema";
 import { backfillRepositoryKeys } from "./repository-key";
+import { log } from "@/lib/log";
+import { Checkpointer, SQLITE_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { openNative, type NativeConnection, type NativeConnections } from "./statements";
 
 export type Db = LibSQLDatabase<typeof schema>;
@@ -19,7 +21,16 @@ const POOL_SIZE = 8;
  * `native`: the prepared-statement connections of a file database (lib/db/statements.ts), opened on first use; null
  * for a remote or in-memory database, whose callers use the client.
  */
-type Handle = { url: string; client: Client; db: Db; ready: Promise<void>; file: string | null; native?: NativeConnections | null };
+type Handle = {
+  url: string;
+  client: Client;
+  db: Db;
+  ready: Promise<void>;
+  file: string | null;
+  native?: NativeConnections | null;
+  /** WAL checkpoints on a worker thread (lib/db/checkpointer.ts), started with the native connections. */
+  checkpointer?: Checkpointer | null;
+};
 
 /** SQLite's busy timeout (ms) for another process holding the write lock. */
 const BUSY_TIMEOUT_MS = 5000;
@@ -137,11 +148,43 @@ export async function getClient(): Promise<Client> {
 export async function getNative(): Promise<NativeConnections | null> {
   const handle = getHandle();
   await handle.ready;
-  if (handle.native === undefined) handle.native = handle.file ? openNative({ file: handle.file, timeoutMs: BUSY_TIMEOUT_MS }) : null;
+  if (handle.native === undefined) {
+    handle.native = handle.file ? openNative({ file: handle.file, timeoutMs: BUSY_TIMEOUT_MS }) : null;
+    if (handle.native && handle.file) handle.checkpointer = startCheckpointer(handle.file, handle.native.writer);
+  }
   return handle.native;
 }
 
+/**
+ * Checkpoints leave the writer's COMMITs for a worker thread; if the worker cannot start, or fails later, the writer
+ * keeps (or gets back) SQLite's automatic checkpoint.
+ */
+function startCheckpointer(file: string, writer: NativeConnection): Checkpointer | null {
+  let checkpointer: Checkpointer;
+  try {
+    checkpointer = new Checkpointer({ file, timeoutMs: BUSY_TIMEOUT_MS }, (reason) => {
+      writer.afterCommit = undefined;
+      if (writer.db.open) writer.exec(`PRAGMA wal_autocheckpoint = ${SQLITE_AUTOCHECKPOINT_PAGES}`);
+      log.warn("WAL checkpoints are back on the writer's commits (the checkpoint worker stopped)", { reason });
+    });
+  } catch (error) {
+    log.warn("WAL checkpoints stay on the writer's commits (no checkpoint worker)", { reason: error instanceof Error ? error.message : String(error) });
+    return null;
+  }
+  writer.exec("PRAGMA wal_autocheckpoint = 0");
+  writer.afterCommit = () => checkpointer.committed();
+  return checkpointer;
+}
+
+/** The background checkpointer of the app's database (null for a remote or in-memory one, or if it failed to start). */
+export async function getCheckpointer(): Promise<Checkpointer | null> {
+  await getNative();
+  return getHandle().checkpointer ?? null;
+}
+
 function closeHandle(handle: Handle): void {
+  handle.checkpointer?.close();
+  handle.checkpointer = null;
   handle.native?.writer.close();
   handle.native?.reader.close();
   handle.native = null;
@@ -176,6 +219,7 @@ export async function write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
 
 /** Serialise an arbitrary write-side operation with the process's write queue (used by write() and the executor). */
 export function serialize<T>(fn: () => Promise<T>): Promise<T> {
+  globalForDb.__gatehouseDb?.checkpointer?.wrote();
   const previous = globalForDb.__gatehouseWriteQueue ?? Promise.resolve();
   const run = previous.then(fn, fn);
   globalForDb.__gatehouseWriteQueue = run.catch(() => undefined);
@@ -270,8 +314,10 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
             outcomes.push({ ok: false, error });
           }
         }
-        if (!alone || outcomes[0]!.ok) writer.exec("COMMIT");
-        else if (writer.inTransaction) writer.exec("ROLLBACK");
+        if (!alone || outcomes[0]!.ok) {
+          writer.exec("COMMIT");
+          writer.afterCommit?.();
+        } else if (writer.inTransaction) writer.exec("ROLLBACK");
       } catch (error) {
         // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written.
         if (writer.inTransaction) writer.exec("ROLLBACK");

@@ -24,6 +24,8 @@ type Statement = Database.Statement;
 
 export class NativeConnection {
   private readonly statements = new Map<string, { stmt: Statement; reader: boolean }>();
+  /** Called after each COMMIT of a write group (lib/db writeGroupedNative): the background checkpointer counts them. */
+  afterCommit?: () => void;
 
   constructor(readonly db: Database.Database) {}
 
