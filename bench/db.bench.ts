@@ -30,40 +30,34 @@ export async function run() {
   }
   const rawPerSec = Math.max(...rawRounds);
 
-  // One writer (after a warm-up of 500 appends on another run).
+  // Appends, measured as the ceiling is: the best of three rounds (each on fresh runs), after a warm-up of 500 appends
+  // on another run. The median of the three is printed beside it.
   const warm = await newRun();
   await appendEvent(warm.id, { type: "RUN_STARTED", payload: {} });
   for (let i = 0; i < 500; i++) await appendEvent(warm.id, artifact(i));
-  const single = await newRun();
-  await appendEvent(single.id, { type: "RUN_STARTED", payload: {} });
-  const singleN = 2000;
-  t = performance.now();
-  for (let i = 0; i < singleN; i++) await appendEvent(single.id, artifact(i));
-  const singlePerSec = singleN / ((performance.now() - t) / 1000);
-
+  /** Appends/s of `writers` concurrent writers, each on a run of its own appending `perWriter` events one at a time. */
+  const appendRate = async (writers: number, perWriter: number) => {
+    const rates: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const runs = await Promise.all(Array.from({ length: writers }, () => newRun()));
+      for (const r of runs) await appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
+      const start = performance.now();
+      await Promise.all(
+        runs.map(async (r) => {
+          for (let i = 0; i < perWriter; i++) await appendEvent(r.id, artifact(i));
+        }),
+      );
+      rates.push((writers * perWriter) / ((performance.now() - start) / 1000));
+    }
+    const sorted = [...rates].sort((a, b) => a - b);
+    return { best: sorted[2]!, median: sorted[1]! };
+  };
+  // One writer: each append awaited before the next, so every append is a commit of its own.
+  const single = await appendRate(1, 2000);
   // Eight concurrent writers, each on its own run.
-  const runs = await Promise.all(Array.from({ length: 8 }, () => newRun()));
-  for (const r of runs) await appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
-  const perWriter = 300;
-  t = performance.now();
-  await Promise.all(
-    runs.map(async (r) => {
-      for (let i = 0; i < perWriter; i++) await appendEvent(r.id, artifact(i));
-    }),
-  );
-  const concurrentPerSec = (8 * perWriter) / ((performance.now() - t) / 1000);
-
+  const concurrent = await appendRate(8, 300);
   // Many runs appending at once (a busy server): where the one write queue can group commits.
-  const many = await Promise.all(Array.from({ length: 64 }, () => newRun()));
-  for (const r of many) await appendEvent(r.id, { type: "RUN_STARTED", payload: {} });
-  const perMany = 60;
-  t = performance.now();
-  await Promise.all(
-    many.map(async (r) => {
-      for (let i = 0; i < perMany; i++) await appendEvent(r.id, artifact(i));
-    }),
-  );
-  const manyPerSec = (64 * perMany) / ((performance.now() - t) / 1000);
+  const many = await appendRate(64, 60);
 
   // Replay of a 10,000-event run.
   const big = await newRun();
@@ -83,13 +77,14 @@ export async function run() {
   const replayMs = [...replays].sort((a, b) => a - b)[2]!;
   const ofRaw = (perSec: number) => `${fmt((100 * perSec) / rawPerSec, 1)} % of raw`;
 
+  const appendNote = (rate: { best: number; median: number }) => `${ofRaw(rate.best)} (median of 3: ${fmt(rate.median, 0)}/s, ${ofRaw(rate.median)})`;
   printTable([
     { measure: "raw SQLite commits/s (ceiling)", value: fmt(rawPerSec, 0), note: "one INSERT per autocommit, same file and pragmas; best of 3 after a warm-up" },
-    { measure: "appendEvent/s, 1 writer", value: fmt(singlePerSec, 0), note: ofRaw(singlePerSec) },
-    { measure: "appendEvent/s, 8 concurrent writers", value: fmt(concurrentPerSec, 0), note: ofRaw(concurrentPerSec) },
-    { measure: "appendEvent/s, 64 concurrent writers", value: fmt(manyPerSec, 0), note: ofRaw(manyPerSec) },
+    { measure: "appendEvent/s, 1 writer (best of 3)", value: fmt(single.best, 0), note: appendNote(single) },
+    { measure: "appendEvent/s, 8 concurrent writers (best of 3)", value: fmt(concurrent.best, 0), note: appendNote(concurrent) },
+    { measure: "appendEvent/s, 64 concurrent writers (best of 3)", value: fmt(many.best, 0), note: appendNote(many) },
     { measure: `replay ms, ${state?.lastSequence} events (median of 5)`, value: fmt(replayMs, 1), note: `first ${fmt(replays[0]!, 1)} ms; goal < 50 ms` },
   ]);
-  console.log(`goal: appendEvent ≥ 50 % of the raw commit rate (best: ${ofRaw(Math.max(singlePerSec, concurrentPerSec, manyPerSec))}); replay < 50 ms (${fmt(replayMs, 1)} ms)`);
+  console.log(`goal: appendEvent ≥ 50 % of the raw commit rate (1 writer: ${ofRaw(single.best)}; 64 writers: ${ofRaw(many.best)}); replay < 50 ms (${fmt(replayMs, 1)} ms)`);
   closeDb();
 }
