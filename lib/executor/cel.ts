@@ -44,8 +44,47 @@ export function checkExpression(expression: string): void {
   compile(expression);
 }
 
+/**
+ * `event.<path> == async.<path>` (what `waitForEvent`'s `match` compiles to, and the commonest `if`): decided without
+ * the interpreter when both sides are a string, number, boolean or null, where CEL's `==` is JavaScript's `===`
+ * (no NaN comes out of JSON). A missing field, or a list or map on either side, goes to CEL, whose answer stands.
+ */
+const SIMPLE_EQUALITY = /^\s*([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)+)\s*==\s*([A-Za-z_]\w*)((?:\.[A-Za-z_]\w*)+)\s*$/;
+type Side = { root: string; path: string[] };
+const simpleEqualities = new Map<string, [Side, Side] | null>();
+
+function simpleEquality(expression: string): [Side, Side] | null {
+  let parsed = simpleEqualities.get(expression);
+  if (parsed === undefined) {
+    const m = SIMPLE_EQUALITY.exec(expression);
+    parsed = m ? [{ root: m[1]!, path: m[2]!.slice(1).split(".") }, { root: m[3]!, path: m[4]!.slice(1).split(".") }] : null;
+    if (simpleEqualities.size >= CACHE_LIMIT) simpleEqualities.delete(simpleEqualities.keys().next().value!);
+    simpleEqualities.set(expression, parsed);
+  }
+  return parsed;
+}
+
+const NOT_PRIMITIVE = Symbol("not primitive");
+
+function primitiveAt(bindings: Record<string, unknown>, side: Side): string | number | boolean | null | typeof NOT_PRIMITIVE {
+  let value: unknown = Object.hasOwn(bindings, side.root) ? bindings[side.root] : undefined;
+  for (const key of side.path) {
+    if (value === null || typeof value !== "object" || Array.isArray(value) || !Object.hasOwn(value, key)) return NOT_PRIMITIVE;
+    value = (value as Record<string, unknown>)[key];
+  }
+  return value === null || typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && !Number.isNaN(value))
+    ? value
+    : NOT_PRIMITIVE;
+}
+
 /** True only when the expression evaluates to boolean true. */
 export function celMatches(expression: string, bindings: Record<string, unknown>): boolean {
+  const simple = simpleEquality(expression);
+  if (simple) {
+    const left = primitiveAt(bindings, simple[0]);
+    const right = left === NOT_PRIMITIVE ? NOT_PRIMITIVE : primitiveAt(bindings, simple[1]);
+    if (left !== NOT_PRIMITIVE && right !== NOT_PRIMITIVE) return left === right;
+  }
   try {
     const value = compile(expression)(bindings);
     return value === true;

@@ -474,7 +474,8 @@ export class Executor {
   private async acquire(runId: string): Promise<{ run: RunRow; fn: RegisteredFunction } | null> {
     const registry = await getRegistry();
     const now = Date.now();
-    const candidate = await query<RunRow>("SELECT * FROM executor_runs WHERE id = ?", [runId]);
+    // Only what deciding needs: the whole row (its event and events JSON among them) comes back from the UPDATE.
+    const candidate = await query<Pick<RunRow, "fn_id" | "status" | "next_at">>("SELECT fn_id, status, next_at FROM executor_runs WHERE id = ?", [runId]);
     const row = candidate[0];
     if (!row) return null;
     const fn = registry.byId.get(row.fn_id);
