@@ -63,10 +63,33 @@ export function parseEvents(input: unknown, { maxEventBytes }: { maxEventBytes?:
 
 export type IngestResult = { ids: string[]; woken: string[] };
 
-export async function ingestEvents(input: unknown, { maxEventBytes }: { maxEventBytes?: number | null } = {}): Promise<IngestResult> {
+/**
+ * Who may lease the runs an ingest makes runnable inside its transaction (executor.ts localHandoff): `take` returns
+ * the runs it leased; `drop` is told if that transaction then did not commit.
+ */
+export type Handoff = {
+  take(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]>;
+  drop(runIds: string[]): void;
+};
+
+export async function ingestEvents(
+  input: unknown,
+  { maxEventBytes, handoff }: { maxEventBytes?: number | null; handoff?: Handoff } = {},
+): Promise<IngestResult> {
   const events = parseEvents(input, { maxEventBytes });
   const registry = await getRegistry();
-  return tx((t) => ingestInTx(t, events, registry, Date.now()));
+  let taken: string[] = [];
+  try {
+    return await tx(async (t) => {
+      const now = Date.now();
+      const result = await ingestInTx(t, events, registry, now);
+      if (handoff && result.woken.length > 0) taken = await handoff.take(t, result.woken, registry, now);
+      return result;
+    });
+  } catch (err) {
+    if (taken.length > 0) handoff?.drop(taken);
+    throw err;
+  }
 }
 
 export async function ingestInTx(

@@ -27,6 +27,7 @@ import {
   INVOKE_EVENT,
   invalidateRegistry,
   type RegisteredFunction,
+  type Registry,
   type StoredEvent,
   UnsupportedOptionError,
 } from "./registry";
@@ -151,6 +152,25 @@ export function wakeLocal(runIds: string[]): void {
   for (const executor of localExecutors) executor.wake(runIds);
 }
 
+/**
+ * Hand-off: runs an ingest made runnable (a wait it resolved, a run it started) are leased by one of this process's
+ * executors in that ingest's own transaction, with the very UPDATE acquire() runs (due, free, within concurrency and
+ * priority), so the lease commits with the event and the executor drives them at once, without reading each run and
+ * committing its lease in a transaction of its own. `drop` undoes the bookkeeping when that transaction did not commit.
+ */
+export const localHandoff = {
+  async take(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
+    for (const executor of localExecutors) {
+      const taken = await executor.takeInTx(t, runIds, registry, now);
+      if (taken.length > 0) return taken;
+    }
+    return [];
+  },
+  drop(runIds: string[]): void {
+    for (const executor of localExecutors) executor.dropTaken(runIds);
+  },
+};
+
 export function defaultBackoff(attempt: number): number {
   const base = Math.min(3_600_000, 1000 * 2 ** attempt);
   return Math.round(base * (0.75 + Math.random() * 0.5));
@@ -188,6 +208,8 @@ export class Executor {
   private readonly ready = new Set<string>();
   private readonly driving = new Set<string>();
   private readonly rewake = new Set<string>();
+  /** Runs whose lease this executor took in an ingest's transaction (localHandoff), to drive without acquire(). */
+  private readonly handedOff = new Map<string, { run: RunRow; fn: RegisteredFunction }>();
   private readonly blocked = new Map<string, Set<string>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   /** Apps whose last sync failed: when to try again (exponential backoff) and the error already logged. */
@@ -235,6 +257,10 @@ export class Executor {
     for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     this.ready.clear();
+    // Leases taken in an ingest but not driven yet go back at once (else another process waits for them to expire).
+    const handed = [...this.handedOff.values()];
+    this.handedOff.clear();
+    await Promise.all(handed.map(({ run }) => this.release(run, "queued", 0).catch(() => undefined)));
     // Let in-flight drives notice; their leases expire if they cannot finish.
     const deadline = Date.now() + 5000;
     while (this.driving.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
@@ -431,7 +457,9 @@ export class Executor {
 
   private pump(): void {
     for (const id of this.ready) {
-      if (this.driving.size >= this.opts.maxConcurrentRuns) return;
+      // A handed-off run holds its lease already, and its slot was counted when it was taken.
+      const handed = this.handedOff.has(id);
+      if (!handed && this.driving.size + this.handedOff.size >= this.opts.maxConcurrentRuns) continue;
       this.ready.delete(id);
       if (this.driving.has(id)) continue;
       this.driving.add(id);
@@ -454,8 +482,8 @@ export class Executor {
   }
 
   private async renewLeases(): Promise<void> {
-    if (this.driving.size === 0) return;
-    const ids = [...this.driving];
+    if (this.driving.size === 0 && this.handedOff.size === 0) return;
+    const ids = [...this.driving, ...this.handedOff.keys()];
     try {
       await tx((t) =>
         t.execute({
@@ -479,22 +507,9 @@ export class Executor {
     const row = candidate[0];
     if (!row) return null;
     const fn = registry.byId.get(row.fn_id);
-    // Every concurrency constraint is enforced: runs holding a lease (running a step now) with the same key, in either
-    // constraint column (scope env/account keys are shared across functions), count against its limit.
-    const limit1 = fn?.concurrency[0]?.limit ?? null;
-    const limit2 = fn?.concurrency[1]?.limit ?? null;
-    const limited = limit1 !== null || limit2 !== null;
-    // Priority: a run not started yet waits while a run of the same key that is due, and ranks higher (created
-    // earlier, or with more priority seconds), is also waiting to start.
-    const prioritized = fn?.flow.priority !== undefined ? 1 : 0;
-    const finishMs = fn?.flow.timeouts?.finishMs ?? null;
-    const acquired = await tx((t) =>
-      rows<RunRow>(
-        t,
-        ACQUIRE_SQL,
-        [this.workerId, now + this.opts.leaseMs, runId, now, limit1, limit2, prioritized, finishMs],
-      ),
-    );
+    const limited = (fn?.concurrency[0]?.limit ?? null) !== null || (fn?.concurrency[1]?.limit ?? null) !== null;
+    const prioritized = fn?.flow.priority !== undefined;
+    const acquired = await tx((t) => rows<RunRow>(t, ACQUIRE_SQL, this.acquireArgs(fn, runId, now)));
     const run = acquired[0];
     if (!run) {
       // A throttled, debounced or batching run woken by its event before it is due: its timer, not the next poll.
@@ -513,10 +528,52 @@ export class Executor {
     return { run, fn };
   }
 
+  /** ACQUIRE_SQL's arguments for a run of `fn` (undefined: not registered; the run is then failed once leased). */
+  private acquireArgs(fn: RegisteredFunction | undefined, runId: string, now: number): (string | number | null)[] {
+    // Every concurrency constraint is enforced: runs holding a lease (running a step now) with the same key, in either
+    // constraint column (scope env/account keys are shared across functions), count against its limit.
+    const limit1 = fn?.concurrency[0]?.limit ?? null;
+    const limit2 = fn?.concurrency[1]?.limit ?? null;
+    // Priority: a run not started yet waits while a run of the same key that is due, and ranks higher (created
+    // earlier, or with more priority seconds), is also waiting to start.
+    const prioritized = fn?.flow.priority !== undefined ? 1 : 0;
+    const finishMs = fn?.flow.timeouts?.finishMs ?? null;
+    return [this.workerId, now + this.opts.leaseMs, runId, now, limit1, limit2, prioritized, finishMs];
+  }
+
+  /**
+   * localHandoff's take: lease, inside the ingest's transaction `t`, the runs it made runnable, as many as this
+   * executor has free slots for. A run it drives already, or one ACQUIRE_SQL refuses (not due, leased elsewhere, over
+   * a concurrency limit, behind a higher priority) is left to wake() and acquire(), as before.
+   */
+  async takeInTx(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
+    const taken: string[] = [];
+    if (!this.running) return taken;
+    for (const id of new Set(runIds)) {
+      if (this.driving.size + this.handedOff.size >= this.opts.maxConcurrentRuns) break;
+      if (this.driving.has(id) || this.handedOff.has(id)) continue;
+      const [row] = await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [id]);
+      const fn = row ? registry.byId.get(row.fn_id) : undefined;
+      if (!fn) continue;
+      const [run] = await rows<RunRow>(t, ACQUIRE_SQL, this.acquireArgs(fn, id, now));
+      if (!run) continue;
+      this.handedOff.set(id, { run, fn });
+      taken.push(id);
+    }
+    return taken;
+  }
+
+  /** The ingest that took these runs did not commit: no lease of theirs was written. */
+  dropTaken(runIds: string[]): void {
+    for (const id of runIds) this.handedOff.delete(id);
+  }
+
   private async drive(runId: string): Promise<void> {
     let acquired: Awaited<ReturnType<Executor["acquire"]>>;
+    const handed = this.handedOff.get(runId);
     try {
-      acquired = await this.acquire(runId);
+      if (handed) this.handedOff.delete(runId);
+      acquired = handed ?? (await this.acquire(runId));
     } catch (err) {
       this.opts.log("error", `acquiring run ${runId} failed`, err);
       return;

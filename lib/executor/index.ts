@@ -1,6 +1,6 @@
 import { getEnv } from "@/lib/env";
 import { EventValidationError, ingestEvents } from "./events";
-import { Executor, strictEventLimit, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
+import { Executor, localHandoff, strictEventLimit, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
 import type { AppTarget } from "./protocol";
 
 export { Executor, defaultBackoff, cloudLimits, type CloudLimits, type ExecutorOptions, type ExecutorStatus } from "./executor";
@@ -86,7 +86,8 @@ export async function getExecutorStatus(): Promise<ExecutorHealth> {
 /** Ingest events and let this process's executor act on them at once (other processes see them on their next poll). */
 export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
   // Strict mode refuses events over Cloud's size limit, as Inngest's event API does.
-  const { ids, woken } = await ingestEvents(events, { maxEventBytes: strictEventLimit() });
+  // The runs it makes runnable are leased in its own transaction by this process's executor, if one runs here.
+  const { ids, woken } = await ingestEvents(events, { maxEventBytes: strictEventLimit(), handoff: localHandoff });
   wakeLocal(woken);
   return { ids };
 }
