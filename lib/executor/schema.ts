@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /*
@@ -87,15 +88,22 @@ export const executorRuns = sqliteTable(
     createdAt: integer("created_at").notNull(),
     endedAt: integer("ended_at"),
   },
+  // Every lease (acquire, renewal, release) writes lease_until, status and generation, and acquire names gather_key and
+  // timeout_at: an index holding one of those columns is rewritten by each such commit, a page or two more in the WAL.
+  // So only the status index (the poll needs it) holds a run whatever its state; the others are partial, holding only
+  // the runs they can answer for (a concurrency key, a gathering debounce/batch, a singleton, a timeout, a run not yet
+  // started), and a lease of a run outside them writes nothing to them. SQLite uses a partial index for a query whose
+  // WHERE implies its condition: `concurrency_key = ?` implies `concurrency_key IS NOT NULL`; the priority query states
+  // `status = 'queued' AND generation = 0` word for word. fn_idem_idx stays whole: it is the fn_id index (cancelOn).
   (t) => [
     index("executor_runs_status_next_idx").on(t.status, t.nextAt),
-    index("executor_runs_fn_ckey_idx").on(t.fnId, t.concurrencyKey, t.leaseUntil),
     index("executor_runs_fn_idem_idx").on(t.fnId, t.idempotencyKey),
-    index("executor_runs_ckey_idx").on(t.concurrencyKey, t.leaseUntil),
-    index("executor_runs_ckey2_idx").on(t.concurrencyKey2, t.leaseUntil),
-    index("executor_runs_fn_gather_idx").on(t.fnId, t.gatherKey),
-    index("executor_runs_fn_singleton_idx").on(t.fnId, t.singletonKey),
-    index("executor_runs_timeout_idx").on(t.timeoutAt),
+    index("executor_runs_fn_unstarted_idx").on(t.fnId, t.concurrencyKey, t.nextAt).where(sql.raw(`"status" = 'queued' AND "generation" = 0`)),
+    index("executor_runs_ckey_idx").on(t.concurrencyKey, t.leaseUntil).where(sql.raw(`"concurrency_key" IS NOT NULL`)),
+    index("executor_runs_ckey2_idx").on(t.concurrencyKey2, t.leaseUntil).where(sql.raw(`"concurrency_key2" IS NOT NULL`)),
+    index("executor_runs_fn_gather_idx").on(t.fnId, t.gatherKey).where(sql.raw(`"gather_key" IS NOT NULL`)),
+    index("executor_runs_fn_singleton_idx").on(t.fnId, t.singletonKey).where(sql.raw(`"singleton_key" IS NOT NULL`)),
+    index("executor_runs_timeout_idx").on(t.timeoutAt).where(sql.raw(`"timeout_at" IS NOT NULL`)),
   ],
 );
 
