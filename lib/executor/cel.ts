@@ -77,6 +77,28 @@ function primitiveAt(bindings: Record<string, unknown>, side: Side): string | nu
     : NOT_PRIMITIVE;
 }
 
+/**
+ * A wait's index key (executor_pending.match_path / match_value): for `event.<a> == async.<b>` (either way round) whose
+ * `event.<a>` in the run's trigger is a string, number, boolean or null, the incoming event's path `<b>` and the JSON
+ * of the value it must hold there. An event matches such a wait exactly when its value at `<b>` has that JSON (see
+ * celMatches: CEL's `==` on primitives is `===`, and a missing field, list or map never equals a primitive). Null for
+ * any other expression or value: that wait is evaluated with CEL against every event of its name.
+ */
+export function waitMatchKey(expression: string | null, trigger: unknown): { path: string; value: string } | null {
+  const simple = expression ? simpleEquality(expression) : null;
+  if (!simple) return null;
+  const [eventSide, asyncSide] = simple[0].root === "event" ? simple : [simple[1], simple[0]];
+  if (eventSide.root !== "event" || asyncSide.root !== "async") return null;
+  const value = primitiveAt({ event: trigger }, eventSide);
+  return value === NOT_PRIMITIVE ? null : { path: asyncSide.path.join("."), value: JSON.stringify(value) };
+}
+
+/** The JSON of `event`'s primitive value at a wait key's path (waitMatchKey), or null if it holds none there. */
+export function eventMatchValue(event: unknown, path: string): string | null {
+  const value = primitiveAt({ async: event }, { root: "async", path: path.split(".") });
+  return value === NOT_PRIMITIVE ? null : JSON.stringify(value);
+}
+
 /** True only when the expression evaluates to boolean true. */
 export function celMatches(expression: string, bindings: Record<string, unknown>): boolean {
   const simple = simpleEquality(expression);

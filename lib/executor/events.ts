@@ -1,6 +1,6 @@
 import { newUlid as ulid } from "@/lib/ids";
 import { z } from "zod";
-import { celMatches } from "./cel";
+import { celMatches, eventMatchValue } from "./cel";
 import { parseDuration } from "./protocol";
 import { CANCELLED_EVENT, createRun, getRegistry, triggerMatches, type Registry, type StoredEvent } from "./registry";
 import { rows, TERMINAL_SQL, tx, type Tx } from "./store";
@@ -133,16 +133,42 @@ export async function ingestInTx(
   return { ids, woken };
 }
 
+/** What resolveWaits reads of a wait and its run. */
+type WaitRow = { run_id: string; hashed_id: string; expression: string | null; trigger: string };
+const WAIT_COLUMNS = `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger FROM executor_pending p
+  JOIN executor_runs r ON r.id = p.run_id`;
+
+/** resolveWaits' queries (tests/executor/run-indexes.test.ts holds them to executor_pending_wait_idx). */
+export const WAIT_SQL = {
+  /** The next key path after ?2 among the waits of event ?1. */
+  nextPath: `SELECT match_path FROM executor_pending WHERE kind = 'wait' AND event_name = ? AND match_path > ? ORDER BY match_path LIMIT 1`,
+  /** The waits of event ?1 keyed on path ?2 with value ?3. */
+  keyed: `${WAIT_COLUMNS} WHERE p.kind = 'wait' AND p.event_name = ? AND p.match_path = ? AND p.match_value = ? AND r.status NOT IN ${TERMINAL_SQL}`,
+  /** The waits of event ?1 without a key. */
+  unkeyed: `${WAIT_COLUMNS} WHERE p.kind = 'wait' AND p.event_name = ? AND p.match_path IS NULL AND r.status NOT IN ${TERMINAL_SQL}`,
+} as const;
+
+/**
+ * The waits an event resolves. A wait with a match key (`event.<a> == async.<b>`, cel.ts waitMatchKey) is found through
+ * the index by the event's own value at `<b>`, one lookup per distinct key path among the waits of this name; the
+ * others (any other expression, or none) are evaluated with CEL one by one, as Inngest's expressions are. So an event
+ * costs the same however many runs wait on the same name for other values (runs at an approval gate, say).
+ */
 async function resolveWaits(t: Tx, event: StoredEvent, seq: number): Promise<string[]> {
-  const waits = await rows<{ run_id: string; hashed_id: string; expression: string | null; trigger: string }>(
-    t,
-    `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger FROM executor_pending p
-       JOIN executor_runs r ON r.id = p.run_id
-      WHERE p.kind = 'wait' AND p.event_name = ? AND r.status NOT IN ${TERMINAL_SQL}`,
-    [event.name],
-  );
+  const waits: WaitRow[] = [];
+  // The distinct key paths, read as a skip scan of the index: one seek per path, not one row per wait.
+  for (let after = ""; ; ) {
+    const [next] = await rows<{ match_path: string }>(t, WAIT_SQL.nextPath, [event.name, after]);
+    if (!next) break;
+    after = next.match_path;
+    const value = eventMatchValue(event, after);
+    if (value === null) continue;
+    waits.push(...(await rows<WaitRow>(t, WAIT_SQL.keyed, [event.name, after, value])));
+  }
+  waits.push(...(await rows<WaitRow>(t, WAIT_SQL.unkeyed, [event.name])));
   const woken: string[] = [];
   for (const w of waits) {
+    // A keyed wait is checked with CEL all the same: the key found it, the expression decides.
     if (w.expression && !celMatches(w.expression, { event: JSON.parse(w.trigger), async: event })) continue;
     await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, seq });
     waitStats.byIncomingEvent++;

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import { newUlid as ulid } from "@/lib/ids";
+import { waitMatchKey } from "./cel";
 import { dispatchToken, MAX_RUN_STATE_BYTES, MAX_STEP_OUTPUT_BYTES } from "./checkpoint";
 import { cancelRunInTx, DEDUPE_MS, hasListeners, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {
@@ -848,10 +849,12 @@ export class Executor {
           const isTarget = target?.hashed_id === op.id;
           const race = op.opts?.parallelMode === "race" ? 1 : 0;
           const insertPending = async (kind: PendingRow["kind"], dueAt: number | null, eventName: string | null = null, expression: string | null = null) => {
+            // A wait on `event.<a> == async.<b>` is found by its key when an event comes (events.ts resolveWaits).
+            const key = kind === "wait" ? waitMatchKey(expression, ctx.event) : null;
             const r = await t.execute({
-              sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, event_name, expression, race, created_at)
-                    VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?) ON CONFLICT(run_id, hashed_id) DO NOTHING`,
-              args: [ctx.run.id, op.id, kind, JSON.stringify(op), dueAt, eventName, expression, race, now],
+              sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, event_name, expression, match_path, match_value, race, created_at)
+                    VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, hashed_id) DO NOTHING`,
+              args: [ctx.run.id, op.id, kind, JSON.stringify(op), dueAt, eventName, expression, key?.path ?? null, key?.value ?? null, race, now],
             });
             if (r.rowsAffected > 0) changed = true;
           };

@@ -138,10 +138,21 @@ export const executorPending = sqliteTable(
     dueAt: integer("due_at"),
     eventName: text("event_name"),
     expression: text("expression"),
+    /**
+     * Waits whose expression is `event.<path> == async.<path>` (what `match` compiles to) with a primitive value at the
+     * run's side: the incoming event's path (`match_path`) and the JSON of the value it must have (`match_value`), so
+     * an event finds its waits through the index instead of evaluating every wait of its name (lib/executor/cel.ts
+     * waitMatchKey). Null for any other wait, which is evaluated as before.
+     */
+    matchPath: text("match_path"),
+    matchValue: text("match_value"),
     race: integer("race").notNull().default(0),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.runId, t.hashedId] }), index("executor_pending_event_idx").on(t.eventName)],
+  (t) => [
+    primaryKey({ columns: [t.runId, t.hashedId] }),
+    index("executor_pending_wait_idx").on(t.eventName, t.matchPath, t.matchValue).where(sql.raw(`"kind" = 'wait'`)),
+  ],
 );
 
 /**

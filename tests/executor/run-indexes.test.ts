@@ -7,6 +7,7 @@ import { drizzle } from "drizzle-orm/libsql";
 import { migrate } from "drizzle-orm/libsql/migrator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { migrationsFolder } from "@/lib/db";
+import { WAIT_SQL } from "@/lib/executor/events";
 import { ACQUIRE_SQL, DUE_SQL } from "@/lib/executor/executor";
 
 /*
@@ -113,5 +114,12 @@ describe("executor_runs' indexes", () => {
       ["SELECT id, event, created_at FROM executor_runs WHERE fn_id = ? AND status NOT IN ('completed','failed','cancelled')", ["fn_1"], /executor_runs_fn_idem_idx \(fn_id=\?\)/],
     ];
     for (const [sql, args, index] of cases) expect(plan(sql, args).join("\n")).toMatch(index);
+  });
+
+  it("an event finds its waits through the wait index: a seek per key path, a lookup per key, and the unkeyed range", () => {
+    expect(plan(WAIT_SQL.nextPath, ["ev", ""]).join("\n")).toMatch(/SEARCH executor_pending USING COVERING INDEX executor_pending_wait_idx \(event_name=\? AND match_path>\?\)/);
+    expect(plan(WAIT_SQL.keyed, ["ev", "data.k", '"a"'])[0]).toMatch(/SEARCH p USING INDEX executor_pending_wait_idx \(event_name=\? AND match_path=\? AND match_value=\?\)/);
+    expect(plan(WAIT_SQL.unkeyed, ["ev"])[0]).toMatch(/SEARCH p USING INDEX executor_pending_wait_idx \(event_name=\? AND match_path=\?\)/);
+    expect(plan("SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ? LIMIT 1", ["ev"]).join("\n")).toMatch(/executor_pending_wait_idx \(event_name=\?\)/);
   });
 });
