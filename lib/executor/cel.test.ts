@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { celMatches } from "./cel";
+import { celMatches, eventMatchValue, waitMatchKey } from "./cel";
 
 /*
  * `event.<path> == async.<path>` is decided without the CEL interpreter when both sides are primitives. Wrapped in
@@ -47,5 +47,45 @@ describe("celMatches: the shortcut for `event.<path> == async.<path>` agrees wit
     }
     expect(celMatches("event.user.id == async.data.user.id", bindings)).toBe(true);
     expect(celMatches("event.user.org.id == async.data.org", bindings)).toBe(true);
+  });
+});
+
+describe("waitMatchKey: a keyed wait matches exactly the events CEL says it matches", () => {
+  const triggers = [{ data: { k: "a" } }, { data: { k: 1 } }, { data: { k: true } }, { data: { k: null } }, { data: { k: "1" } }];
+  const events = [...values, undefined].map((v) => ({ name: "e", data: v === undefined ? {} : { k: v } }));
+  const expressions = [
+    "event.data.k == async.data.k",
+    "async.data.k == event.data.k",
+    "async.data.k == 'a'",
+    'async.data.k == "1"',
+    "'a' == async.data.k",
+    "async.data.k == ''",
+  ];
+
+  it("for `match` expressions, literal comparisons, and every pair of trigger and event values", () => {
+    let keyed = 0;
+    for (const expression of expressions) {
+      for (const trigger of triggers) {
+        const key = waitMatchKey(expression, trigger);
+        expect(key).not.toBeNull();
+        keyed++;
+        for (const event of events) {
+          const byKey = eventMatchValue(event, key!.path) === key!.value;
+          expect({ expression, trigger, event, byKey }).toEqual({ expression, trigger, event, byKey: celMatches(`(${expression})`, { event: trigger, async: event }) });
+        }
+      }
+    }
+    expect(keyed).toBe(expressions.length * triggers.length);
+  });
+
+  it("has no key for what only CEL can decide", () => {
+    expect(waitMatchKey(null, { data: { k: "a" } })).toBeNull();
+    expect(waitMatchKey("event.data.k == async.data.k", { data: { k: { o: 1 } } })).toBeNull(); // a map on the run's side
+    expect(waitMatchKey("event.data.k == async.data.k", { data: {} })).toBeNull(); // nothing on the run's side
+    expect(waitMatchKey("event.data.k == event.data.j", { data: { k: 1 } })).toBeNull(); // no incoming event in it
+    expect(waitMatchKey("async.data.n > 5", {})).toBeNull();
+    expect(waitMatchKey("async.data.k == 'a\\'b'", {})).toBeNull(); // an escape: left to CEL
+    expect(waitMatchKey("async.data.k == 'a' && async.data.j == 'b'", {})).toBeNull();
+    expect(waitMatchKey("async.data.k == 'u1'", {})).toEqual({ path: "data.k", value: '"u1"' });
   });
 });

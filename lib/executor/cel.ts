@@ -79,18 +79,39 @@ function primitiveAt(bindings: Record<string, unknown>, side: Side): string | nu
 
 /**
  * A wait's index key (executor_pending.match_path / match_value): for `event.<a> == async.<b>` (either way round) whose
- * `event.<a>` in the run's trigger is a string, number, boolean or null, the incoming event's path `<b>` and the JSON
- * of the value it must hold there. An event matches such a wait exactly when its value at `<b>` has that JSON (see
+ * `event.<a>` in the run's trigger is a string, number, boolean or null, or for `async.<b> == '<text>'`, the incoming
+ * event's path `<b>` and the JSON of the value it must hold there. An event matches such a wait exactly when its value at `<b>` has that JSON (see
  * celMatches: CEL's `==` on primitives is `===`, and a missing field, list or map never equals a primitive). Null for
  * any other expression or value: that wait is evaluated with CEL against every event of its name.
  */
 export function waitMatchKey(expression: string | null, trigger: unknown): { path: string; value: string } | null {
-  const simple = expression ? simpleEquality(expression) : null;
+  if (!expression) return null;
+  const literal = literalEquality(expression);
+  if (literal) return { path: literal.path.join("."), value: JSON.stringify(literal.value) };
+  const simple = simpleEquality(expression);
   if (!simple) return null;
   const [eventSide, asyncSide] = simple[0].root === "event" ? simple : [simple[1], simple[0]];
   if (eventSide.root !== "event" || asyncSide.root !== "async") return null;
   const value = primitiveAt({ event: trigger }, eventSide);
   return value === NOT_PRIMITIVE ? null : { path: asyncSide.path.join("."), value: JSON.stringify(value) };
+}
+
+/**
+ * `async.<b> == '<text>'` (either way round, single or double quotes, no escapes): an `if` comparing the incoming
+ * event's field with a string written into the expression, as a run does with its own ids. Keyed like a `match`: the
+ * event matches exactly when its value at `<b>` is that string.
+ */
+const LITERAL_EQUALITY = [
+  /^\s*async((?:\.[A-Za-z_]\w*)+)\s*==\s*(?:'([^'\\\n]*)'|"([^"\\\n]*)")\s*$/,
+  /^\s*(?:'([^'\\\n]*)'|"([^"\\\n]*)")\s*==\s*async((?:\.[A-Za-z_]\w*)+)\s*$/,
+];
+
+function literalEquality(expression: string): { path: string[]; value: string } | null {
+  let m = LITERAL_EQUALITY[0]!.exec(expression);
+  if (m) return { path: m[1]!.slice(1).split("."), value: m[2] ?? m[3]! };
+  m = LITERAL_EQUALITY[1]!.exec(expression);
+  if (m) return { path: m[3]!.slice(1).split("."), value: m[1] ?? m[2]! };
+  return null;
 }
 
 /** The JSON of `event`'s primitive value at a wait key's path (waitMatchKey), or null if it holds none there. */

@@ -25,7 +25,12 @@ beforeAll(async () => {
       const got = await step.waitForEvent("go", { event: "keys/go", if: `async.data.n > ${Number(event.data.min)}`, timeout: "1h" });
       return { got: got ? got.data.n : null };
     });
-    return { inngest, functions: [matcher, conditional] };
+    // As the run workflow waits for a slot: the run's own value written into the expression.
+    const literal = inngest.createFunction({ id: "literal", retries: 0, triggers: [{ event: "keys/literal" }] }, async ({ event, step }) => {
+      const got = await step.waitForEvent("slot", { event: "keys/slot", if: `async.data.user == '${String(event.data.user)}'`, timeout: "1h" });
+      return { user: event.data.user, got: got ? got.data.user : null };
+    });
+    return { inngest, functions: [matcher, conditional, literal] };
   });
 });
 afterAll(() => app?.close());
@@ -76,5 +81,21 @@ describe("waits found by their match key", () => {
     expect((await waitForRuns("conditional"))[0]!.output).toEqual({ got: 6 });
     // The rest still wait, each for its own value.
     expect((await listRuns("matcher")).filter((r) => r.status === "waiting").map((r) => r.event.data.k).sort()).toEqual(["a", "b", "c", 2, true].sort());
+  });
+
+  it("keys an `if` that compares the incoming event with a string written into it, and resolves only its own", async () => {
+    await sendEvents([{ name: "keys/literal", data: { user: "u1" } }, { name: "keys/literal", data: { user: "u2" } }]);
+    await waitFor(async () => (await waitingCount("literal")) === 2, { what: "both runs to wait" });
+    const stored = await query<{ match_path: string; match_value: string }>(
+      "SELECT match_path, match_value FROM executor_pending WHERE kind = 'wait' AND event_name = 'keys/slot' ORDER BY match_value",
+    );
+    expect(stored).toEqual([
+      { match_path: "data.user", match_value: '"u1"' },
+      { match_path: "data.user", match_value: '"u2"' },
+    ]);
+    await sendEvents({ name: "keys/slot", data: { user: "u2" } });
+    const [done] = await waitForRuns("literal");
+    expect(done!.output).toEqual({ user: "u2", got: "u2" });
+    expect((await listRuns("literal")).find((r) => r.event.data.user === "u1")!.status).toBe("waiting");
   });
 });
