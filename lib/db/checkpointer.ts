@@ -39,11 +39,10 @@ parentPort.on("message", (message) => {
     parentPort.postMessage({ ok: false, error: String((error && error.message) || error) });
   }
 });
-parentPort.postMessage({ ready: true });
 `;
 
 export type CheckpointResult = { busy: number; log: number; checkpointed: number };
-type WorkerMessage = { ready: true } | ({ ok: true } & CheckpointResult) | { ok: false; error: string };
+type WorkerMessage = ({ ok: true } & CheckpointResult) | { ok: false; error: string };
 
 /** Checkpoints asked for (after writer commits, by the timer, or by checkpoint()) and done; the WAL's size at the last one. */
 export type CheckpointerStats = {
@@ -130,7 +129,6 @@ export class Checkpointer {
   }
 
   private onMessage(message: WorkerMessage): void {
-    if ("ready" in message) return;
     this.inFlight = false;
     if (!message.ok) {
       this.fail(`checkpoint failed: ${message.error}`);

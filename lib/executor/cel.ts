@@ -77,14 +77,18 @@ function primitiveAt(bindings: Record<string, unknown>, side: Side): string | nu
     : NOT_PRIMITIVE;
 }
 
+/** A wait's index key: the incoming event's path and the JSON of the value it must hold there. */
+export type WaitMatchKey = { path: string; value: string };
+
 /**
  * A wait's index key (executor_pending.match_path / match_value): for `event.<a> == async.<b>` (either way round) whose
  * `event.<a>` in the run's trigger is a string, number, boolean or null, or for `async.<b> == '<text>'`, the incoming
- * event's path `<b>` and the JSON of the value it must hold there. An event matches such a wait exactly when its value at `<b>` has that JSON (see
- * celMatches: CEL's `==` on primitives is `===`, and a missing field, list or map never equals a primitive). Null for
- * any other expression or value: that wait is evaluated with CEL against every event of its name.
+ * event's path `<b>` and the JSON of the value it must hold there. An event matches such a wait exactly when its value
+ * at `<b>` has that JSON (see celMatches: CEL's `==` on primitives is `===`, and a missing field, list or map never
+ * equals a primitive). Null for any other expression or value: that wait is evaluated with CEL against every event of
+ * its name.
  */
-export function waitMatchKey(expression: string | null, trigger: unknown): { path: string; value: string } | null {
+export function waitMatchKey(expression: string | null, trigger: unknown): WaitMatchKey | null {
   if (!expression) return null;
   const literal = literalEquality(expression);
   if (literal) return { path: literal.path.join("."), value: JSON.stringify(literal.value) };

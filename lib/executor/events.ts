@@ -1,6 +1,6 @@
 import { newUlid as ulid } from "@/lib/ids";
 import { z } from "zod";
-import { celMatches, eventMatchValue } from "./cel";
+import { celMatches, eventMatchValue, type WaitMatchKey } from "./cel";
 import { parseDuration } from "./protocol";
 import { CANCELLED_EVENT, createRun, getRegistry, triggerMatches, type Registry, type StoredEvent } from "./registry";
 import { rows, TERMINAL_SQL, tx, type Tx } from "./store";
@@ -264,11 +264,13 @@ export async function resolvePending(
  */
 export async function resolveWaitFromHistory(
   t: Tx,
-  { runId, hashedId, eventName, expression, trigger }: {
+  { runId, hashedId, eventName, expression, key, trigger }: {
     runId: string;
     hashedId: string;
     eventName: string;
     expression: string | null;
+    /** The wait's match key (cel.ts waitMatchKey), as stored with it. */
+    key: WaitMatchKey | null;
     trigger: unknown;
   },
 ): Promise<boolean> {
@@ -279,16 +281,16 @@ export async function resolveWaitFromHistory(
     [runId],
   );
   const since = Number(from?.s ?? 0);
-  // `match` compiles to `event.<path> == async.<path>`: narrow the candidates in SQL before evaluating CEL.
-  const simple = expression ? /^\s*event\.([A-Za-z_][\w.]*)\s*==\s*async\.([A-Za-z_][\w.]*)\s*$/.exec(expression) : null;
-  const triggerValue = simple ? pathValue(trigger, simple[1]!) : undefined;
-  const narrow = simple && (typeof triggerValue === "string" || typeof triggerValue === "number");
+  // A keyed wait (a `match`, say) narrows the candidates in SQL before CEL decides: by a string or number value, which
+  // json_extract gives back as SQL compares it.
+  const value = key ? (JSON.parse(key.value) as unknown) : undefined;
+  const narrow = key !== null && (typeof value === "string" || typeof value === "number");
   const candidates = await rows<{ seq: number; payload: string }>(
     t,
     narrow
       ? "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? AND json_extract(payload, ?) = ? ORDER BY seq"
       : "SELECT seq, payload FROM executor_events WHERE name = ? AND seq > ? ORDER BY seq",
-    narrow ? [eventName, since, `$.${simple![2]}`, triggerValue as string | number] : [eventName, since],
+    narrow ? [eventName, since, `$.${key.path}`, value] : [eventName, since],
   );
   for (const c of candidates) {
     const event = JSON.parse(c.payload) as StoredEvent;
@@ -354,13 +356,4 @@ async function announceCancelled(t: Tx, registry: Registry, runId: string, now: 
   if (trigger.name.startsWith("inngest/function.") || !(await hasListeners(t, registry, CANCELLED_EVENT))) return [];
   const data = { function_id: run.fn_id, run_id: runId, event: trigger, error: { name: "Error", message: "function cancelled" } };
   return (await ingestInTx(t, [{ name: CANCELLED_EVENT, data }], registry, now)).woken;
-}
-
-function pathValue(value: unknown, path: string): unknown {
-  let current = value;
-  for (const key of path.split(".")) {
-    if (current === null || typeof current !== "object") return undefined;
-    current = (current as Record<string, unknown>)[key];
-  }
-  return current;
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { getEnv } from "@/lib/env";
 import { newUlid as ulid } from "@/lib/ids";
-import { waitMatchKey } from "./cel";
+import { waitMatchKey, type WaitMatchKey } from "./cel";
 import { dispatchToken, MAX_RUN_STATE_BYTES, MAX_STEP_OUTPUT_BYTES } from "./checkpoint";
 import { cancelRunInTx, DEDUPE_MS, hasListeners, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import {
@@ -848,9 +848,13 @@ export class Executor {
           }
           const isTarget = target?.hashed_id === op.id;
           const race = op.opts?.parallelMode === "race" ? 1 : 0;
-          const insertPending = async (kind: PendingRow["kind"], dueAt: number | null, eventName: string | null = null, expression: string | null = null) => {
-            // A wait on `event.<a> == async.<b>` is found by its key when an event comes (events.ts resolveWaits).
-            const key = kind === "wait" ? waitMatchKey(expression, ctx.event) : null;
+          const insertPending = async (
+            kind: PendingRow["kind"],
+            dueAt: number | null,
+            eventName: string | null = null,
+            expression: string | null = null,
+            key: WaitMatchKey | null = null,
+          ) => {
             const r = await t.execute({
               sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, event_name, expression, match_path, match_value, race, created_at)
                     VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, hashed_id) DO NOTHING`,
@@ -884,10 +888,14 @@ export class Executor {
               const timeout = op.opts?.timeout;
               const dueAt = timeout === undefined || timeout === null ? FAR_FUTURE : deadline(timeout, now);
               const expression = typeof op.opts?.if === "string" && op.opts.if !== "" ? op.opts.if : null;
-              await insertPending("wait", dueAt, eventName, expression);
+              // A wait on `event.<a> == async.<b>` is found by its key when an event comes (events.ts resolveWaits).
+              const key = waitMatchKey(expression, ctx.event);
+              await insertPending("wait", dueAt, eventName, expression, key);
               // Look back to the moment the run reached this wait (its step history, see recordEntry in events.ts).
               // Inngest Cloud does not (inngest/inngest#1433): in strict mode only events after this moment match.
-              if (!this.strict && this.opts.waitLookBack) await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, trigger: ctx.event });
+              if (!this.strict && this.opts.waitLookBack) {
+                await resolveWaitFromHistory(t, { runId: ctx.run.id, hashedId: op.id, eventName, expression, key, trigger: ctx.event });
+              }
               break;
             }
             case "InvokeFunction": {
