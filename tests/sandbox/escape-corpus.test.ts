@@ -383,35 +383,60 @@ describe("escape corpus: resource exhaustion stops inside its own run", () => {
       expect(caps.weaknesses.join(" ")).toMatch(/no per-command cgroup/);
       return;
     }
-    const { run, repo } = await runCorpus("fork bomb", {
-      run: ["mkdir -p out; (sleep 6 & S=$!; (b() { while :; do b & done; }; b) >/dev/null 2>&1 & wait $S; echo bomb-ended) > out/bomb.txt 2>&1; true"],
-    });
     // While the bomb runs: the per-command cgroup holds at most the limit, and health answers.
     const base = (cgroupSupport() as { bases?: { pids?: string }; base?: string }).bases?.pids ?? (cgroupSupport() as { base: string }).base;
     let peak = 0;
     let answered = 0;
     let slowest = 0;
-    // The window is the run's own, not a clock's: on a loaded machine the plan can take longer than the bomb lives, so
-    // watching stops once the run leaves its working states (it ended or waits for a person), or after 150 s.
+    // The window is the run's own, not a clock's, and it opens before the run is launched: on a loaded machine the run
+    // may reach the bomb before launching returns, or only after the bomb would have lived. Watching stops once the
+    // run leaves its working states (it ended or waits for a person), or after 150 s.
     const started = Date.now();
-    const working = async () => ["queued", "running"].includes((await getRunState({ id: run.id }))?.status ?? "");
-    while (Date.now() < started + 150_000 && (await working())) {
-      for (const dir of fs.readdirSync(base).filter((d) => d.startsWith("cg_"))) {
-        const current = Number(fs.readFileSync(path.join(base, dir, "pids.current"), "utf8").trim() || 0);
-        peak = Math.max(peak, current);
+    // Only cgroups made from here on (commands of this run); any left from earlier commands do not count.
+    const earlier = new Set(fs.readdirSync(base));
+    let runId: string | undefined;
+    let launchFailed = false;
+    let lastStatus = "not launched";
+    const working = async () => {
+      if (launchFailed) return false;
+      if (runId === undefined) return true;
+      lastStatus = (await getRunState({ id: runId }))?.status ?? "missing";
+      return ["queued", "running"].includes(lastStatus);
+    };
+    const watching = (async () => {
+      while (Date.now() < started + 150_000 && (await working())) {
+        for (const dir of fs.readdirSync(base).filter((d) => d.startsWith("cg_") && !earlier.has(d))) {
+          let current = 0;
+          try {
+            current = Number(fs.readFileSync(path.join(base, dir, "pids.current"), "utf8").trim() || 0);
+          } catch {
+            // removed since it was listed: its command has ended
+          }
+          peak = Math.max(peak, current);
+        }
+        if (peak > 10) {
+          const asked = Date.now();
+          const response = await fetch(`${h.url}/api/health`);
+          await response.arrayBuffer();
+          slowest = Math.max(slowest, Date.now() - asked);
+          if (response.status === 200) answered++;
+          if (answered >= 3) break;
+        }
+        await new Promise((r) => setTimeout(r, 100));
       }
-      if (peak > 10) {
-        const started = Date.now();
-        const response = await fetch(`${h.url}/api/health`);
-        await response.arrayBuffer();
-        slowest = Math.max(slowest, Date.now() - started);
-        if (response.status === 200) answered++;
-        if (answered >= 3) break;
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    })();
+    const { run, repo } = await runCorpus("fork bomb", {
+      run: ["mkdir -p out; (sleep 6 & S=$!; (b() { while :; do b & done; }; b) >/dev/null 2>&1 & wait $S; echo bomb-ended) > out/bomb.txt 2>&1; true"],
+    }).catch((error: unknown) => {
+      launchFailed = true;
+      throw error;
+    });
+    runId = run.id;
+    await watching;
     // How fast health answered is a figure to read, not an assertion (a loaded CI machine varies): it must answer.
-    console.log(`fork bomb: peak ${peak} processes in its cgroup (limit 64); /api/health answered ${answered}× over HTTP while it ran, slowest ${slowest} ms; watched ${Date.now() - started} ms`);
+    console.log(
+      `fork bomb: peak ${peak} processes in its cgroup (limit 64); /api/health answered ${answered}× over HTTP while it ran, slowest ${slowest} ms; watched ${Date.now() - started} ms, the run ${lastStatus} when watching stopped`,
+    );
     expect(peak).toBeGreaterThan(10);
     expect(peak).toBeLessThanOrEqual(64);
     expect(answered).toBeGreaterThanOrEqual(3);
