@@ -9,6 +9,8 @@ ARG NODE_IMAGE=node:24-bookworm-slim
 FROM ${NODE_IMAGE} AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
+# patches/: fixes applied to dependencies by patch-package in postinstall (see README, "Patched dependencies").
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 
 # 2. The build: .next/standalone holds server.js and the traced node_modules (drizzle/ included, see next.config.ts).

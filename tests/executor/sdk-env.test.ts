@@ -1,0 +1,73 @@
+import { Inngest } from "inngest";
+import { serve } from "inngest/edge";
+import { afterEach, describe, expect, it } from "vitest";
+
+/*
+ * patches/inngest+4.24.0.patch (applied by patch-package in postinstall; README, "Patched dependencies"): the SDK's
+ * getProcessEnv() picked its ~40 variables out of the environment by enumerating all of process.env, about five times
+ * per request (request set-up, response headers, each checkpoint call's headers). Enumerating process.env calls into
+ * the C++ environment for every variable: 62 µs a call under `npm run` (68 variables), a fifth of a resume. The patch
+ * looks up the SDK's own variables by name instead. These tests fail if the patch is not applied (an install that
+ * skipped postinstall, an SDK upgrade that dropped the patch) and hold that the SDK still reads the same variables.
+ */
+
+const real = process.env;
+afterEach(() => {
+  process.env = real;
+});
+
+/** process.env seen through a Proxy that counts enumerations (Object.keys/entries/for…in all call ownKeys). */
+function countingEnv(extra: Record<string, string>): { enumerations: () => number } {
+  let n = 0;
+  const env = { ...real, ...extra };
+  process.env = new Proxy(env, {
+    ownKeys(target) {
+      n++;
+      return Reflect.ownKeys(target);
+    },
+  }) as NodeJS.ProcessEnv;
+  return { enumerations: () => n };
+}
+
+function probeApp() {
+  const inngest = new Inngest({ id: "env-probe", isDev: true });
+  const fn = inngest.createFunction({ id: "f", retries: 0, triggers: [{ event: "probe/go" }] }, async ({ step }) => {
+    return step.run("one", () => 1);
+  });
+  return serve({ client: inngest, functions: [fn] }) as (r: Request) => Promise<Response>;
+}
+
+describe("the Inngest SDK reads its environment by name (patched)", () => {
+  it("handles a request without enumerating process.env, and still sees INNGEST_ENV and INNGEST_SIGNING_KEY", async () => {
+    const env = countingEnv({ INNGEST_ENV: "branch-probe", INNGEST_SIGNING_KEY: `signkey-test-${"ab".repeat(32)}` });
+    const handler = probeApp();
+    const res = await handler(new Request("http://localhost/api/inngest", { headers: { host: "localhost" } }));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-inngest-env")).toBe("branch-probe");
+    expect(await res.json()).toMatchObject({ has_signing_key: true, function_count: 1, mode: "dev" });
+    expect(env.enumerations()).toBe(0);
+  });
+
+  it("runs a step without enumerating process.env", async () => {
+    const env = countingEnv({});
+    const handler = probeApp();
+    const body = {
+      event: { name: "probe/go", data: {}, id: "e1", ts: Date.now() },
+      events: [{ name: "probe/go", data: {}, id: "e1", ts: Date.now() }],
+      steps: {},
+      ctx: { run_id: "run-1", attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack: [], current: 0 } },
+      version: 2,
+    };
+    const res = await handler(
+      new Request("http://localhost/api/inngest?fnId=env-probe-f&stepId=step", {
+        method: "POST",
+        headers: { host: "localhost", "content-type": "application/json", "x-inngest-req-version": "2" },
+        body: JSON.stringify(body),
+      }),
+    );
+    // The step ran and was reported as a 206 with its result: the whole request path, start to answer.
+    expect(res.status).toBe(206);
+    expect(await res.json()).toMatchObject([{ op: "StepRun", name: "one", data: 1 }]);
+    expect(env.enumerations()).toBe(0);
+  });
+});
