@@ -18,10 +18,20 @@ export async function register(): Promise<void> {
   const warn = (scope: string, line: string) => (production ? log.warn(`${scope}: ${line}`) : console.warn(`[${scope}] ${line}`));
   step(`starting (${env.executionMode} executor, data in ${env.dataDir})`);
 
-  const { getDb } = await import("./lib/db");
+  const { getDb, getCheckpointer } = await import("./lib/db");
   const dbStarted = Date.now();
   await getDb();
-  step(`database ready: ${env.databaseUrl.startsWith("file:") ? "file" : "server"}, migrations applied (${Date.now() - dbStarted} ms)`);
+  // A file database's WAL is checkpointed by a worker thread (lib/db/checkpointer.ts); one checkpoint now proves the
+  // worker loaded libsql and opened the file in this layout (dev, `npm start`, the standalone build), else the writer
+  // checkpoints on its own commits and a warning says why.
+  const file = env.databaseUrl.startsWith("file:");
+  let checkpoints = "";
+  if (file) {
+    const checkpointer = await getCheckpointer();
+    const worked = checkpointer ? (await checkpointer.checkpoint()) !== null : false;
+    checkpoints = worked ? ", WAL checkpoints on a worker thread" : ", WAL checkpoints on the writer's commits";
+  }
+  step(`database ready: ${file ? "file" : "server"}, migrations applied (${Date.now() - dbStarted} ms)${checkpoints}`);
 
   if (production) {
     // Configuration problems in the log before the first run fails on them; never blocks or crashes the start.

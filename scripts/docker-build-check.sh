@@ -75,6 +75,8 @@ done
 echo "   /api/health: ${body:-no answer}"
 [[ "${body:-}" == *'"ok":true'* ]] || { cat "$OUT/server.log"; exit 1; }
 grep -q '"msg":"database ready' "$OUT/server.log" || { cat "$OUT/server.log"; echo "no JSON start-up line (database ready)" >&2; exit 1; }
+# The WAL checkpoint worker (lib/db/checkpointer.ts) must load libsql from the standalone node_modules, not fall back.
+grep -q '"msg":"database ready[^"]*WAL checkpoints on a worker thread' "$OUT/server.log" || { cat "$OUT/server.log"; echo "the WAL checkpoint worker did not start in the standalone layout" >&2; exit 1; }
 grep -q '"msg":"doctor: ' "$OUT/server.log" || { cat "$OUT/server.log"; echo "no doctor line at start" >&2; exit 1; }
 code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/signin")"
 echo "   /signin: $code"
