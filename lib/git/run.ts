@@ -124,8 +124,30 @@ export async function commonGitDir(repoPath: string): Promise<string> {
 
 export type WorktreeInfo = { path: string; head: string | null; branch: string | null; bare: boolean };
 
+/**
+ * What git says when another git command on the repository was half-way through: a worktree entry another
+ * `git worktree add` is still writing ("failed to read .git/worktrees/<x>/commondir"), or a lock it holds. Parallel runs
+ * of one project meet these; lib/sandbox/local.ts runs this process's worktree commands one at a time per repository,
+ * and what comes from another process is retried here.
+ */
+const WORKTREE_RACE = /failed to read \S*worktrees\/|cannot lock ref|could not lock config file|index\.lock': File exists/;
+const WORKTREE_RACE_DELAYS_MS = [50, 150, 400, 1000];
+
+/** Run `fn` again (up to 4 times, 50 ms to 1 s apart) while it fails with WORKTREE_RACE; any other failure at once. */
+export async function retryOnWorktreeRace<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fn();
+    } catch (error) {
+      const delay = WORKTREE_RACE_DELAYS_MS[attempt];
+      if (delay === undefined || !(error instanceof Error) || !WORKTREE_RACE.test(error.message)) throw error;
+      await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
+    }
+  }
+}
+
 export async function listWorktrees(repoPath: string): Promise<WorktreeInfo[]> {
-  const text = await gitOut(repoPath, ["worktree", "list", "--porcelain"]);
+  const text = await retryOnWorktreeRace(() => gitOut(repoPath, ["worktree", "list", "--porcelain"]));
   const out: WorktreeInfo[] = [];
   for (const block of text.split(/\n\n+/)) {
     const info: WorktreeInfo = { path: "", head: null, branch: null, bare: false };

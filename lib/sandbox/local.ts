@@ -3,7 +3,18 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { baseChildEnv, getEnv, secretValues, SECRET_ENV_NAMES } from "@/lib/env";
 import { AppError } from "@/lib/errors";
-import { commonGitDir, DIFF_SAFE, git, gitOut, resolveCommit, stageWorktree, worktreeGitDir, worktreeLocation, type WorktreeLocation } from "@/lib/git/run";
+import {
+  commonGitDir,
+  DIFF_SAFE,
+  git,
+  gitOut,
+  resolveCommit,
+  retryOnWorktreeRace,
+  stageWorktree,
+  worktreeGitDir,
+  worktreeLocation,
+  type WorktreeLocation,
+} from "@/lib/git/run";
 import { bwrapArgs, bwrapStatus } from "./bwrap";
 import { createCommandCgroup, joinCgroupArgv, rlimitArgs, sandboxLimits } from "./limits";
 import { resolveInside, toRelative } from "./paths";
@@ -104,13 +115,18 @@ export class LocalSandbox implements Sandbox {
       const location = await worktreeLocation({ repoPath, workTree: real });
       return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, commonDir, location, excludePaths, useBwrap, allowInternet);
     }
-    await removeWorktree(repoPath, dir);
-    if (branch) {
-      const exists = await resolveCommit(repoPath, `refs/heads/${branch}`);
-      await git(repoPath, exists ? ["worktree", "add", "--force", dir, branch] : ["worktree", "add", "-b", branch, dir, startSha]);
-    } else {
-      await git(repoPath, ["worktree", "add", "--detach", dir, startSha]);
-    }
+    await oneWorktreeCommandAtATime(commonDir, () =>
+      retryOnWorktreeRace(async () => {
+        await removeWorktreeNow(repoPath, dir);
+        if (branch) {
+          // Asked again on a retry: an add that failed late may have made the branch.
+          const exists = await resolveCommit(repoPath, `refs/heads/${branch}`);
+          await git(repoPath, exists ? ["worktree", "add", "--force", dir, branch] : ["worktree", "add", "-b", branch, dir, startSha]);
+        } else {
+          await git(repoPath, ["worktree", "add", "--detach", dir, startSha]);
+        }
+      }),
+    );
     const home = `${dir}.home`;
     await fs.mkdir(home, { recursive: true });
     const real = await fs.realpath(dir);
@@ -386,10 +402,42 @@ export async function removeRunWorktree({ runId, repoPath }: { runId: string; re
 }
 
 /**
+ * git's worktree commands are not safe to run at once on one repository, and parallel runs of one project create and
+ * remove their worktrees at the same moment: `git worktree add` reads every entry under .git/worktrees and fails on one
+ * another add is still writing ("fatal: failed to read .git/worktrees/<x>/commondir"; 8 of 100 adds started 20 at a
+ * time), and `git worktree prune` may take such a half-written entry for a stale one. In this process they run one at a
+ * time per repository (keyed by its common git dir); a race with another process is retried (retryOnWorktreeRace).
+ */
+const worktreeQueues = new Map<string, Promise<unknown>>();
+
+function oneWorktreeCommandAtATime<T>(commonDir: string, fn: () => Promise<T>): Promise<T> {
+  const run = (worktreeQueues.get(commonDir) ?? Promise.resolve()).then(fn, fn);
+  const tail = run.catch(() => undefined);
+  worktreeQueues.set(commonDir, tail);
+  void tail.then(() => {
+    if (worktreeQueues.get(commonDir) === tail) worktreeQueues.delete(commonDir);
+  });
+  return run;
+}
+
+/**
  * Delete the worktree's files first, then let git forget it: git never looks inside a directory that a sandbox wrote
- * (`git worktree remove` would read the worktree's own `.git` and index).
+ * (`git worktree remove` would read the worktree's own `.git` and index). The files go outside the queue; the prune
+ * waits its turn among the repository's worktree commands.
  */
 async function removeWorktree(repoPath: string, dir: string) {
+  await deleteWorktreeFiles(dir);
+  const commonDir = await commonGitDir(repoPath).catch(() => path.resolve(repoPath));
+  await oneWorktreeCommandAtATime(commonDir, () => git(repoPath, ["worktree", "prune"], { allowFailure: true }));
+}
+
+/** removeWorktree for a caller already in the repository's turn (oneWorktreeCommandAtATime). */
+async function removeWorktreeNow(repoPath: string, dir: string) {
+  await deleteWorktreeFiles(dir);
+  await git(repoPath, ["worktree", "prune"], { allowFailure: true });
+}
+
+async function deleteWorktreeFiles(dir: string) {
   // Renamed away first (atomically, out of workspaces/), so nothing racing with the removal sees a half-deleted worktree.
   const trash = path.join(getEnv().dataDir, "trash");
   await fs.mkdir(trash, { recursive: true });
@@ -399,7 +447,6 @@ async function removeWorktree(repoPath: string, dir: string) {
     () => false,
   );
   await fs.rm(moved ? doomed : dir, { recursive: true, force: true });
-  await git(repoPath, ["worktree", "prune"], { allowFailure: true });
 }
 
 function fileError(requested: string, error: unknown): AppError {
