@@ -28,8 +28,12 @@ export async function register(): Promise<void> {
   let checkpoints = "";
   if (file) {
     const checkpointer = await getCheckpointer();
-    const worked = checkpointer ? (await checkpointer.checkpoint()) !== null : false;
-    checkpoints = worked ? ", WAL checkpoints on a worker thread" : ", WAL checkpoints on the writer's commits";
+    // Never holds the start up: a worker that has not answered in 5 s is reported as such (it keeps running).
+    const answer = checkpointer
+      ? await Promise.race([checkpointer.checkpoint(), new Promise<"late">((r) => setTimeout(() => r("late"), 5000).unref())])
+      : null;
+    checkpoints =
+      answer === "late" ? ", WAL checkpoint worker slow to answer" : answer ? ", WAL checkpoints on a worker thread" : ", WAL checkpoints on the writer's commits";
   }
   step(`database ready: ${file ? "file" : "server"}, migrations applied (${Date.now() - dbStarted} ms)${checkpoints}`);
 
