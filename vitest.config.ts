@@ -14,6 +14,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     setupFiles: ["tests/setup.ts"],
+    // One TMPDIR for the run, removed at its end (tests/global-setup.ts).
+    globalSetup: ["tests/global-setup.ts"],
     projects: [
       // The run's workflow scenarios run under Inngest Cloud's semantics (no wait look-back, Cloud's limits), so what
       // passes here is what holds in production; see GATEHOUSE_EXECUTOR_STRICT in the README.

@@ -1,0 +1,11 @@
+import os from "node:os";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+describe("the tests' temporary directory (tests/global-setup.ts)", () => {
+  it("is one directory of this run, under the system's, so the run's leftovers go when it ends", () => {
+    const dir = os.tmpdir();
+    expect(path.basename(dir)).toMatch(/^gatehouse-vitest-/);
+    expect(process.env.TMPDIR).toBe(dir);
+  });
+});
