@@ -140,9 +140,9 @@ export const executorPending = sqliteTable(
     expression: text("expression"),
     /**
      * Waits whose expression is `event.<path> == async.<path>` (what `match` compiles to) with a primitive value at the
-     * run's side: the incoming event's path (`match_path`) and the JSON of the value it must have (`match_value`), so
-     * an event finds its waits through the index instead of evaluating every wait of its name (lib/executor/cel.ts
-     * waitMatchKey). Null for any other wait, which is evaluated as before.
+     * run's side, or `async.<path> == '<text>'`: the incoming event's path (`match_path`) and the JSON of the value it
+     * must have (`match_value`), so an event finds its waits through the index instead of evaluating every wait of its
+     * name (lib/executor/cel.ts waitMatchKey). Null for any other wait, which is evaluated as before.
      */
     matchPath: text("match_path"),
     matchValue: text("match_value"),

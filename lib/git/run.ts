@@ -125,11 +125,26 @@ export async function commonGitDir(repoPath: string): Promise<string> {
 export type WorktreeInfo = { path: string; head: string | null; branch: string | null; bare: boolean };
 
 /**
- * What git says when another git command on the repository was half-way through: a worktree entry another
- * `git worktree add` is still writing ("failed to read .git/worktrees/<x>/commondir"), or a lock it holds. Parallel runs
- * of one project meet these; lib/sandbox/local.ts runs this process's worktree commands one at a time per repository,
- * and what comes from another process is retried here.
+ * git's worktree commands are not safe to run at once on one repository, and parallel runs of one project create and
+ * remove their worktrees at the same moment: `git worktree add` reads every entry under .git/worktrees and fails on one
+ * another add is still writing ("fatal: failed to read .git/worktrees/<x>/commondir"; 8 of 100 adds started 20 at a
+ * time), and `git worktree prune` may take such a half-written entry for a stale one. In this process they run one at a
+ * time per repository (oneWorktreeCommandAtATime, keyed by the common git dir); what another process's command causes
+ * is retried (retryOnWorktreeRace), also by readers such as listWorktrees.
  */
+const worktreeQueues = new Map<string, Promise<unknown>>();
+
+export function oneWorktreeCommandAtATime<T>(commonDir: string, fn: () => Promise<T>): Promise<T> {
+  const run = (worktreeQueues.get(commonDir) ?? Promise.resolve()).then(fn, fn);
+  const tail = run.catch(() => undefined);
+  worktreeQueues.set(commonDir, tail);
+  void tail.then(() => {
+    if (worktreeQueues.get(commonDir) === tail) worktreeQueues.delete(commonDir);
+  });
+  return run;
+}
+
+/** What git says when another git command on the repository was half-way through: an entry being written, or a lock. */
 const WORKTREE_RACE = /failed to read \S*worktrees\/|cannot lock ref|could not lock config file|index\.lock': File exists/;
 const WORKTREE_RACE_DELAYS_MS = [50, 150, 400, 1000];
 

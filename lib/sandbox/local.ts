@@ -9,6 +9,7 @@ import {
   git,
   gitOut,
   resolveCommit,
+  oneWorktreeCommandAtATime,
   retryOnWorktreeRace,
   stageWorktree,
   worktreeGitDir,
@@ -333,7 +334,7 @@ export class LocalSandbox implements Sandbox {
 
   destroy = async (): Promise<void> => {
     await killDetachedIn(this.home);
-    await removeWorktree(this.repoPath, this.workspacePath);
+    await removeWorktree(this.repoPath, this.workspacePath, this.commonDir);
     await fs.rm(this.home, { recursive: true, force: true });
   };
 }
@@ -402,33 +403,14 @@ export async function removeRunWorktree({ runId, repoPath }: { runId: string; re
 }
 
 /**
- * git's worktree commands are not safe to run at once on one repository, and parallel runs of one project create and
- * remove their worktrees at the same moment: `git worktree add` reads every entry under .git/worktrees and fails on one
- * another add is still writing ("fatal: failed to read .git/worktrees/<x>/commondir"; 8 of 100 adds started 20 at a
- * time), and `git worktree prune` may take such a half-written entry for a stale one. In this process they run one at a
- * time per repository (keyed by its common git dir); a race with another process is retried (retryOnWorktreeRace).
- */
-const worktreeQueues = new Map<string, Promise<unknown>>();
-
-function oneWorktreeCommandAtATime<T>(commonDir: string, fn: () => Promise<T>): Promise<T> {
-  const run = (worktreeQueues.get(commonDir) ?? Promise.resolve()).then(fn, fn);
-  const tail = run.catch(() => undefined);
-  worktreeQueues.set(commonDir, tail);
-  void tail.then(() => {
-    if (worktreeQueues.get(commonDir) === tail) worktreeQueues.delete(commonDir);
-  });
-  return run;
-}
-
-/**
  * Delete the worktree's files first, then let git forget it: git never looks inside a directory that a sandbox wrote
  * (`git worktree remove` would read the worktree's own `.git` and index). The files go outside the queue; the prune
  * waits its turn among the repository's worktree commands.
  */
-async function removeWorktree(repoPath: string, dir: string) {
+async function removeWorktree(repoPath: string, dir: string, commonDir?: string) {
   await deleteWorktreeFiles(dir);
-  const commonDir = await commonGitDir(repoPath).catch(() => path.resolve(repoPath));
-  await oneWorktreeCommandAtATime(commonDir, () => git(repoPath, ["worktree", "prune"], { allowFailure: true }));
+  const key = commonDir ?? (await commonGitDir(repoPath).catch(() => path.resolve(repoPath)));
+  await oneWorktreeCommandAtATime(key, () => git(repoPath, ["worktree", "prune"], { allowFailure: true }));
 }
 
 /** removeWorktree for a caller already in the repository's turn (oneWorktreeCommandAtATime). */

@@ -50,6 +50,22 @@ async function countingZodErrors(): Promise<{ count: () => number; restore: () =
   return { count: () => n, restore: () => void delete (ZodError.prototype as { name?: string }).name };
 }
 
+/** The executor's call to run the probe function's first step, sent as request version `version`. */
+function stepRequest(version: number): Request {
+  const event = { name: "probe/go", data: {}, id: "e1", ts: Date.now() };
+  return new Request("http://localhost/api/inngest?fnId=env-probe-f&stepId=step", {
+    method: "POST",
+    headers: { host: "localhost", "content-type": "application/json", "x-inngest-req-version": String(version) },
+    body: JSON.stringify({
+      event,
+      events: [event],
+      steps: {},
+      ctx: { run_id: "run-1", attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack: [], current: 0 } },
+      version,
+    }),
+  });
+}
+
 function probeApp() {
   const inngest = new Inngest({ id: "env-probe", isDev: true });
   const fn = inngest.createFunction({ id: "f", retries: 0, triggers: [{ event: "probe/go" }] }, async ({ step }) => {
@@ -72,20 +88,7 @@ describe("the Inngest SDK reads its environment by name (patched)", () => {
   it("runs a step without enumerating process.env", async () => {
     const env = countingEnv({});
     const handler = probeApp();
-    const body = {
-      event: { name: "probe/go", data: {}, id: "e1", ts: Date.now() },
-      events: [{ name: "probe/go", data: {}, id: "e1", ts: Date.now() }],
-      steps: {},
-      ctx: { run_id: "run-1", attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack: [], current: 0 } },
-      version: 2,
-    };
-    const res = await handler(
-      new Request("http://localhost/api/inngest?fnId=env-probe-f&stepId=step", {
-        method: "POST",
-        headers: { host: "localhost", "content-type": "application/json", "x-inngest-req-version": "2" },
-        body: JSON.stringify(body),
-      }),
-    );
+    const res = await handler(stepRequest(2));
     // The step ran and was reported as a 206 with its result: the whole request path, start to answer.
     expect(res.status).toBe(206);
     expect(await res.json()).toMatchObject([{ op: "StepRun", name: "one", data: 1 }]);
@@ -96,20 +99,7 @@ describe("the Inngest SDK reads its environment by name (patched)", () => {
     const zod = await countingZodErrors();
     try {
       const handler = probeApp();
-      const call = (version: number) =>
-        handler(
-          new Request("http://localhost/api/inngest?fnId=env-probe-f&stepId=step", {
-            method: "POST",
-            headers: { host: "localhost", "content-type": "application/json", "x-inngest-req-version": String(version) },
-            body: JSON.stringify({
-              event: { name: "probe/go", data: {}, id: "e1", ts: Date.now() },
-              events: [{ name: "probe/go", data: {}, id: "e1", ts: Date.now() }],
-              steps: {},
-              ctx: { run_id: "run-1", attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack: [], current: 0 } },
-              version,
-            }),
-          }),
-        );
+      const call = (version: number) => handler(stepRequest(version));
       for (const version of [2, 1, -1]) {
         const res = await call(version);
         expect(res.status).toBe(206);

@@ -439,7 +439,7 @@ describe("escape corpus: resource exhaustion stops inside its own run", () => {
     );
     if (peak <= 10) {
       // Seen three times in clean-clone CI (peak 5, the run at awaiting_fix_decision after ~6.7 s), never locally: what
-      // the bomb's command wrote, and the run's last events, say why it did not spread.
+      // the bomb's command wrote, and the run's state, say why it did not spread.
       const state = await getRunState({ id: run.id });
       console.log(`fork bomb did not spread: out/bomb.txt on ${run.branch}: ${JSON.stringify(output(repo, run.branch!, "bomb").slice(0, 2000))}; run ${JSON.stringify(state).slice(0, 3000)}`);
     }
