@@ -23,6 +23,7 @@ const nextConfig: NextConfig = {
       { source: "/:path*", headers: base },
       { source: "/api/:path*", headers: [csp] },
       { source: "/e/:path*", headers: [csp] },
+      { source: "/v1/:path*", headers: [csp] },
       { source: "/_next/static/:path*", headers: [csp] },
     ];
   },

@@ -21,5 +21,7 @@ export function proxy(request: NextRequest) {
   return response;
 }
 
-// API routes, the event endpoint and static files get their headers from next.config.ts and route(); pages all come here.
-export const config = { matcher: ["/((?!api/|_next/static|_next/image|e/|favicon.ico|icon.svg|icon.png).*)"] };
+// API routes, the event and checkpoint endpoints and static files get their headers from next.config.ts and route();
+// pages all come here. The endpoints that take bodies must stay out: for a request the proxy sees, Next first copies
+// the body (up to 10 MB, cutting the rest), before the route can check who sends it.
+export const config = { matcher: ["/((?!api/|_next/static|_next/image|e/|v1/|favicon.ico|icon.svg|icon.png).*)"] };

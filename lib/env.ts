@@ -159,6 +159,19 @@ const schema = z.object({
     .min(0, "GATEHOUSE_CLEANUP_AFTER_DAYS must be 0 or more")
     .default(30),
   GATEHOUSE_MAX_BODY_BYTES: positiveInt("GATEHOUSE_MAX_BODY_BYTES", 1_000_000),
+  /**
+   * Largest GitHub webhook body read (413 beyond). GitHub allows 25 MB, but real deliveries are kilobytes; the body is
+   * read before its signature can be checked, so the cap is what a stranger can make the server hold per connection.
+   */
+  GATEHOUSE_WEBHOOK_MAX_BYTES: positiveInt("GATEHOUSE_WEBHOOK_MAX_BYTES", 5 * 1024 * 1024).refine(
+    (v) => v <= 25 * 1024 * 1024,
+    "GATEHOUSE_WEBHOOK_MAX_BYTES must be at most 26214400 (GitHub's own 25 MB limit)",
+  ),
+  /**
+   * Bytes of request bodies read at once, across the process, before their sender is verified (webhooks, the Inngest
+   * endpoint, the sign-in form): a request that would go past it is refused with 503 and Retry-After.
+   */
+  GATEHOUSE_UNVERIFIED_BODY_BYTES: positiveInt("GATEHOUSE_UNVERIFIED_BODY_BYTES", 64 * 1024 * 1024),
   /** Per-user rate limits (requests per minute, bursts up to the same number): run creation and gate decisions. */
   GATEHOUSE_RATE_LIMIT_RUNS: positiveInt("GATEHOUSE_RATE_LIMIT_RUNS", 30),
   GATEHOUSE_RATE_LIMIT_DECISIONS: positiveInt("GATEHOUSE_RATE_LIMIT_DECISIONS", 120),

@@ -5,6 +5,7 @@ import { requireUser, type SessionUser } from "@/lib/auth/guard";
 import { log, withLogContext } from "@/lib/log";
 import { requestHost } from "@/lib/auth/request-url";
 import { withSecurityHeaders } from "@/lib/security/headers";
+import { readCappedBody } from "@/lib/body";
 
 type RouteContext<P> = { params: Promise<P> };
 
@@ -134,31 +135,8 @@ function tooLarge(limit: number) {
   return new AppError("payload_too_large:api", `The request body is larger than ${limit} bytes.`);
 }
 
-/**
- * Read a request body, refusing it past `limit` bytes (by Content-Length up front, and while streaming) with `tooBig`.
- * Raw bytes, so signature checks (webhooks) see exactly what was sent.
- */
-export async function readBodyLimited(request: Request, limit: number, tooBig: () => Error): Promise<Buffer> {
-  if (Number(request.headers.get("content-length") ?? "0") > limit) throw tooBig();
-  if (!request.body) return Buffer.alloc(0);
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      throw tooBig();
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-}
-
 async function readLimited(request: Request, limit: number): Promise<string> {
-  return (await readBodyLimited(request, limit, () => tooLarge(limit))).toString("utf8");
+  return (await readCappedBody({ request, limit, tooLarge: () => tooLarge(limit) })).toString("utf8");
 }
 
 export function json(data: unknown, init?: ResponseInit): Response {

@@ -1,5 +1,6 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
 import { appBearerAccepted, EXECUTOR_KEY_HEADER, executorTargetFor, hasExecutorKey } from "@/lib/security/executor-key";
@@ -52,23 +53,31 @@ const leaseMs = positive("lease-ms", values["lease-ms"]);
 const pollMs = positive("poll-ms", values["poll-ms"]);
 let executor: Executor | undefined;
 
+/**
+ * The request as the shared handlers take it, its body still a stream: they check the key first and then read the
+ * body within their limits, so a caller without the key never has a byte of it held here.
+ */
+function toRequest(req: http.IncomingMessage): Request {
+  const headers = new Headers({ "content-type": "application/json" });
+  const length = req.headers["content-length"];
+  if (length) headers.set("content-length", length);
+  const body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
+  return new Request(`http://worker${req.url}`, { method: "POST", body, headers, duplex: "half" } as RequestInit);
+}
+
 const server = http.createServer(async (req, res) => {
-  const chunks: Buffer[] = [];
-  for await (const c of req) chunks.push(c as Buffer);
   let response: Response;
   const pathname = new URL(req.url ?? "/", "http://worker").pathname;
   const key = req.method === "POST" ? eventKeyFromPath(pathname) : undefined;
   if (key !== undefined) {
     // The same key check as the Next route /e/:key: only the executor key is an event key.
-    response = await handleKeyedEventRequest({
-      request: new Request(`http://worker${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } }),
-      key,
-    }).catch(() => Response.json({ error: "The event could not be stored", status: 500 }, { status: 500 }));
+    response = await handleKeyedEventRequest({ request: toRequest(req), key }).catch(() =>
+      Response.json({ error: "The event could not be stored", status: 500 }, { status: 500 }),
+    );
   } else if (req.method === "POST" && CHECKPOINT_PATH.test(pathname)) {
-    const request = new Request(`http://worker${req.url}`, { method: "POST", body: Buffer.concat(chunks), headers: { "content-type": "application/json" } });
     response = !appBearerAccepted(String(req.headers.authorization ?? ""))
       ? Response.json({ error: "Checkpoint calls need the executor key: set INNGEST_SIGNING_KEY=signkey-dev-<executor key>", status: 401 }, { status: 401 })
-      : await handleCheckpointRequest(request).catch(() => Response.json({ error: "The checkpoint could not be stored", status: 500 }, { status: 500 }));
+      : await handleCheckpointRequest(toRequest(req)).catch(() => Response.json({ error: "The checkpoint could not be stored", status: 500 }, { status: 500 }));
   } else if (req.method === "GET" && pathname === "/health") {
     // Liveness for anyone; the worker id, apps and leases only with the executor key.
     const detailed = executor && hasExecutorKey(String(req.headers[EXECUTOR_KEY_HEADER] ?? ""));
@@ -76,6 +85,8 @@ const server = http.createServer(async (req, res) => {
   } else {
     response = Response.json({ error: "not found" }, { status: 404 });
   }
+  // A body left unread (refused, or past a limit) is not drained: the connection closes after the answer.
+  if (!req.complete) res.shouldKeepAlive = false;
   res.statusCode = response.status;
   response.headers.forEach((v, k) => res.setHeader(k, v));
   res.end(Buffer.from(await response.arrayBuffer()));

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { rows, tx, type Tx } from "./store";
+import { readCappedText } from "@/lib/body";
 
 /**
  * Inngest's async checkpointing endpoint, `POST /v1/checkpoint/{runId}/async` (see /work/shared/INNGEST_CHECKPOINTING.md
@@ -65,16 +66,16 @@ function fail(status: number, message: string): Response {
  * key; in-process calls through the app's own `fetch` need none).
  */
 export async function handleCheckpointRequest(request: Request): Promise<Response> {
-  return handleCheckpoint({ url: request.url, method: request.method, read: () => request.text() });
+  return handleCheckpoint({ url: request.url, method: request.method, read: () => readCappedText(request, MAX_BODY_BYTES) });
 }
 
-async function handleCheckpoint({ url: href, method, read }: { url: string; method: string; read: () => Promise<string> }): Promise<Response> {
+async function handleCheckpoint({ url: href, method, read }: { url: string; method: string; read: () => Promise<string | null> }): Promise<Response> {
   const url = new URL(href);
   const match = CHECKPOINT_PATH.exec(url.pathname);
   if (!match) return fail(404, `Only POST /v1/checkpoint/{runId}/async is served here (got ${url.pathname})`);
   if (method !== "POST") return fail(405, "Use POST to checkpoint steps");
   const text = await read();
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) return fail(413, `Checkpoint body over ${MAX_BODY_BYTES} bytes`);
+  if (text === null || Buffer.byteLength(text) > MAX_BODY_BYTES) return fail(413, `Checkpoint body over ${MAX_BODY_BYTES} bytes`);
   let json: unknown;
   try {
     json = JSON.parse(text);

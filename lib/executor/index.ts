@@ -1,4 +1,5 @@
 import { getEnv } from "@/lib/env";
+import { readCappedText } from "@/lib/body";
 import { EventValidationError, ingestEvents } from "./events";
 import { Executor, localHandoff, strictEventLimit, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
 import type { AppTarget } from "./protocol";
@@ -100,8 +101,8 @@ export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
 export async function handleEventRequest(request: Request): Promise<Response> {
   if (request.method !== "POST") return Response.json({ error: "Use POST to send events", status: 405 }, { status: 405 });
   const max = getEnv().GATEHOUSE_MAX_BODY_BYTES;
-  const text = await request.text();
-  if (Buffer.byteLength(text) > max) {
+  const text = await readCappedText(request, max);
+  if (text === null) {
     return Response.json({ error: `Events body over ${max} bytes (GATEHOUSE_MAX_BODY_BYTES)`, status: 413 }, { status: 413 });
   }
   let body: unknown;

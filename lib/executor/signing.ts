@@ -50,3 +50,48 @@ export function bearerMatchesSigningKey(header: string | null, keys: (string | u
     return expected.length === presented.length && timingSafeEqual(expected, presented);
   });
 }
+
+/** How far a signature's timestamp may be from now, either way: the SDK's RequestSignature.hasExpired. */
+export const SIGNATURE_TOLERANCE_MS = 5 * 60_000;
+
+/**
+ * The parts of an X-Inngest-Signature that is well formed (`t=<unix seconds>&s=<64 hex>`) and not expired at `now`,
+ * else null. A cheap check of the header alone, made before the body it signs is read.
+ */
+export function parseSignatureHeader(header: string | null, now = Date.now()): { t: string; s: string } | null {
+  if (!header || header.length > 200) return null;
+  const params = new URLSearchParams(header.trim());
+  const t = params.get("t") ?? "";
+  const s = params.get("s") ?? "";
+  if ([...params.keys()].some((k) => k !== "t" && k !== "s")) return null;
+  if (!/^\d{1,12}$/.test(t) || !/^[0-9a-f]{64}$/i.test(s)) return null;
+  if (Math.abs(now - Number(t) * 1000) > SIGNATURE_TOLERANCE_MS) return null;
+  return { t, s: s.toLowerCase() };
+}
+
+/**
+ * Whether `header` signs `body` with one of `signingKeys`, exactly as the SDK checks it: `body` is the parsed JSON body
+ * ("" for none), canonicalized (a JSON string is signed as the string itself), the timestamp appended, compared in
+ * constant time, within SIGNATURE_TOLERANCE_MS of `now`.
+ */
+export function verifyRequestSignature({
+  body,
+  header,
+  signingKeys,
+  now = Date.now(),
+}: {
+  body: unknown;
+  header: string | null;
+  signingKeys: (string | undefined)[];
+  now?: number;
+}): boolean {
+  const parsed = parseSignatureHeader(header, now);
+  if (!parsed) return false;
+  const data = typeof body === "string" ? body : canonicalBody(body);
+  const given = Buffer.from(parsed.s, "hex");
+  return signingKeys.some((key) => {
+    if (!key) return false;
+    const expected = createHmac("sha256", removeSigningKeyPrefix(key)).update(data).update(parsed.t).digest();
+    return expected.length === given.length && timingSafeEqual(expected, given);
+  });
+}

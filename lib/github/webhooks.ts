@@ -4,6 +4,7 @@ import { write } from "@/lib/db";
 import { githubDeliveries } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
+import { discardBody, readUnverifiedBody } from "@/lib/body";
 
 /*
  * Receiving GitHub webhooks: the X-Hub-Signature-256 HMAC over the exact bytes received, compared in constant time,
@@ -11,9 +12,6 @@ import { AppError } from "@/lib/errors";
  * a new delivery id is caught by a hash of the body, kept as a marker row `sha256:<hex>` beside the delivery (the
  * pattern of real delivery ids, [A-Za-z0-9-], cannot collide with it).
  */
-
-/** GitHub's payloads are capped at 25 MB. */
-const MAX_PAYLOAD_BYTES = 25 * 1024 * 1024;
 
 export function signPayload(secret: string, payload: string | Buffer): string {
   return `sha256=${crypto.createHmac("sha256", secret).update(payload).digest("hex")}`;
@@ -28,30 +26,19 @@ export function verifySignature({ secret, payload, signature }: { secret: string
 }
 
 /**
- * Read the raw body while computing its HMAC, never holding more than GitHub's payload limit: 413 by Content-Length up
- * front or as soon as the stream passes it. Returns the bytes and whether the signature matched.
+ * Read the raw body while computing its HMAC, within GATEHOUSE_WEBHOOK_MAX_BYTES (413 by Content-Length up front or as
+ * soon as the stream passes it) and the process-wide budget of unverified bodies (503 with Retry-After).
  */
 async function readSigned({ request, secret }: { request: Request; secret: string }): Promise<{ raw: Buffer; hmac: string }> {
-  const tooBig = () => new AppError("payload_too_large:github", `The webhook body is larger than GitHub's ${MAX_PAYLOAD_BYTES} byte limit.`);
-  if (Number(request.headers.get("content-length") ?? "0") > MAX_PAYLOAD_BYTES) throw tooBig();
   const mac = crypto.createHmac("sha256", secret);
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  if (request.body) {
-    const reader = request.body.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_PAYLOAD_BYTES) {
-        await reader.cancel().catch(() => {});
-        throw tooBig();
-      }
-      mac.update(value);
-      chunks.push(value);
-    }
-  }
-  return { raw: Buffer.concat(chunks), hmac: `sha256=${mac.digest("hex")}` };
+  const raw = await readUnverifiedBody({
+    request,
+    limit: getEnv().GATEHOUSE_WEBHOOK_MAX_BYTES,
+    surface: "github",
+    what: "The webhook body (GATEHOUSE_WEBHOOK_MAX_BYTES)",
+    onChunk: (chunk) => mac.update(chunk),
+  });
+  return { raw, hmac: `sha256=${mac.digest("hex")}` };
 }
 
 function signatureMatches(expected: string, signature: string): boolean {
@@ -76,7 +63,7 @@ export async function receiveWebhook(request: Request): Promise<ReceivedWebhook>
   // A request without a well-formed signature is refused before a byte of its body is read.
   const signature = request.headers.get("x-hub-signature-256");
   if (!signature || !/^sha256=[0-9a-f]{64}$/i.test(signature.trim())) {
-    await request.body?.cancel().catch(() => {});
+    await discardBody(request);
     throw new AppError("unauthorized:github", "The webhook signature (X-Hub-Signature-256) is missing or malformed.");
   }
   const { raw, hmac } = await readSigned({ request, secret });

@@ -93,7 +93,7 @@ describe("finding 3: webhook replay", () => {
     expect(pulled).toBeLessThanOrEqual(2);
   });
 
-  it("a body past GitHub's 25 MB limit is refused with 413 while streaming, before it is all buffered", async () => {
+  it("a body past the webhook limit (GATEHOUSE_WEBHOOK_MAX_BYTES) is refused with 413 while streaming, before it is all buffered", async () => {
     let sent = 0;
     const big = new ReadableStream<Uint8Array>({
       pull(controller) {

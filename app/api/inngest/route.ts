@@ -4,6 +4,8 @@ import { getEnv } from "@/lib/env";
 import { SIGNATURE_HEADER, signRequest } from "@/lib/executor";
 import { EXECUTOR_KEY_HEADER, hasExecutorKey, ownSigningKey } from "@/lib/security/executor-key";
 import { getUserFromHeaders } from "@/lib/auth/guard";
+import { errorResponse } from "@/lib/http";
+import { admitInngestCall } from "@/lib/security/inngest-call";
 
 export const dynamic = "force-dynamic";
 
@@ -29,29 +31,21 @@ export const GET: Handler = async (request, context) => {
 
 /**
  * Calls that run functions (POST) or sync them (PUT). The SDK runs in signed mode in every execution mode (embedded:
- * the signing key made from the executor key; Inngest: INNGEST_SIGNING_KEY), so it verifies X-Inngest-Signature itself
- * and refuses a wrongly signed or stale call with a 401. Before it: in embedded mode an unsigned call is refused here
- * (an unsigned PUT would have the SDK try an out-of-band sync that leads nowhere), and a body that is not JSON is a
- * 400 (the SDK would throw on it).
+ * the signing key made from the executor key; Inngest: INNGEST_SIGNING_KEY, unless INNGEST_DEV), so it verifies
+ * X-Inngest-Signature itself and refuses a wrongly signed or stale call with a 401. Before it, admitInngestCall
+ * refuses what it can without reading the body (no signature, a malformed or expired one, an embedded PUT that is not
+ * an in-band sync), reads the body within its cap and the budget of unverified bodies, and in embedded mode verifies
+ * the signature itself; a body that is not JSON is a 400 (the SDK would throw on it).
  */
 function signedCall(handler: Handler): Handler {
   return async (request, context) => {
-    if (getEnv().executionMode === "embedded" && !request.headers.get(SIGNATURE_HEADER)) {
-      await request.body?.cancel().catch(() => {});
-      return Response.json(
-        { error: { code: "unauthorized:executor", message: `Only Gatehouse's executor may call this endpoint: its calls are signed (X-Inngest-Signature).` } },
-        { status: 401 },
-      );
+    let admitted: Request;
+    try {
+      admitted = await admitInngestCall({ request, embedded: getEnv().executionMode === "embedded", signed: inngest.mode === "cloud" });
+    } catch (error) {
+      return errorResponse(error);
     }
-    const text = await request.clone().text();
-    if (text.trim()) {
-      try {
-        JSON.parse(text);
-      } catch {
-        return Response.json({ error: { code: "bad_request:body", message: "The body must be JSON, as Inngest sends it." } }, { status: 400 });
-      }
-    }
-    return handler(request, context);
+    return handler(admitted, context);
   };
 }
 

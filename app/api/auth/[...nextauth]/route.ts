@@ -3,6 +3,7 @@ import { getAuthConfig } from "@/lib/auth/config";
 import { clientAddress, loginThrottle, recordLoginAttempt } from "@/lib/auth/login-throttle";
 import { requestWithHostUrl } from "@/lib/auth/request-url";
 import { AppError } from "@/lib/errors";
+import { bufferedBody, readUnverifiedBody } from "@/lib/body";
 import { errorResponse } from "@/lib/http";
 import { log } from "@/lib/log";
 import { withSecurityHeaders } from "@/lib/security/headers";
@@ -17,10 +18,13 @@ async function handler(request: Request): Promise<Response> {
   return withSecurityHeaders(await authHandler(request));
 }
 
+/** Auth.js's forms (sign-in, sign-out, the CSRF token, a session update) are a few hundred bytes. */
+const MAX_AUTH_BODY_BYTES = 64 * 1024;
+
 async function authHandler(request: Request): Promise<Response> {
   try {
     const local = request.method === "POST" && LOCAL_CALLBACK.test(new URL(request.url).pathname);
-    if (!local) return await Auth(await requestWithHostUrl(request), getAuthConfig());
+    if (!local) return await Auth(await requestWithHostUrl(await bufferedAuthRequest(request)), getAuthConfig());
 
     // The owner's password and one-time links: throttled per account and per client address (brute force).
     const keys = { account: LOCAL_ACCOUNT, client: clientAddress(request.headers) };
@@ -33,12 +37,22 @@ async function authHandler(request: Request): Promise<Response> {
         details: { retryAfterSeconds: wait },
       }).toResponse();
     }
-    const response = await Auth(await requestWithHostUrl(request), getAuthConfig());
+    const response = await Auth(await requestWithHostUrl(await bufferedAuthRequest(request)), getAuthConfig());
     recordLoginAttempt({ keys, ok: setsSession(response) });
     return response;
   } catch (error) {
     return errorResponse(error);
   }
+}
+
+/**
+ * A POST's body is read before anyone is known (it carries the password): within MAX_AUTH_BODY_BYTES and counted with
+ * the other unverified bodies (lib/body.ts).
+ */
+async function bufferedAuthRequest(request: Request): Promise<Request> {
+  if (request.method !== "POST") return request;
+  const body = await readUnverifiedBody({ request, limit: MAX_AUTH_BODY_BYTES, surface: "auth", what: "The sign-in request's body" });
+  return new Request(request.url, { method: request.method, headers: request.headers, body: bufferedBody(body), redirect: "manual" });
 }
 
 /** The sign-in form is a plain form POST: a browser gets a readable page (still a 429 with Retry-After). */
