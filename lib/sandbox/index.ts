@@ -38,7 +38,8 @@ export function sandboxCapabilities(): SandboxCapabilities {
   const kind = pickKind();
   const bwrap = bwrapStatus();
   const isolated = kind === "e2b" || (env.GATEHOUSE_SANDBOX_ISOLATION !== "none" && bwrap.available);
-  const cgroup = kind === "local" && isolated ? cgroupSupport() : null;
+  // Unisolated commands get the per-command cgroup and rlimits too (LocalSandbox.limitedLine).
+  const cgroup = kind === "local" ? cgroupSupport() : null;
   const weaknesses: string[] = [];
   if (kind === "local" && isolated) {
     if (!bwrap.userNamespace) weaknesses.push("no user namespace (the kernel refuses one): commands run with the server's uid, without capabilities");

@@ -25,10 +25,14 @@ export function sandboxLimits(): SandboxLimits {
   };
 }
 
-/** prlimit's arguments (to put before the command inside the sandbox). */
-export function rlimitArgs(limits: SandboxLimits): string[] {
+/**
+ * prlimit's arguments (to put before the command inside the sandbox). `nproc: false` leaves RLIMIT_NPROC out: outside a
+ * user namespace it counts every process of the server's user on the machine, not the command's (the per-command cgroup
+ * is what caps those).
+ */
+export function rlimitArgs(limits: SandboxLimits, { nproc = true }: { nproc?: boolean } = {}): string[] {
   return [
-    `--nproc=${limits.pids}`,
+    ...(nproc ? [`--nproc=${limits.pids}`] : []),
     `--data=${limits.memoryBytes}`,
     `--fsize=${limits.fileSizeBytes}`,
     `--nofile=${limits.openFiles}`,
@@ -127,11 +131,21 @@ export function cgroupSupport(): CgroupSupport {
   return support;
 }
 
+/** Where a command's cgroup is, so another process (a later look at a detached command) can find it again. */
+export type CgroupRecord = {
+  version: 1 | 2;
+  dirs: Array<{ controller: Controller | "all"; dir: string }>;
+  limits: Pick<SandboxLimits, "pids" | "memoryBytes">;
+};
+
 /** A cgroup for one command: join it by writing a pid to every file in `procsFiles`; remove it when done. */
 export type CommandCgroup = {
   procsFiles: string[];
+  /** What reopenCommandCgroup needs to find this cgroup again (kept with a detached command). */
+  record: CgroupRecord;
   /** Whether a limit was hit while the command ran (a note for its output). */
   limitNote(): string | null;
+  /** Kill everything still in it and remove it. */
   remove(): Promise<void>;
 };
 
@@ -194,20 +208,55 @@ export function createCommandCgroup(limits: SandboxLimits): CommandCgroup | null
     log.warn("sandbox: could not create a cgroup for a command; only rlimits apply", { error: String(error) });
     return null;
   }
-  const { dirs } = created;
+  return commandCgroupOf({ version: s.version, dirs: created.dirs, limits: { pids: limits.pids, memoryBytes: limits.memoryBytes } });
+}
+
+/**
+ * The cgroup a record names (createCommandCgroup's, kept by a detached command), or null when the record does not name
+ * one of ours: only a cg_* directory directly below this process's own sandbox cgroups is accepted.
+ */
+export function reopenCommandCgroup(record: unknown): CommandCgroup | null {
+  const s = cgroupSupport();
+  if (s.version === null || !record || typeof record !== "object") return null;
+  const r = record as Partial<CgroupRecord>;
+  if (r.version !== s.version || !Array.isArray(r.dirs) || r.dirs.length === 0) return null;
+  const limits = r.limits;
+  if (!limits || !Number.isSafeInteger(limits.pids) || !Number.isSafeInteger(limits.memoryBytes)) return null;
+  const bases: Partial<Record<Controller | "all", string>> = s.version === 2 ? { all: s.base } : s.bases;
+  const ours = r.dirs.every(
+    (d) =>
+      d &&
+      typeof d.dir === "string" &&
+      path.normalize(d.dir) === d.dir &&
+      bases[d.controller] !== undefined &&
+      path.dirname(d.dir) === bases[d.controller] &&
+      /^cg_[0-9a-f-]{13}$/.test(path.basename(d.dir)),
+  );
+  if (!ours || !r.dirs.some((d) => d.controller === "pids" || d.controller === "all") || !r.dirs.some((d) => d.controller === "memory" || d.controller === "all")) {
+    return null;
+  }
+  return commandCgroupOf({ version: s.version, dirs: r.dirs, limits: { pids: limits.pids, memoryBytes: limits.memoryBytes } });
+}
+
+function commandCgroupOf(record: CgroupRecord): CommandCgroup {
+  const { version, dirs, limits } = record;
   const pidsDir = dirs.find((d) => d.controller === "pids" || d.controller === "all")!.dir;
   const memoryDir = dirs.find((d) => d.controller === "memory" || d.controller === "all")!.dir;
   return {
     procsFiles: dirs.map((d) => path.join(d.dir, "cgroup.procs")),
+    record,
     limitNote() {
       const notes: string[] = [];
       if (readNumber(path.join(pidsDir, "pids.events"), /^max (\d+)/m) > 0) {
         notes.push(`the command reached the sandbox's limit of ${limits.pids} processes (GATEHOUSE_SANDBOX_PIDS)`);
       }
+      // v1: the OOM kills (memory.oom_control, kernel 4.13+), else the charges refused — of memory or, when the
+      // memsw limit is set as well and is what the charge met first, of memory+swap.
       const oom =
-        s.version === 2
+        version === 2
           ? readNumber(path.join(memoryDir, "memory.events"), /^oom_kill (\d+)/m)
-          : readNumber(path.join(memoryDir, "memory.failcnt"), /^(\d+)/);
+          : readNumber(path.join(memoryDir, "memory.oom_control"), /^oom_kill (\d+)/m) ||
+            readNumber(path.join(memoryDir, "memory.failcnt"), /^(\d+)/) + readNumber(path.join(memoryDir, "memory.memsw.failcnt"), /^(\d+)/);
       if (oom > 0) {
         notes.push(`the command reached the sandbox's memory limit of ${Math.round(limits.memoryBytes / 1048576)} MiB (GATEHOUSE_SANDBOX_MEMORY_MB)`);
       }
@@ -218,7 +267,7 @@ export function createCommandCgroup(limits: SandboxLimits): CommandCgroup | null
         let busy = false;
         for (const { dir } of dirs) {
           if (!fs.existsSync(dir)) continue;
-          if (s.version === 2) tryWrite(path.join(dir, "cgroup.kill"), "1");
+          if (version === 2) tryWrite(path.join(dir, "cgroup.kill"), "1");
           const pids = (() => {
             try {
               return fs.readFileSync(path.join(dir, "cgroup.procs"), "utf8").split("\n").filter(Boolean).map(Number);

@@ -17,7 +17,7 @@ import {
   type WorktreeLocation,
 } from "@/lib/git/run";
 import { bwrapArgs, bwrapStatus } from "./bwrap";
-import { createCommandCgroup, joinCgroupArgv, rlimitArgs, sandboxLimits } from "./limits";
+import { createCommandCgroup, joinCgroupArgv, reopenCommandCgroup, rlimitArgs, sandboxLimits, type CgroupRecord, type CommandCgroup } from "./limits";
 import { resolveInside, toRelative } from "./paths";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -199,45 +199,29 @@ export class LocalSandbox implements Sandbox {
     const cwd = await resolveInside(this.workspacePath, options.cwd ?? ".");
     const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
     const common = { env, timeoutMs: options.timeoutMs, maxOutputBytes: options.maxOutputBytes, stdin: options.stdin, signal: options.signal };
-    if (!this.isolated) return runProcess({ file: command, args, cwd, ...common });
-    const status = bwrapStatus();
-    const limits = sandboxLimits();
-    const sandboxed = bwrapArgs({
-      writable: this.workspacePath,
-      readOnly: [this.commonDir],
-      cwd,
-      command,
-      args,
-      prefix: status.prlimit ? [status.prlimit, ...rlimitArgs(limits)] : [],
-      network: this.allowInternet,
-    });
-    const cgroup = createCommandCgroup(limits);
-    if (!cgroup) return runProcess({ file: status.path!, args: sandboxed, cwd, ...common });
+    const line = this.limitedLine(command, args, cwd);
     try {
-      const join = joinCgroupArgv(cgroup.procsFiles);
-      const result = await runProcess({ file: join.file, args: [...join.args, status.path!, ...sandboxed], cwd, ...common });
-      const note = cgroup.limitNote();
+      const result = await runProcess({ file: line.file, args: line.args, cwd, ...common });
+      const note = line.cgroup?.limitNote();
       return note ? { ...result, stderr: result.stderr + note } : result;
     } finally {
-      await cgroup.remove();
+      await line.cgroup?.remove();
     }
   };
 
   /**
-   * A detached command: the same program line exec runs (bubblewrap and rlimits included; no per-command cgroup, which
-   * needs a live parent to remove it), under a small /bin/sh that writes its exit code when it ends. Its files live in
-   * the sandbox's home (`<worktree>.home/commands/<id>`), outside the worktree, and go with destroy().
+   * The program line of one command, inline (exec) or detached (startDetached) alike, with every limit: where isolated,
+   * bubblewrap with the per-process rlimits inside it; otherwise the rlimits around the plain command (without
+   * RLIMIT_NPROC, which outside a user namespace would count all of the server user's processes); in both, a fresh
+   * per-command cgroup (processes, memory) joined before the program starts, when this machine gives one. The caller
+   * removes the cgroup once the command has ended.
    */
-  startDetached = async (command: string, args: string[], options: Omit<ExecOptions, "signal" | "stdin"> = {}): Promise<{ id: string }> => {
-    if (typeof command !== "string" || command === "" || !Array.isArray(args)) {
-      throw new AppError("bad_request:sandbox", "exec needs a program name and an argument array.");
-    }
-    const cwd = await resolveInside(this.workspacePath, options.cwd ?? ".");
-    const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
+  private limitedLine(command: string, args: string[], cwd: string): { file: string; args: string[]; cgroup: CommandCgroup | null } {
+    const status = bwrapStatus();
+    const limits = sandboxLimits();
     let file = command;
     let argv = args;
     if (this.isolated) {
-      const status = bwrapStatus();
       file = status.path!;
       argv = bwrapArgs({
         writable: this.workspacePath,
@@ -245,19 +229,48 @@ export class LocalSandbox implements Sandbox {
         cwd,
         command,
         args,
-        prefix: status.prlimit ? [status.prlimit, ...rlimitArgs(sandboxLimits())] : [],
+        prefix: status.prlimit ? [status.prlimit, ...rlimitArgs(limits)] : [],
         network: this.allowInternet,
       });
+    } else if (status.prlimit) {
+      file = status.prlimit;
+      argv = [...rlimitArgs(limits, { nproc: false }), command, ...args];
     }
+    const cgroup = createCommandCgroup(limits);
+    if (!cgroup) return { file, args: argv, cgroup: null };
+    const join = joinCgroupArgv(cgroup.procsFiles);
+    return { file: join.file, args: [...join.args, file, ...argv], cgroup };
+  }
+
+  /**
+   * A detached command: the same program line exec runs, with the same limits (bubblewrap, rlimits and its own
+   * per-command cgroup, kept in its meta.json so that any later look — from any process — notes a limit it hit and
+   * removes the cgroup with whatever is left in it), under a small /bin/sh outside the cgroup that writes its exit code
+   * when it ends. Its files live in the sandbox's home (`<worktree>.home/commands/<id>`), outside the worktree, and go
+   * with destroy().
+   */
+  startDetached = async (command: string, args: string[], options: Omit<ExecOptions, "signal" | "stdin"> = {}): Promise<{ id: string }> => {
+    if (typeof command !== "string" || command === "" || !Array.isArray(args)) {
+      throw new AppError("bad_request:sandbox", "exec needs a program name and an argument array.");
+    }
+    const cwd = await resolveInside(this.workspacePath, options.cwd ?? ".");
+    const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
     const id = randomUUID();
     const dir = this.detachedDir(id);
     await fs.mkdir(dir, { recursive: true });
+    const line = this.limitedLine(command, args, cwd);
     // The exit code is written to a temporary name and renamed: a reader sees it whole or not at all.
     const script = 'd="$1"; shift; "$@" >"$d/stdout" 2>"$d/stderr" </dev/null; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
-    const child = spawn("/bin/sh", ["-c", script, "sh", dir, file, ...argv], { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
+    const child = spawn("/bin/sh", ["-c", script, "sh", dir, line.file, ...line.args], { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
     child.on("error", () => null);
     child.unref();
-    const meta = { pid: child.pid ?? 0, startedAt: Date.now(), timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS, maxOutputBytes: options.maxOutputBytes };
+    const meta: DetachedMeta = {
+      pid: child.pid ?? 0,
+      startedAt: Date.now(),
+      timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      maxOutputBytes: options.maxOutputBytes,
+      cgroup: line.cgroup?.record,
+    };
     await fs.writeFile(path.join(dir, "meta.json"), JSON.stringify(meta));
     return { id };
   };
@@ -282,8 +295,9 @@ export class LocalSandbox implements Sandbox {
         await fs.writeFile(exitFile, exit);
       }
     }
-    // Like exec: whatever the command left running in its group goes with it.
+    // Like exec: whatever the command left running in its group, or in its cgroup, goes with it.
     killGroup(meta.pid);
+    const limitNote = await settleCgroup(dir, meta);
     const ended = (await fs.stat(exitFile).catch(() => null))?.mtimeMs ?? Date.now();
     const out = await readCapped(path.join(dir, "stdout"), meta.maxOutputBytes);
     const err = await readCapped(path.join(dir, "stderr"), meta.maxOutputBytes);
@@ -294,7 +308,7 @@ export class LocalSandbox implements Sandbox {
       result: {
         exitCode: code,
         stdout: out.text,
-        stderr: err.text + note,
+        stderr: err.text + limitNote + note,
         timedOut: exit === "timeout",
         truncated: out.truncated || err.truncated,
         durationMs: Math.max(0, Math.round(ended - meta.startedAt)),
@@ -308,6 +322,7 @@ export class LocalSandbox implements Sandbox {
     if (!meta) return;
     killGroup(meta.pid);
     if (!(await fs.stat(path.join(dir, "exit")).catch(() => null))) await fs.writeFile(path.join(dir, "exit"), "killed");
+    await settleCgroup(dir, meta);
   };
 
   private detachedDir(id: string): string {
@@ -348,11 +363,33 @@ export function lostCommand(): DetachedStatus {
   return { state: "exited", result: { exitCode: null, stdout: "", stderr, timedOut: false, truncated: false, durationMs: 0 } };
 }
 
-type DetachedMeta = { pid: number; startedAt: number; timeoutMs: number; maxOutputBytes?: number };
+type DetachedMeta = { pid: number; startedAt: number; timeoutMs: number; maxOutputBytes?: number; cgroup?: CgroupRecord };
 
 async function readDetachedMeta(dir: string): Promise<DetachedMeta | null> {
   const raw = await fs.readFile(path.join(dir, "meta.json"), "utf8").catch(() => null);
   return raw ? (JSON.parse(raw) as DetachedMeta) : null;
+}
+
+/**
+ * Once a detached command has ended (or been killed): the note of a limit it hit, read from its cgroup and kept in its
+ * directory (so every later look, from any process, reports the same), and its cgroup removed with anything left in it.
+ * "" when it had no cgroup or hit no limit.
+ */
+async function settleCgroup(dir: string, meta: DetachedMeta): Promise<string> {
+  if (!meta.cgroup) return "";
+  const file = path.join(dir, "limits");
+  const kept = await fs.readFile(file, "utf8").catch(() => null);
+  if (kept !== null) return kept;
+  const cgroup = reopenCommandCgroup(meta.cgroup);
+  const note = cgroup?.limitNote() ?? "";
+  // Written before the cgroup goes, and only once: a look racing this one and reading a cgroup already removed takes
+  // this note rather than its own empty one.
+  const written = await fs.writeFile(file, note, { flag: "wx" }).then(
+    () => true,
+    () => false,
+  );
+  await cgroup?.remove();
+  return written ? note : await fs.readFile(file, "utf8").catch(() => note);
 }
 
 function processAlive(pid: number): boolean {
@@ -370,6 +407,8 @@ async function killDetachedIn(home: string) {
   for (const id of ids) {
     const meta = await readDetachedMeta(path.join(home, "commands", id));
     if (meta && !(await fs.stat(path.join(home, "commands", id, "exit")).catch(() => null))) killGroup(meta.pid);
+    // Its cgroup too, whether or not its end was looked at (a look removes it; a command nobody collected has it still).
+    if (meta?.cgroup) await reopenCommandCgroup(meta.cgroup)?.remove();
   }
 }
 

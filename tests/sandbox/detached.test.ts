@@ -1,10 +1,12 @@
 import fs from "node:fs";
 import fsp from "node:fs/promises";
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import { collectCommand, implementerTurn, startImplementer, StepBudgetExceededError, type ImplementerState } from "@/lib/agents/implementer";
 import { createScriptedModel, type ScriptedReply } from "@/lib/ai/scripted-model";
-import { LocalSandbox } from "@/lib/sandbox";
+import { resetEnvCache } from "@/lib/env";
+import { LocalSandbox, sandboxCapabilities } from "@/lib/sandbox";
+import { cgroupSupport, reopenCommandCgroup } from "@/lib/sandbox/limits";
 import type { DetachedStatus } from "@/lib/sandbox/types";
 import { planOf } from "@/tests/agents/helpers/plan";
 import { git, makeRepo } from "../workflow/harness";
@@ -113,6 +115,120 @@ describe("detached commands in the local sandbox", () => {
     expect(alive(pid)).toBe(true);
     await sandbox.destroy();
     expect(await gone(pid)).toBe(true);
+  });
+});
+
+describe("hardening #29.1: detached commands get the per-command limits", () => {
+  // Small limits, so the probes stay small: 32 processes, 96 MiB, files of 1 MiB, 64 open files.
+  const LIMITS = { GATEHOUSE_SANDBOX_PIDS: "32", GATEHOUSE_SANDBOX_MEMORY_MB: "96", GATEHOUSE_SANDBOX_FILE_MB: "1", GATEHOUSE_SANDBOX_OPEN_FILES: "64" };
+  beforeAll(() => {
+    Object.assign(process.env, LIMITS);
+    resetEnvCache();
+  });
+  afterAll(() => {
+    for (const name of Object.keys(LIMITS)) delete process.env[name];
+    resetEnvCache();
+  });
+
+  /*
+   * One command probing every limit, run inline (exec) and detached (an acceptance check past the step budget, a long
+   * run_command): a process that forks sleeping children until fork fails and says how many it started; two children
+   * holding 64 MiB each at once (each under the per-process data limit, together past the 96 MiB cap); a 2 MB file; the
+   * open-file limit.
+   */
+  const PROBE = [
+    `perl -e '$n = 0; for (1..80) { $p = fork; last unless defined $p; if (!$p) { sleep 30; exit 0 } push @k, $p; $n++ } print "started=$n\\n"; kill 9, @k; waitpid($_, 0) for @k'`,
+    `for i in 1 2; do ({ head -c 67108864 /dev/zero; sleep 3; } | tail > /dev/null; echo "child$i=$?") & done; wait`,
+    "head -c 2000000 /dev/zero > big.bin; echo size=$(wc -c < big.bin); rm -f big.bin",
+    'echo "nofile=$(ulimit -n)"',
+  ].join("\n");
+
+  const runs = {
+    inline: (s: LocalSandbox) => s.exec("sh", ["-c", PROBE]),
+    detached: async (s: LocalSandbox) => {
+      const { id } = await s.startDetached("sh", ["-c", PROBE]);
+      for (let i = 0; i < 600; i++) {
+        const status = await s.detachedStatus(id);
+        if (status.state === "exited") return status.result;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error("the detached probe never ended");
+    },
+  };
+
+  for (const isolation of ["auto", "none"] as const) {
+    for (const how of ["inline", "detached"] as const) {
+      it(`${how}, isolation ${isolation}: processes, memory, file size and open files are capped, and the output says which limit was hit`, async () => {
+        const s = isolation === "auto" ? sandbox : await LocalSandbox.create({ runId: `${runId}_none`, repoPath: repo, ref: "main", branch: "work-none", isolation });
+        try {
+          expect(s.isolated).toBe(isolation === "auto");
+          const result = await runs[how](s);
+          // The per-process rlimits, in both isolations.
+          expect(result.stdout).toContain("size=1048576\n");
+          expect(result.stdout).toContain("nofile=64\n");
+          if (cgroupSupport().version === null) {
+            // Without a cgroup this process may create, the app says processes and memory are not capped per command.
+            expect(sandboxCapabilities().weaknesses.join(" ")).toMatch(/no per-command cgroup/);
+            return;
+          }
+          // The cgroup: fork failed before 32 processes (the probe really forked); the two children together were
+          // killed (SIGKILL, 137: the cgroup's OOM kill, where the per-process data limit alone would have let each
+          // one through, or failed it with exit 1); and the output names both limits, as an inline command's does.
+          const started = Number(/started=(\d+)/.exec(result.stdout)?.[1]);
+          expect(started).toBeGreaterThan(10);
+          expect(started).toBeLessThan(32);
+          expect(result.stdout).toMatch(/child[12]=137\n/);
+          expect(result.stderr).toContain("the command reached the sandbox's limit of 32 processes (GATEHOUSE_SANDBOX_PIDS)");
+          expect(result.stderr).toContain("the command reached the sandbox's memory limit of 96 MiB (GATEHOUSE_SANDBOX_MEMORY_MB)");
+          expect(result.exitCode).toBe(0);
+        } finally {
+          if (s !== sandbox) await s.destroy();
+        }
+      });
+    }
+  }
+
+  it("a detached command's cgroup goes once its end has been looked at, with what it left running outside its process group", async () => {
+    const s = await LocalSandbox.create({ runId: `${runId}_left`, repoPath: repo, ref: "main", branch: "work-left", isolation: "none" });
+    try {
+      // Unisolated, so the pid is the host's; setsid takes the sleep out of the command's process group.
+      const { id } = await s.startDetached("sh", ["-c", "setsid sleep 41 > /dev/null 2>&1 & echo $!"]);
+      const status = await (async () => {
+        for (let i = 0; i < 300; i++) {
+          const look = await s.detachedStatus(id);
+          if (look.state === "exited") return look;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error("never ended");
+      })();
+      const left = Number(status.result.stdout.trim());
+      expect(left).toBeGreaterThan(0);
+      expect(await gone(left)).toBe(cgroupSupport().version !== null);
+      // The same end on a later look, the cgroup already gone.
+      expect(await s.detachedStatus(id)).toEqual(status);
+      if (!alive(left)) return;
+      process.kill(left, "SIGKILL");
+    } finally {
+      await s.destroy();
+    }
+  });
+
+  it("a cgroup named in a detached command's record is used only when it is one of the sandbox's own", () => {
+    const support = cgroupSupport();
+    if (support.version === null) {
+      expect(reopenCommandCgroup({ version: 2, dirs: [{ controller: "all", dir: "/sys/fs/cgroup/cg_0123abcd-4567" }], limits: { pids: 1, memoryBytes: 1 } })).toBeNull();
+      return;
+    }
+    const base = support.version === 2 ? support.base : support.bases.pids!;
+    const controller = support.version === 2 ? ("all" as const) : ("pids" as const);
+    const memory = support.version === 2 ? [] : [{ controller: "memory" as const, dir: `${support.bases.memory}/cg_0123abcd-4567` }];
+    const limits = { pids: 1, memoryBytes: 1 };
+    const record = (dir: string) => ({ version: support.version, dirs: [{ controller, dir }, ...memory], limits });
+    expect(reopenCommandCgroup(record(`${base}/cg_0123abcd-4567`))?.procsFiles[0]).toBe(`${base}/cg_0123abcd-4567/cgroup.procs`);
+    // Not one of ours: the base itself, a parent, a path climbing out, another name.
+    for (const dir of [base, `${base}/..`, `${base}/cg_0123abcd-4567/../..`, "/sys/fs/cgroup/cg_0123abcd-4567", `${base}/other`]) {
+      expect(reopenCommandCgroup(record(dir))).toBeNull();
+    }
   });
 });
 
