@@ -159,8 +159,9 @@ async function changeSnapshot(sandbox: Sandbox): Promise<Map<string, string>> {
   const flush = () => {
     if (file !== null) out.set(file, body.digest("hex"));
   };
-  const onLine = (line: string) => {
-    const header = /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
+  const onLine = (line: string, continued = false) => {
+    // A piece of a long line is content, even when it happens to read like a header.
+    const header = continued ? null : /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
     if (header) {
       flush();
       file = header[2]!;
