@@ -41,6 +41,8 @@ export type BoundedDiff = {
   diff: string;
   /** The diff was cut at maxBytes. */
   truncated: boolean;
+  /** Where it was cut (bytes), when it was. */
+  cutAt: number | null;
   /** "<path>: 200 MB, left out of the diff", one per file left out for its size, and the cut when there was one. */
   notes: string[];
   /** The files left out for their size. */
@@ -159,7 +161,8 @@ export class DiffReader {
       notes.push(`${p}: ${formatBytes(bytes)}, left out of the diff`);
     }
     if (this.truncated) notes.push(`the diff was cut at ${formatBytes(this.o.cap)}: the files after this point are left out`);
-    const result = { diff: this.kept.length ? `${this.kept.join("\n")}\n` : "", truncated: this.truncated, notes, leftOut };
+    const diff = this.kept.length ? `${this.kept.join("\n")}\n` : "";
+    const result = { diff, truncated: this.truncated, cutAt: this.truncated ? this.o.cap : null, notes, leftOut };
     this.o.onEnd?.(result);
     return result;
   }

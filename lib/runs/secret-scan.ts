@@ -24,7 +24,7 @@ export async function scanChangesForSecrets(sandbox: Pick<Sandbox, "diff">): Pro
   let file = "";
   let inHunk = false;
   let added = false;
-  let truncated = false;
+  let cutAt: number | null = null;
   const onLine = (line: string, continued = false) => {
     if (!continued) {
       added = false;
@@ -51,7 +51,7 @@ export async function scanChangesForSecrets(sandbox: Pick<Sandbox, "diff">): Pro
     maxBytes: DIFF_LIMITS.scanTotalBytes,
     onLine,
     onEnd: (end) => {
-      truncated = end.truncated;
+      cutAt = end.cutAt;
       for (const big of end.leftOut) {
         unchecked.push({ path: big.path, why: `${formatBytes(big.bytes)}: too large to check for secrets (the limit is ${formatBytes(DIFF_LIMITS.scanFileBytes)})` });
       }
@@ -59,12 +59,12 @@ export async function scanChangesForSecrets(sandbox: Pick<Sandbox, "diff">): Pro
   });
   // A sandbox that cannot stream returns the diff whole instead.
   for (const line of whole ? whole.split("\n") : []) onLine(line);
-  if (truncated) {
+  if (cutAt !== null) {
     // The files after the cut (and the one cut): named by a diff that diffs nothing (every file counts as too big).
     const read = new Set(seen.slice(0, -1));
     const all: string[] = [];
     await sandbox.diff({ maxFileBytes: 1, onLine: (line, continued) => void (!continued && line.startsWith("diff --git ") && all.push(headerPath(line))) });
-    const why = `the changes are over ${formatBytes(DIFF_LIMITS.scanTotalBytes)} in all: too large to check for secrets`;
+    const why = `the changes are over ${formatBytes(cutAt)} in all: too large to check for secrets`;
     for (const path of all) if (!read.has(path) && !unchecked.some((u) => u.path === path)) unchecked.push({ path, why });
   }
   return { files: [...files].filter((f) => !unchecked.some((u) => u.path === f)), unchecked };
