@@ -5,7 +5,7 @@ import { Skeleton } from "@/components/ui/skeleton";
 import { DiffView } from "@/components/runs/diff-view";
 import { ApiRequestError, apiGet, runKeys } from "@/components/runs/api";
 
-type DiffBody = { diff: string; base?: string; head?: string };
+type DiffBody = { diff: string; base?: string; head?: string; truncated?: boolean; notes?: string[] };
 
 /** The run branch's diff against its base, in a diff viewer; a clear empty state while there is none. */
 export function BranchDiff({ runId, refreshKey }: { runId: string; refreshKey: number }) {
@@ -39,6 +39,13 @@ export function BranchDiff({ runId, refreshKey }: { runId: string; refreshKey: n
         </p>
       )}
       <DiffView diff={data.diff} testId="branch-diff" />
+      {!!data.notes?.length && (
+        <ul className="text-muted-foreground list-disc pl-5 text-xs" data-testid="branch-diff-notes">
+          {data.notes.map((note) => (
+            <li key={note}>{note}</li>
+          ))}
+        </ul>
+      )}
     </div>
   );
 }

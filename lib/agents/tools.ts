@@ -154,19 +154,24 @@ function enforceFileLimits(ctx: ToolContext, tool: "write_file" | "edit_file", t
 async function changeSnapshot(sandbox: Sandbox): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   let file: string | null = null;
-  let body: string[] = [];
+  // A hash, not the change itself: a snapshot may be kept in the implementer's state while a command runs detached.
+  let body = createHash("sha256");
   const flush = () => {
-    // A hash, not the change itself: a snapshot may be kept in the implementer's state while a command runs detached.
-    if (file !== null) out.set(file, createHash("sha256").update(body.join("\n")).digest("hex"));
+    if (file !== null) out.set(file, body.digest("hex"));
   };
-  for (const line of (await sandbox.diff()).split("\n")) {
-    const header = /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
+  const onLine = (line: string, continued = false) => {
+    // A piece of a long line is content, even when it happens to read like a header.
+    const header = continued ? null : /^diff --git a\/(.+?) b\/(.+)$/.exec(line);
     if (header) {
       flush();
       file = header[2]!;
-      body = [];
-    } else body.push(line);
-  }
+      body = createHash("sha256");
+    } else body.update(`${line}\n`);
+  };
+  // Streamed, never held whole: a command may have written hundreds of megabytes (a file over the diff's size limit
+  // still shows its content hash on its `index` line, so its changes are seen).
+  const whole = await sandbox.diff({ onLine });
+  for (const line of whole ? whole.split("\n") : []) onLine(line);
   flush();
   return out;
 }

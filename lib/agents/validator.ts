@@ -4,7 +4,8 @@ import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/security/redact";
-import { changedFilesOfDiff, commandArgv, inScope } from "./paths";
+import { commandArgv, inScope } from "./paths";
+import { reviewDiff } from "./review-diff";
 import { canDetach, execWithinStep, StepBudgetExceededError, stepBudgetSignal, waitDetached } from "./step-budget";
 import { describePlan, planScope, type Plan } from "./plan";
 
@@ -357,12 +358,10 @@ export async function runValidateStep({
   if (signal?.aborted) throw signal.reason ?? new Error("aborted");
   if (ran.pending) return { kind: "checks_running", progress: { checks: ran.checks, pending: ran.pending, review: null } };
   const checks = ran.checks;
-  const diff = redact(await sandbox.diff());
-  const changedFiles = changedFilesOfDiff(diff);
+  const { text: diff, changedFiles, deletedFiles } = await reviewDiff(sandbox, { maxChars: MAX_DIFF_CHARS });
   const scope = planScope(plan);
   const outOfScopeFiles = changedFiles.filter((f) => !inScope(f, [...scope, ...ALWAYS_IN_SCOPE, ...approvedPaths]));
   // Gatehouse's own checks of the plan run first and are reported apart; the review below cannot override them.
-  const deletedFiles = [...diff.matchAll(/^diff --git a\/(.+?) b\/\1\ndeleted file mode/gm)].map((m) => m[1]!);
   const planChecks = await checkPlanConstraints({ plan, sandbox, changedFiles, outOfScopeFiles, deletedFiles, completedOrder });
   if (frozen) {
     // The approved plan is frozen: validating against any other plan would judge work nobody approved.
@@ -383,7 +382,7 @@ export async function runValidateStep({
     section("checks", JSON.stringify(checks.map((c) => ({ criterion: c.criterionId, command: c.command, passed: c.passed, exitCode: c.exitCode, output: c.output })))),
     section("out-of-scope-files", outOfScopeFiles.join("\n") || "(none)"),
     section("validation-attempt", String(attempt)),
-    section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
+    section("diff", diff || "(no changes)"),
   ].join("\n\n");
 
   const budget = stepBudgetSignal({ stepEndsAt, now });
@@ -417,7 +416,7 @@ export async function runValidateStep({
       section("request", request),
       section("plan", describePlan(plan)),
       section("validation-attempt", String(attempt)),
-      section("diff", diff.length > MAX_DIFF_CHARS ? `${diff.slice(0, MAX_DIFF_CHARS)}\n[… diff cut at ${MAX_DIFF_CHARS} characters]` : diff || "(no changes)"),
+      section("diff", diff || "(no changes)"),
     ].join("\n\n");
     const alignment = await callModel({
       modelId,

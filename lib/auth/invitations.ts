@@ -5,6 +5,10 @@ import { projectInvitations, projectMembers, projects, users, type InvitationSta
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
 import { requireProjectRole, type SessionUser } from "./guard";
+import { holdsSecret } from "@/lib/security/redact";
+
+/** An address or a name that identifies something is refused, not stored redacted, when it holds a key (issue #29.7). */
+const NO_SECRET = "must not hold a secret (an API key or token)";
 import { roleSchema } from "./members";
 
 /*
@@ -14,7 +18,7 @@ import { roleSchema } from "./members";
  */
 
 export const inviteSchema = z.strictObject({
-  email: z.string().trim().toLowerCase().email("must be an email address").max(320),
+  email: z.string().trim().toLowerCase().email("must be an email address").max(320).refine((v) => !holdsSecret(v), NO_SECRET),
   role: roleSchema,
 });
 

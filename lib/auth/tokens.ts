@@ -3,6 +3,7 @@ import { and, desc, eq, isNull } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { apiTokens } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
+import { redact } from "@/lib/security/redact";
 import { sha256 } from "./secret";
 
 export const API_TOKEN_PREFIX = "gh_pat_";
@@ -11,10 +12,12 @@ export const API_TOKEN_PREFIX = "gh_pat_";
 export async function createApiToken({ userId, name }: { userId: string; name: string }) {
   const token = `${API_TOKEN_PREFIX}${crypto.randomBytes(24).toString("base64url")}`;
   const id = newId("tok");
+  // A name is free text: a key pasted into it is redacted before it is stored (issue #29.7).
+  const stored = redact(name);
   await write(async (tx) => {
-    await tx.insert(apiTokens).values({ id, userId, name, tokenHash: sha256(token), prefix: token.slice(0, 12) });
+    await tx.insert(apiTokens).values({ id, userId, name: stored, tokenHash: sha256(token), prefix: token.slice(0, 12) });
   });
-  return { id, token };
+  return { id, token, name: stored };
 }
 
 export async function revokeApiToken({ id, userId }: { id: string; userId: string }): Promise<boolean> {
@@ -55,6 +58,8 @@ export async function listApiTokens({ userId }: { userId: string }) {
     .orderBy(desc(apiTokens.createdAt));
   return rows.map((r) => ({
     ...r,
+    // Names stored before they were redacted on write (issue #29.7) are redacted here.
+    name: redact(r.name),
     createdAt: r.createdAt.toISOString(),
     lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
     revokedAt: r.revokedAt?.toISOString() ?? null,

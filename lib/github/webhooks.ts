@@ -5,6 +5,7 @@ import { githubDeliveries } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { discardBody, readUnverifiedBody } from "@/lib/body";
+import { redactDeep } from "@/lib/security/redact";
 
 /*
  * Receiving GitHub webhooks: the X-Hub-Signature-256 HMAC over the exact bytes received, compared in constant time,
@@ -100,7 +101,8 @@ export async function recordDelivery(delivery: ReceivedWebhook): Promise<boolean
       .limit(1);
     if (seen.length) return false;
     await tx.insert(githubDeliveries).values([
-      { id: delivery.deliveryId, event: delivery.event, action: delivery.action, payload: delivery.payload },
+      // Redacted before it is stored: a signed payload can still carry a key (a PR body, a comment); handlers read this.
+      { id: delivery.deliveryId, event: delivery.event, action: delivery.action, payload: redactDeep(delivery.payload) },
       { id: marker, event: "replay-guard", action: null, payload: { deliveryId: delivery.deliveryId }, outcome: "body hash of a delivery", processedAt: new Date() },
     ]);
     return true;

@@ -5,6 +5,7 @@ import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import type { NotificationKind } from "@/lib/db/schema";
+import { holdsSecret } from "@/lib/security/redact";
 import { assertReachableHost, literalHostProblem } from "./address-policy";
 
 /*
@@ -28,7 +29,10 @@ const httpUrl = z
     const problem = URL.canParse(v) ? literalHostProblem(new URL(v).hostname) : null;
     if (problem) ctx.addIssue({ code: "custom", message: problem });
   });
-const email = z.string().trim().toLowerCase().email("must be an email address").max(320);
+/** An identifier holding a key is refused (issue #29.7): stored redacted it would name nothing. */
+const noSecret = (v: string) => !holdsSecret(v);
+const NO_SECRET = "must not hold a secret (an API key or token)";
+const email = z.string().trim().toLowerCase().email("must be an email address").max(320).refine(noSecret, NO_SECRET);
 const telegramChat = z
   .string()
   .trim()
@@ -54,7 +58,7 @@ export const projectConfigSchemas = {
     from: email,
     to: z.array(email).min(1, "must list at least one address").max(50, "at most 50 addresses"),
   }),
-  slack: z.strictObject({ channel: z.string().trim().min(1, "must name a channel (#name or its id)").max(100) }),
+  slack: z.strictObject({ channel: z.string().trim().min(1, "must name a channel (#name or its id)").max(100).refine(noSecret, NO_SECRET) }),
   telegram: z.strictObject({ chatId: telegramChat }),
 } as const;
 

@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { RUN_STATUSES, type RunStatus } from "@/lib/workflow";
+import { redact } from "@/lib/security/redact";
 
 export const repositorySchema = z.discriminatedUnion(
   "type",
@@ -24,8 +25,16 @@ export const repositorySchema = z.discriminatedUnion(
   { error: 'must be {"type":"local","path":…} or {"type":"github","owner":…,"repo":…}' },
 );
 
+/** A project's name: free text, so a key pasted into it is redacted before it is stored (issue #29.7). */
+export const projectNameSchema = z
+  .string()
+  .trim()
+  .min(1, "must not be empty")
+  .max(200, "must be at most 200 characters")
+  .transform((name) => redact(name));
+
 export const createProjectSchema = z.strictObject({
-  name: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters"),
+  name: projectNameSchema,
   repository: repositorySchema,
   defaultConfig: z.record(z.string(), z.unknown()).optional(),
 });

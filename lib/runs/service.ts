@@ -10,6 +10,7 @@ import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { existsSync } from "node:fs";
 import { mergeConfig, resolveRunConfig, type RunStatus } from "@/lib/workflow";
+import { applyOwnerFloor } from "@/lib/workflow/owner-floor";
 import { readProjectConfig } from "@/lib/git";
 import { cachePath } from "@/lib/github/git";
 import type { Project } from "@/lib/db/queries/projects";
@@ -51,7 +52,8 @@ async function resolveNewRun({ user, projectId, config }: Omit<NewRun, "request"
   }
   const problems = routingProblems(resolved.data.modelRouting);
   if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
-  return resolved.data;
+  // The owner's policy and budgets are a floor a run's config can only tighten (lib/workflow/owner-floor.ts).
+  return applyOwnerFloor({ config: resolved.data, owner: project.defaultConfig, input: config });
 }
 
 /** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */

@@ -8,7 +8,8 @@ import { appendEventsTx, findStepEvents, getRunState, listEvents, pendingPauseRe
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
-import { holdsSecret, redact, redactDeep } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/security/redact";
+import { describeLeaks, scanChangesForSecrets, withheldPaths } from "./secret-scan";
 import { log } from "@/lib/log";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
@@ -1106,15 +1107,9 @@ export type TurnStepResult =
  * workspace's diff, as paths in the worktree (redact them before showing them). The file tools refuse such content,
  * but a command can still write it (e.g. copy a key file).
  */
-async function secretsInChanges(sandbox: { diff(): Promise<string> }): Promise<string[]> {
-  const files = new Set<string>();
-  let file = "";
-  for (const line of (await sandbox.diff()).split("\n")) {
-    if (line.startsWith("+++ ")) file = diffPath(line.slice(4));
-    else if (line.startsWith("+") && holdsSecret(line.slice(1))) files.add(file);
-  }
-  // A PEM block spans lines: its header alone is enough to stop the commit.
-  return [...files];
+async function secretsInChanges(sandbox: Parameters<typeof scanChangesForSecrets>[0]): Promise<string[]> {
+  // A file too large to check counts as holding one (lib/runs/secret-scan.ts).
+  return withheldPaths(await scanChangesForSecrets(sandbox));
 }
 
 /**
@@ -1262,7 +1257,7 @@ export async function implementTurn({
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
   // Nothing holding a secret is committed: the changes since the last checkpoint are dropped, the run pauses with a
   // "secret detected" reason, and after a retry the turn is redone with a note telling the model why.
-  const leaks = commits ? (await secretsInChanges(sandbox)).map((f) => redact(f)) : [];
+  const leaks = commits ? describeLeaks(await scanChangesForSecrets(sandbox)).map((f) => redact(f)) : [];
   if (leaks.length) {
     await rollbackToCheckpoint({ sandbox });
     const message = `Secret detected in ${leaks.join(", ")}: the changes since the last checkpoint were not committed. Retry to let the implementer redo them without the secret.`;

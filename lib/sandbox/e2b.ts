@@ -1,6 +1,7 @@
 import path from "node:path";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
+import { bigFileConfig, DIFF_LIMITS, DiffReader, withNotes, type DiffOptions } from "@/lib/git/diff";
 import { git, gitEnv, SAFE_CONFIG } from "@/lib/git/run";
 import { randomUUID } from "node:crypto";
 import { LocalSandbox, lostCommand, sanitizeEnv } from "./local";
@@ -43,6 +44,9 @@ export const defaultE2BClient: E2BClient = {
 };
 
 /** Quote one word for a POSIX shell: the E2B API takes a command string, so every argument is passed as data. */
+/** The most of a remote diff held in memory at once (the E2B API returns a command's output whole). */
+const E2B_DIFF_CAP = 128 * 1024 * 1024;
+
 export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
@@ -298,10 +302,28 @@ export class E2BSandbox implements Sandbox {
     return `${this.remoteRoot}.commands/${id}`;
   }
 
-  diff = async (): Promise<string> => {
-    const r = await this.sh(`git add -A -N && git diff gatehouse-base -- . ':(exclude).autonomous'`, { cwd: this.remoteRoot });
+  diff = async (options: DiffOptions = {}): Promise<string> => {
+    // The remote output arrives whole, so it is cut remotely too (at most E2B_DIFF_CAP even when streamed).
+    const maxFileBytes = options.maxFileBytes ?? DIFF_LIMITS.fileBytes;
+    const cap = Math.min(options.maxBytes ?? (options.onLine ? Infinity : DIFF_LIMITS.totalBytes), E2B_DIFF_CAP);
+    const r = await this.sh(
+      `git add -A -N && { git ${bigFileConfig(maxFileBytes).join(" ")} diff --no-color --no-ext-diff --no-textconv gatehouse-base -- . ':(exclude).autonomous' | head -c ${cap + 1}; }`,
+      { cwd: this.remoteRoot },
+    );
     if (r.exitCode !== 0) throw new AppError("internal:sandbox", `diff failed in the E2B sandbox: ${r.stderr.slice(0, 500)}`);
-    return r.stdout;
+    const reader = new DiffReader({
+      cap,
+      maxFileBytes,
+      onLine: options.onLine,
+      onEnd: options.onEnd,
+      sizeOf: async (p) => {
+        const size = await this.sh(`stat -c %s -- ${shellQuote(p)}`, { cwd: this.remoteRoot });
+        return size.exitCode === 0 && /^\d+$/.test(size.stdout.trim()) ? Number(size.stdout.trim()) : null;
+      },
+    });
+    reader.feed(r.stdout);
+    const diff = await reader.end();
+    return options.onLine ? "" : withNotes(diff);
   };
 
   /**

@@ -5,7 +5,6 @@ import { baseChildEnv, getEnv, secretValues, SECRET_ENV_NAMES } from "@/lib/env"
 import { AppError } from "@/lib/errors";
 import {
   commonGitDir,
-  DIFF_SAFE,
   git,
   gitOut,
   resolveCommit,
@@ -16,6 +15,7 @@ import {
   worktreeLocation,
   type WorktreeLocation,
 } from "@/lib/git/run";
+import { boundedDiff, withNotes, type DiffOptions } from "@/lib/git/diff";
 import { bwrapArgs, bwrapStatus } from "./bwrap";
 import { createCommandCgroup, joinCgroupArgv, reopenCommandCgroup, rlimitArgs, sandboxLimits, type CgroupRecord, type CommandCgroup } from "./limits";
 import { resolveInside, toRelative } from "./paths";
@@ -330,11 +330,17 @@ export class LocalSandbox implements Sandbox {
     return path.join(this.home, "commands", id);
   }
 
-  diff = async (): Promise<string> => {
+  diff = async (options: DiffOptions = {}): Promise<string> => {
     // Intent-to-add makes new files show up in the diff without staging their content.
     await stageWorktree(this.location, this.pathspecExcludes(), { intentToAdd: true });
-    const diff = await git(this.workspacePath, ["diff", ...DIFF_SAFE, this.baseSha, "--", ".", ...this.pathspecExcludes()], { worktree: this.location });
-    return diff.stdout;
+    const diff = await boundedDiff({
+      cwd: this.workspacePath,
+      args: [this.baseSha, "--", ".", ...this.pathspecExcludes()],
+      worktree: this.location,
+      sizeOf: async (p) => (await fs.lstat(path.join(this.workspacePath, p)).catch(() => null))?.size ?? null,
+      ...options,
+    });
+    return options.onLine ? "" : withNotes(diff);
   };
 
   /** Pathspecs that keep Gatehouse's own records and the project's excluded paths out of diffs and checkpoints. */

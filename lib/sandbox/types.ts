@@ -1,3 +1,5 @@
+import type { DiffOptions } from "@/lib/git/diff";
+
 /**
  * Where agent code runs. One interface, two implementations (local worktree + bubblewrap; E2B).
  * Paths are always relative to the workspace root; implementations refuse anything that resolves outside it.
@@ -51,8 +53,12 @@ export interface Sandbox {
   detachedStatus?(id: string): Promise<DetachedStatus>;
   /** Kill a detached command (its whole process group); a no-op once it exited. */
   killDetached?(id: string): Promise<void>;
-  /** Unified diff of the workspace against the ref it was created from. */
-  diff(): Promise<string>;
+  /**
+   * Unified diff of the workspace against the ref it was created from, bounded (lib/git/diff.ts DIFF_LIMITS): files
+   * over the size limit are left out and named in a trailing `[<path>: 200 MB, left out of the diff]` note, and the
+   * output is cut at its byte cap with a note. With `onLine` it is streamed instead of returned.
+   */
+  diff(options?: DiffOptions): Promise<string>;
   destroy(): Promise<void>;
 }
 

@@ -5,19 +5,39 @@ import { secretValues } from "@/lib/env";
  * configured them) and every secret value configured in env — also a prefix of 8 characters or more of one (a title
  * cut at 80 characters used to leak 34 of 36), and its base64, base64url and URL-encoded forms.
  */
-const PATTERNS: Array<[RegExp, string]> = [
+/**
+ * A bare AWS secret access key: exactly 40 characters of `A-Za-z0-9/+`, with none of those (nor `=`) right before or
+ * after it. Such runs are also git shas (40 hex digits) and the like, so a run counts only when it mixes upper case,
+ * lower case and digits — a hex sha never has upper case; a random 40-character key lacks one of the three about
+ * once in a thousand. A path (`src/…`) rarely has digits in all of it and exactly 40 characters without a dot.
+ */
+const AWS_SECRET_KEY_RUN = /(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])/g;
+
+function isAwsSecretKey(run: string): boolean {
+  return /[A-Z]/.test(run) && /[a-z]/.test(run) && /[0-9]/.test(run);
+}
+
+/*
+ * A key glued to what precedes it is still a key (`x_sk-ant-…`, `1ghp_…`, `KEY=AKIA…`): the distinctive prefixes match
+ * anywhere; the short generic ones (`sk-`, `gh?_`, `AIza`, `eyJ`) anywhere but right after a letter, so words such as
+ * `task-…` or `laughs_…` are left alone. (Issue #29, finding 7.)
+ */
+const PATTERNS: Array<[RegExp, string | ((match: string) => string)]> = [
   [/-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----|$)/g, "[REDACTED:private-key]"],
-  [/\bsk-ant-[A-Za-z0-9_-]{12,}/g, "[REDACTED:anthropic-key]"],
-  [/\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{16,}/g, "[REDACTED:openai-key]"],
-  [/\bgh[pousr]_[A-Za-z0-9]{16,}/g, "[REDACTED:github-token]"],
-  [/\bgithub_pat_[A-Za-z0-9_]{16,}/g, "[REDACTED:github-token]"],
-  [/\bgh_pat_[A-Za-z0-9_-]{16,}/g, "[REDACTED:gatehouse-token]"],
-  [/\bAIza[0-9A-Za-z_-]{35}\b/g, "[REDACTED:google-key]"],
-  [/\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, "[REDACTED:aws-key]"],
-  [/\bxox[abprs]-[A-Za-z0-9-]{10,}/g, "[REDACTED:slack-token]"],
-  [/\be2b_[A-Za-z0-9]{20,}/g, "[REDACTED:e2b-key]"],
-  [/\bsignkey-[a-z]+-[A-Za-z0-9]{16,}/g, "[REDACTED:inngest-key]"],
-  [/\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g, "[REDACTED:jwt]"],
+  [/sk-ant-[A-Za-z0-9_-]{12,}/g, "[REDACTED:anthropic-key]"],
+  [/sk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{16,}/g, "[REDACTED:openai-key]"],
+  [/(?<![A-Za-z])sk-[A-Za-z0-9_-]{16,}/g, "[REDACTED:openai-key]"],
+  [/(?<![A-Za-z])gh[pousr]_[A-Za-z0-9]{16,}/g, "[REDACTED:github-token]"],
+  [/github_pat_[A-Za-z0-9_]{16,}/g, "[REDACTED:github-token]"],
+  [/gh_pat_[A-Za-z0-9_-]{16,}/g, "[REDACTED:gatehouse-token]"],
+  [/(?<![A-Za-z])AIza[0-9A-Za-z_-]{35}\b/g, "[REDACTED:google-key]"],
+  [/(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, "[REDACTED:aws-key]"],
+  [/xox[abprs]-[A-Za-z0-9-]{10,}/g, "[REDACTED:slack-token]"],
+  [/e2b_[A-Za-z0-9]{20,}/g, "[REDACTED:e2b-key]"],
+  [/signkey-[a-z]+-[A-Za-z0-9]{16,}/g, "[REDACTED:inngest-key]"],
+  [/(?<![A-Za-z])eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}/g, "[REDACTED:jwt]"],
+  // An AWS secret access key has no prefix: 40 characters of base64's alphabet, alone (see AWS_SECRET_KEY_RUN).
+  [AWS_SECRET_KEY_RUN, (m) => (isAwsSecretKey(m) ? "[REDACTED:aws-secret-key]" : m)],
   // Credentials of providers we do not know by shape: bearer headers, and values assigned to secret-sounding names.
   [/\b(Bearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/-]{16,}=*/gi, "$1[REDACTED:bearer]"],
   [
@@ -28,7 +48,8 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 /**
  * What every pattern above needs somewhere in the text (a superset, case-insensitive): a text without any of these
- * cannot match one, so the patterns' replaces are skipped for it (most text the run log stores).
+ * cannot match one, so the patterns' replaces are skipped for it (most text the run log stores). The bare AWS secret
+ * key has no prefix, so it is looked for apart (AWS_SECRET_KEY_RUN).
  */
 const MAY_MATCH_A_PATTERN = /-----BEGIN|sk-|gh[pousr]_|github_pat_|gh_pat_|AIza|AKIA|ASIA|xox[abprs]-|e2b_|signkey-|eyJ|bearer|api[_-]?key|secret|token|password|passwd|private[_-]?key/i;
 
@@ -90,13 +111,20 @@ function redactPrefixes(text: string, needle: string, min: number): string {
   return out + text.slice(last);
 }
 
+function mayHoldAwsSecretKey(text: string): boolean {
+  for (const m of text.matchAll(AWS_SECRET_KEY_RUN)) if (isAwsSecretKey(m[0])) return true;
+  return false;
+}
+
 /** The key shapes that identify a credential on their own (not the name-based guesses after them). */
 const CONFIDENT_PATTERNS = PATTERNS.length - 2;
 
 export function redact(text: string, extraSecrets: string[] = [], { confidentOnly = false }: { confidentOnly?: boolean } = {}): string {
   let out = text;
-  if (MAY_MATCH_A_PATTERN.test(text)) {
-    for (const [pattern, marker] of confidentOnly ? PATTERNS.slice(0, CONFIDENT_PATTERNS) : PATTERNS) out = out.replace(pattern, marker);
+  if (MAY_MATCH_A_PATTERN.test(text) || mayHoldAwsSecretKey(text)) {
+    for (const [pattern, marker] of confidentOnly ? PATTERNS.slice(0, CONFIDENT_PATTERNS) : PATTERNS) {
+      out = typeof marker === "string" ? out.replace(pattern, marker) : out.replace(pattern, marker);
+    }
   }
   for (const secret of extraSecrets.length ? [...secretValues(), ...extraSecrets] : secretValues()) {
     if (secret.length < MIN_SECRET_FRAGMENT) continue;

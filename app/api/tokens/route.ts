@@ -18,6 +18,6 @@ export const GET = route(async ({ user }) => {
 export const POST = route(async ({ request, user }) => {
   const body = await readJson(request, createTokenSchema);
   await rateLimit({ user, bucket: "tokens" });
-  const { id, token } = await createApiToken({ userId: user.id, name: body.name });
-  return json({ id, name: body.name, token }, { status: 201 });
+  const { id, token, name } = await createApiToken({ userId: user.id, name: body.name });
+  return json({ id, name, token }, { status: 201 });
 });
