@@ -5,13 +5,14 @@ import { projects } from "@/lib/db/schema";
 import { asBindingConflict, assertRepositoryFree, getProject } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { AppError, describeIssues } from "@/lib/errors";
+import { nameSchema } from "@/lib/plain-text";
 import { repositorySchema } from "@/lib/runs/schemas";
 import { checkRepositoryBinding } from "@/lib/runs/projects";
 import { resolveRunConfig, runConfigSchema } from "@/lib/workflow/config";
 import { defaultRouting } from "@/lib/ai";
 
 export const updateProjectSchema = z.strictObject({
-  name: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").optional(),
+  name: nameSchema({ max: 200 }).optional(),
   repository: repositorySchema.optional(),
   defaultConfig: z.record(z.string(), z.unknown()).optional(),
 });

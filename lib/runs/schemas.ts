@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { nameSchema } from "@/lib/plain-text";
 import { RUN_STATUSES, type RunStatus } from "@/lib/workflow";
 
 export const repositorySchema = z.discriminatedUnion(
@@ -25,7 +26,7 @@ export const repositorySchema = z.discriminatedUnion(
 );
 
 export const createProjectSchema = z.strictObject({
-  name: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters"),
+  name: nameSchema({ max: 200 }),
   repository: repositorySchema,
   defaultConfig: z.record(z.string(), z.unknown()).optional(),
 });
