@@ -5,4 +5,7 @@ import { register } from "tsx/esm/api";
 
 register();
 const { main } = await import("../cli/gatehouse.ts");
-process.exitCode = await main({ argv: process.argv.slice(2) });
+const code = await main({ argv: process.argv.slice(2) });
+// The reader of our output went away (`gatehouse watch … | head`): stop now, though a stream may still be open.
+if (process.stdout.destroyed || process.stderr.destroyed) process.exit(code);
+process.exitCode = code;

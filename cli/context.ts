@@ -1,5 +1,6 @@
 import { ApiClient } from "./client";
 import { resolveCredentials, type CliEnv } from "./config";
+import { printable } from "./format";
 import { Prompter, type Io } from "./prompt";
 
 /** What every command gets: its streams, environment, output mode and (lazily) an API client. */
@@ -20,9 +21,14 @@ export class Ctx {
     return this.apiClient;
   }
 
-  /** A line for people (suppressed with --json). */
+  /** A line for people (suppressed with --json), with terminal control characters made visible. */
   say(text: string) {
-    if (!this.json) this.io.stdout.write(`${text}\n`);
+    if (!this.json) this.io.stdout.write(`${printable(text)}\n`);
+  }
+
+  /** Text for people on stderr (prompts' context, warnings), with terminal control characters made visible. */
+  tell(text: string) {
+    this.io.stderr.write(printable(text));
   }
 
   /** The result for scripts: pretty JSON on stdout (only with --json). */

@@ -3,6 +3,21 @@ import type { Cost, Project, Run, RunEvent } from "./types";
 
 /* Human output. --json output is the API's own JSON and never goes through here. */
 
+/**
+ * What a terminal would act on instead of showing — C0 controls but newline and tab, a carriage return not ending a
+ * line, DEL, C1 controls, and the bidirectional overrides that reorder what is shown — as visible escapes (ESC → \x1b).
+ * Text from the server (requests, titles, names, messages, diffs) can hold anything; printed raw, an ESC sequence could
+ * clear the screen, set the window title or write the clipboard (OSC 52).
+ */
+const TERMINAL_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]|\r(?!\n)/g;
+
+export function printable(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, (c) => {
+    const code = c.charCodeAt(0);
+    return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16)}`;
+  });
+}
+
 export function time(iso: string | null | undefined): string {
   if (!iso) return "--:--:--";
   return new Date(iso).toISOString().slice(11, 19);
@@ -19,8 +34,10 @@ export function stageProgress(stage: string): string {
 }
 
 /** Fixed-width columns, no borders. */
-export function table(rows: string[][]): string {
-  if (rows.length === 0) return "";
+export function table(rawRows: string[][]): string {
+  if (rawRows.length === 0) return "";
+  // Escaped before measuring, so that a control character shown as \x1b keeps the columns straight.
+  const rows = rawRows.map((r) => r.map(printable));
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
   return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ").trimEnd()).join("\n");
 }

@@ -3,6 +3,7 @@ import { Argument, Command, CommanderError, Option } from "commander";
 import { processEnv, type CliEnv } from "./config";
 import { Ctx } from "./context";
 import { CliError, EXIT, type ExitCode } from "./errors";
+import { printable } from "./format";
 import type { Io } from "./prompt";
 import { login } from "./commands/login";
 import { cancel, diff, logs, parseApproaches, parseStatuses, projects, retry, run, runs, show } from "./commands/runs";
@@ -154,17 +155,36 @@ export async function main({
 }): Promise<number> {
   const result: { code: ExitCode; ctx: Ctx | null } = { code: EXIT.ok, ctx: null };
   const json = argv.includes("--json");
+  const closed = outputClosed(io);
+  const command = program(io, env, result)
+    .parseAsync(argv, { from: "user" })
+    .then(() => result.code);
   try {
-    await program(io, env, result).parseAsync(argv, { from: "user" });
-    return result.code;
+    const code = await Promise.race([command, closed]);
+    // The reader went away mid-command: what the command still does can no longer be shown or fail visibly.
+    command.catch(() => {});
+    return code;
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     const cliError =
       error instanceof CliError ? error : new CliError(EXIT.server, `Unexpected error: ${error instanceof Error ? error.message : String(error)}`);
     if (json) io.stderr.write(`${JSON.stringify({ error: { code: cliError.code ?? null, message: cliError.message, exitCode: cliError.exitCode } })}\n`);
-    else io.stderr.write(`gatehouse: ${cliError.message}\n`);
+    else io.stderr.write(`gatehouse: ${printable(cliError.message)}\n`);
     return cliError.exitCode;
   } finally {
     result.ctx?.prompter.close();
   }
+}
+
+/**
+ * Resolves with 0 when the reader of our output goes away (EPIPE: `gatehouse logs … | head` after head has its lines),
+ * quietly, as Unix tools do; any other write error on stdout or stderr ends the command as a failure. The listeners stay:
+ * a write after the end must not become an unhandled 'error' that crashes the process.
+ */
+function outputClosed(io: Io): Promise<ExitCode> {
+  return new Promise((resolve) => {
+    for (const stream of [io.stdout, io.stderr]) {
+      stream.on("error", (error: NodeJS.ErrnoException) => resolve(error.code === "EPIPE" ? EXIT.ok : EXIT.server));
+    }
+  });
 }

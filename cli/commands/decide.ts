@@ -76,7 +76,7 @@ export async function edit(ctx: Ctx, id: string, opts: { file?: string; notes?: 
     }
     const where = check.error.line ? ` on line ${check.error.line}` : "";
     // The server's message already names the line ("Invalid Mermaid on line N: …").
-    ctx.io.stderr.write(`The edited plan was refused by the server's Mermaid check:\n${check.error.message}\n`);
+    ctx.tell(`The edited plan was refused by the server's Mermaid check:\n${check.error.message}\n`);
     if (opts.file || !ctx.io.stdin.isTTY || !/^(y|yes|)$/i.test(await ctx.prompter.ask("Edit again? [Y/n] "))) {
       throw new CliError(EXIT.usage, `The plan was not sent: fix the Mermaid${where}. Your edit is kept in ${file}; retry with gatehouse edit ${id} --file ${file}`);
     }
@@ -134,7 +134,7 @@ export function fileAnswer(file: string): Answer {
 
 /** Ask for an answer of the question's type: free text, one option, several options, or a file path. */
 async function promptAnswer(ctx: Ctx, c: Clarification): Promise<Answer> {
-  const err = ctx.io.stderr;
+  const err = { write: (text: string) => ctx.tell(text) };
   err.write(`${c.stage} asks: ${c.question}\n`);
   if (c.context) err.write(`${c.context}\n`);
   const options = c.options ?? [];

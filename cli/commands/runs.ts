@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { RUN_STATUSES } from "../../lib/workflow/types";
 import type { Ctx } from "../context";
 import { CliError, EXIT } from "../errors";
-import { eventLine, money, nextSteps, projectsTable, runsTable } from "../format";
+import { eventLine, money, nextSteps, printable, projectsTable, runsTable } from "../format";
 import type { Project, Run, RunDetail, RunEvent } from "../types";
 
 export async function projects(ctx: Ctx) {
@@ -125,7 +125,7 @@ export async function diff(ctx: Ctx, id: string) {
     ctx.say("No changes on the run's branch yet.");
     return;
   }
-  ctx.io.stdout.write(body.diff.endsWith("\n") ? body.diff : `${body.diff}\n`);
+  ctx.io.stdout.write(printable(body.diff.endsWith("\n") ? body.diff : `${body.diff}\n`));
   if (body.truncated) ctx.io.stderr.write("(diff truncated by the server; see the full branch with git)\n");
 }
 

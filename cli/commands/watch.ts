@@ -1,6 +1,6 @@
 import type { Ctx } from "../context";
 import { CliError, EXIT, type ExitCode } from "../errors";
-import { eventLine, money, nextSteps, stageProgress } from "../format";
+import { eventLine, money, nextSteps, printable, stageProgress } from "../format";
 import type { ApiClient } from "../client";
 import type { Cost, RunDetail, RunEvent } from "../types";
 
@@ -29,7 +29,7 @@ export async function watch(ctx: Ctx, id: string, opts: { stopWhenWaiting?: bool
   let frame = 0;
   const redraw = () => {
     const secs = Math.round((Date.now() - started) / 1000);
-    ctx.io.stdout.write(`\r\x1b[K${SPINNER[frame++ % SPINNER.length]} ${status}${stage ? ` ${stageProgress(stage)}` : ""} · ${secs}s`);
+    ctx.io.stdout.write(`\r\x1b[K${SPINNER[frame++ % SPINNER.length]} ${printable(`${status}${stage ? ` ${stageProgress(stage)}` : ""}`)} · ${secs}s`);
   };
   const timer = live ? setInterval(redraw, 250) : null;
   const print = (text: string) => {

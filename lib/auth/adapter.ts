@@ -3,6 +3,7 @@ import { DrizzleAdapter } from "@auth/drizzle-adapter";
 import { getDb, serialize } from "@/lib/db";
 import { accounts, sessions, users, verificationTokens } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
+import { singleLine } from "@/lib/plain-text";
 
 type Method = keyof Adapter;
 
@@ -38,7 +39,9 @@ export function gatehouseAdapter(): Adapter {
     return WRITES.includes(method) ? serialize(() => fn(...args)) : fn(...args);
   };
   const adapter = Object.fromEntries([...READS, ...WRITES].map((m) => [m, (...args: unknown[]) => call(m, args)])) as Adapter;
-  adapter.createUser = (user: AdapterUser) => call("createUser", [{ ...user, id: newId("usr") }]) as Promise<AdapterUser>;
+  // The provider's display name is shown in lists and terminals: one line, no control characters.
+  adapter.createUser = (user: AdapterUser) =>
+    call("createUser", [{ ...user, ...(user.name ? { name: singleLine(user.name) } : {}), id: newId("usr") }]) as Promise<AdapterUser>;
   adapter.linkAccount = (account: AdapterAccount) =>
     call("linkAccount", [
       {

@@ -6,6 +6,7 @@ import { consumeLoginToken } from "./login-link";
 import { gatehouseAdapter } from "./adapter";
 import { externalProviders } from "./providers";
 import { getAuthSecret, safeEqual } from "./secret";
+import { endSession, SESSION_MAX_AGE_SECONDS, sessionIsLive, startSession } from "./sessions";
 
 export const AUTH_BASE_PATH = "/api/auth";
 
@@ -13,7 +14,8 @@ export const AUTH_BASE_PATH = "/api/auth";
  * Auth.js configuration. GitHub OAuth and/or an OIDC provider when configured (users become `users` rows on first
  * sign-in through the Drizzle adapter, with no project access until they accept an owner's invitation). The local owner signs in with
  * GATEHOUSE_ADMIN_PASSWORD or the one-time link printed at start. Sessions are JWTs in an httpOnly cookie (Credentials
- * requires the JWT strategy).
+ * requires the JWT strategy) that carry a server-side session id (sessions.ts): a cookie whose session was signed out
+ * or has expired signs nobody in.
  */
 export function getAuthConfig(): AuthConfig {
   const env = getEnv();
@@ -23,7 +25,7 @@ export function getAuthConfig(): AuthConfig {
     basePath: AUTH_BASE_PATH,
     secret: getAuthSecret(),
     trustHost: true,
-    session: { strategy: "jwt", maxAge: 30 * 24 * 60 * 60 },
+    session: { strategy: "jwt", maxAge: SESSION_MAX_AGE_SECONDS },
     pages: { signIn: "/signin", error: "/signin" },
     providers: [
       ...external,
@@ -43,13 +45,25 @@ export function getAuthConfig(): AuthConfig {
       }),
     ],
     callbacks: {
-      jwt({ token, user }) {
-        if (user?.id) token.sub = user.id;
-        return token;
+      async jwt({ token, user }) {
+        if (user?.id) {
+          token.sub = user.id;
+          token.sid = await startSession({ userId: user.id });
+          return token;
+        }
+        // Every later use of the cookie: only while its session is recorded (a JWT from before sessions were recorded
+        // has none and must sign in again).
+        return typeof token.sid === "string" && (await sessionIsLive(token.sid)) ? token : null;
       },
       session({ session, token }) {
         if (token.sub && session.user) (session.user as { id?: string }).id = token.sub;
         return session;
+      },
+    },
+    events: {
+      async signOut(message) {
+        const sid = "token" in message ? message.token?.sid : undefined;
+        if (typeof sid === "string") await endSession(sid);
       },
     },
     logger: {

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { nameSchema } from "@/lib/plain-text";
 import { RUN_STATUSES, type RunStatus } from "@/lib/workflow";
 import { redact } from "@/lib/security/redact";
 
@@ -25,13 +26,8 @@ export const repositorySchema = z.discriminatedUnion(
   { error: 'must be {"type":"local","path":…} or {"type":"github","owner":…,"repo":…}' },
 );
 
-/** A project's name: free text, so a key pasted into it is redacted before it is stored (issue #29.7). */
-export const projectNameSchema = z
-  .string()
-  .trim()
-  .min(1, "must not be empty")
-  .max(200, "must be at most 200 characters")
-  .transform((name) => redact(name));
+/** A project's name: one line without control characters (issue #29.8), and free text, so a key pasted into it is redacted before it is stored (issue #29.7). */
+export const projectNameSchema = nameSchema({ max: 200 }).transform((name) => redact(name));
 
 export const createProjectSchema = z.strictObject({
   name: projectNameSchema,

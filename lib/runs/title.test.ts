@@ -25,6 +25,10 @@ describe("runTitle", () => {
     expect(title.endsWith("word…")).toBe(true);
   });
 
+  it("carries no control characters: a terminal escape in the request becomes a space (#29, finding 8)", () => {
+    expect(runTitle("ANSI \x1b[2J\x1b]0;TITLE\x07 done\u202e")).toBe("ANSI [2J ]0;TITLE done");
+  });
+
   it("says so when the request has nothing but code and markers", () => {
     expect(runTitle("```file:a.txt\nx\n```\n[run: ls]")).toBe("Untitled run");
   });

@@ -1,3 +1,5 @@
+import { singleLine } from "@/lib/plain-text";
+
 /**
  * A run's short title, derived from its request: the first line that says something, without Markdown syntax or demo
  * markers ([ask: …], [run: …]), cut at a word boundary. The request itself stays whole (rendered as Markdown on the
@@ -24,7 +26,8 @@ export function runTitle(request: string, max: number = RUN_TITLE_MAX): string {
 
 /** One line of Markdown as plain text. */
 function plain(line: string): string {
-  return line
+  // Control characters first: a title is shown in terminals and pages, and "\x1b[2J" must not clear a screen.
+  return singleLine(line)
     .replace(MARKER, " ")
     .replace(/^(?:#{1,6}\s+|>\s*|[-*+]\s+|\d+[.)]\s+)+/, "")
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, "$1")

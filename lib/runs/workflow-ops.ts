@@ -11,6 +11,7 @@ import { newId } from "@/lib/ids";
 import { redact, redactDeep } from "@/lib/security/redact";
 import { describeLeaks, scanChangesForSecrets, withheldPaths } from "./secret-scan";
 import { log } from "@/lib/log";
+import { singleLine } from "@/lib/plain-text";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
 import { contextWindowOf, isModelCallError } from "@/lib/ai";
@@ -563,7 +564,7 @@ export async function recordPlan({
 }
 
 export function firstLine(text: string): string {
-  return (text.split("\n").find((l) => l.trim()) ?? "request").trim().slice(0, 80);
+  return singleLine(text.split("\n").find((l) => singleLine(l)) ?? "request").slice(0, 80) || "request";
 }
 
 // ---------------------------------------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { createApiToken, revokeApiToken } from "@/lib/auth/tokens";
 import { inviteMember, listProjectInvitations } from "@/lib/auth/invitations";
 import { getAuthSecret } from "@/lib/auth/secret";
+import { startSession } from "@/lib/auth/sessions";
 import { newId } from "@/lib/ids";
 import type { ProjectRole } from "@/lib/db/schema";
 import { makeRepo } from "../api/helpers";
@@ -62,7 +63,9 @@ export type TestUser = Awaited<ReturnType<typeof makeUser>>;
 /** An Auth.js session cookie for a user, exactly as the sign-in callback would set it. */
 export async function sessionCookie(userId: string): Promise<string> {
   const name = "authjs.session-token";
-  const value = await encode({ token: { sub: userId, name: "cookie user" }, secret: getAuthSecret(), salt: name });
+  // As a sign-in does: a recorded session whose id the JWT carries.
+  const sid = await startSession({ userId });
+  const value = await encode({ token: { sub: userId, name: "cookie user", sid }, secret: getAuthSecret(), salt: name });
   return `${name}=${value}`;
 }
 

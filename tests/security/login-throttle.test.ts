@@ -1,7 +1,7 @@
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import * as authRoute from "@/app/api/auth/[...nextauth]/route";
 import { createLoginToken, consumeLoginToken } from "@/lib/auth/login-link";
-import { createLoginThrottle, loginThrottle } from "@/lib/auth/login-throttle";
+import { createLoginThrottle, loginThrottle, type LoginThrottle } from "@/lib/auth/login-throttle";
 import { resetEnvCache } from "@/lib/env";
 import { ORIGIN } from "../auth/fixtures";
 
@@ -20,15 +20,16 @@ beforeEach(() => {
 });
 
 afterEach(() => {
+  vi.useRealTimers();
   loginThrottle().reset();
   vi.restoreAllMocks();
 });
 
 /** A browser's sign-in: fetch the CSRF token (and its cookie), then POST the form to the local callback. */
-async function signIn(fields: Record<string, string>, client = "203.0.113.7") {
+async function signIn(fields: Record<string, string>, client = "203.0.113.7", extraCookie = "") {
   const csrf = await authRoute.GET(new Request(`${ORIGIN}/api/auth/csrf`, { headers: { "x-forwarded-for": client } }));
   const { csrfToken } = (await csrf.json()) as { csrfToken: string };
-  const cookie = csrf.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const cookie = [...csrf.headers.getSetCookie().map((c) => c.split(";")[0]), ...(extraCookie ? [extraCookie] : [])].join("; ");
   const body = new URLSearchParams({ csrfToken, callbackUrl: `${ORIGIN}/`, ...fields });
   return authRoute.POST(
     new Request(`${ORIGIN}/api/auth/callback/local`, {
@@ -40,6 +41,8 @@ async function signIn(fields: Record<string, string>, client = "203.0.113.7") {
 }
 
 const signedIn = (res: Response) => res.headers.getSetCookie().some((c) => /authjs\.session-token=[^;]+/.test(c));
+/** The device cookie a successful sign-in handed the browser, as a Cookie header entry. */
+const deviceCookie = (res: Response) => res.headers.getSetCookie().find((c) => c.startsWith("gatehouse-device="))?.split(";")[0] ?? "";
 
 describe("finding 1: owner password brute force", () => {
   it("the right password signs in (baseline)", async () => {
@@ -113,5 +116,49 @@ describe("finding 1: owner password brute force", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+});
+
+describe("finding 12: a stranger cannot keep the owner from signing in", () => {
+  it("after many wrong passwords from attacker address A, the owner from address B signs in, and A keeps getting 429", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const attacker = "192.0.2.66";
+    // A patient attacker: waits out every block (the throttle's clock is moved on) and guesses again — 20 wrong
+    // passwords checked.
+    let clock = Date.now();
+    (globalThis as { __gatehouseLoginThrottle?: LoginThrottle }).__gatehouseLoginThrottle = createLoginThrottle({ now: () => clock });
+    let checked = 0;
+    for (let i = 0; checked < 20 && i < 100; i++) {
+      const res = await signIn({ password: `wrong-${checked}` }, attacker);
+      if (res.status === 429) clock += Number(res.headers.get("retry-after")) * 1000;
+      else checked++;
+    }
+    expect(checked).toBe(20);
+    const owner = await signIn({ password: PASSWORD }, "203.0.113.50");
+    expect(owner.status).not.toBe(429);
+    expect(signedIn(owner)).toBe(true);
+    // The attacker's address stays locked, for a wrong and for the right password alike.
+    expect((await signIn({ password: "wrong-again" }, attacker)).status).toBe(429);
+    const right = await signIn({ password: PASSWORD }, attacker);
+    expect(right.status).toBe(429);
+    expect(signedIn(right)).toBe(false);
+  });
+
+  it("a browser that signed in before gets in during a spread-out attack that blocks unknown clients; a forged device cookie does not", async () => {
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    const first = await signIn({ password: PASSWORD }, "203.0.113.80");
+    const device = deviceCookie(first);
+    expect(device).toMatch(/^gatehouse-device=[\w-]+\.[\w-]+$/);
+    for (let i = 0; i < 30; i++) await signIn({ password: `wrong-${i}` }, `198.51.100.${i}`);
+    expect((await signIn({ password: PASSWORD }, "203.0.113.81")).status).toBe(429);
+    const forged = `${device.slice(0, -4)}AAAA`;
+    expect((await signIn({ password: PASSWORD }, "203.0.113.81", forged)).status).toBe(429);
+    const known = await signIn({ password: PASSWORD }, "203.0.113.81", device);
+    expect(signedIn(known)).toBe(true);
+    // The known browser's own guesses are throttled on their own: 5 free, then it waits too.
+    const own: number[] = [];
+    for (let i = 0; i < 7; i++) own.push((await signIn({ password: `typo-${i}` }, "203.0.113.81", device)).status);
+    expect(own.slice(0, 5).every((s) => s !== 429)).toBe(true);
+    expect(own.at(-1)).toBe(429);
   });
 });

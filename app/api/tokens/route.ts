@@ -1,12 +1,13 @@
 import { z } from "zod";
 import { json, readJson, route } from "@/lib/http";
 import { createApiToken, listApiTokens } from "@/lib/auth/tokens";
+import { nameSchema } from "@/lib/plain-text";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
 const createTokenSchema = z.strictObject({
-  name: z.string({ error: "is required" }).trim().min(1, "must not be empty").max(100, "must be at most 100 characters"),
+  name: nameSchema({ max: 100 }),
 });
 
 /** The caller's own API tokens (never the token values). */

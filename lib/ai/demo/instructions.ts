@@ -18,6 +18,8 @@
  *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
  */
 
+import { singleLine } from "@/lib/plain-text";
+
 /** How the implementer asks a demo question (the request_clarification tool's response types). */
 export type DemoAskType = "text" | "single_choice" | "multiple_choice" | "file";
 
@@ -117,7 +119,7 @@ export function parseInstructions(request: string): DemoInstructions {
     .replace(/\n{3,}/g, "\n\n")
     .trim();
   const firstLine = description.split("\n").find((l) => l.trim()) ?? "";
-  const title = firstLine.replace(/^#+\s*/, "").trim().slice(0, 80) || "Request";
+  const title = singleLine(firstLine.replace(/^#+\s*/, "")).slice(0, 80) || "Request";
   const slug = slugify(title);
   return {
     files,

@@ -1,5 +1,6 @@
 import { Auth } from "@auth/core";
 import { getAuthConfig } from "@/lib/auth/config";
+import { deviceFrom, newDeviceCookie } from "@/lib/auth/device-cookie";
 import { clientAddress, loginThrottle, recordLoginAttempt } from "@/lib/auth/login-throttle";
 import { requestWithHostUrl } from "@/lib/auth/request-url";
 import { AppError } from "@/lib/errors";
@@ -26,8 +27,8 @@ async function authHandler(request: Request): Promise<Response> {
     const local = request.method === "POST" && LOCAL_CALLBACK.test(new URL(request.url).pathname);
     if (!local) return await Auth(await requestWithHostUrl(await bufferedAuthRequest(request)), getAuthConfig());
 
-    // The owner's password and one-time links: throttled per account and per client address (brute force).
-    const keys = { account: LOCAL_ACCOUNT, client: clientAddress(request.headers) };
+    // The owner's password and one-time links: throttled per client address (or known device) and per account.
+    const keys = { account: LOCAL_ACCOUNT, client: clientAddress(request.headers), device: deviceFrom(request.headers, LOCAL_ACCOUNT) };
     const wait = loginThrottle().retryAfter(keys);
     if (wait > 0) {
       log.warn("local sign-in refused: too many failed attempts", { client: keys.client, retryAfterSeconds: wait });
@@ -37,8 +38,13 @@ async function authHandler(request: Request): Promise<Response> {
         details: { retryAfterSeconds: wait },
       }).toResponse();
     }
-    const response = await Auth(await requestWithHostUrl(await bufferedAuthRequest(request)), getAuthConfig());
-    recordLoginAttempt({ keys, ok: setsSession(response) });
+    const forAuth = await requestWithHostUrl(await bufferedAuthRequest(request));
+    const response = await Auth(forAuth, getAuthConfig());
+    const ok = setsSession(response);
+    recordLoginAttempt({ keys, ok });
+    if (ok && !keys.device) {
+      response.headers.append("set-cookie", newDeviceCookie({ account: LOCAL_ACCOUNT, secure: new URL(forAuth.url).protocol === "https:" }));
+    }
     return response;
   } catch (error) {
     return errorResponse(error);
