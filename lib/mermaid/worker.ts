@@ -101,8 +101,7 @@ export class MermaidWorker {
   private readonly queue: Job[] = [];
   /** Why the worker cannot start, once it failed to load: later parses are refused at once. */
   private unavailable: string | null = null;
-  /** Workers started (the first, and one after each parse that ran out of time or a crash). */
-  started = 0;
+  private starts = 0;
 
   constructor(private readonly options: { timeLimitMs: number; cwd?: string }) {}
 
@@ -113,6 +112,11 @@ export class MermaidWorker {
       this.queue.push({ text, readers, resolve, reject });
       this.next();
     });
+  }
+
+  /** Workers started so far: the first, and one after each parse that ran out of time or crashed it. */
+  get started(): number {
+    return this.starts;
   }
 
   /** Start the worker now (e.g. at server start), so the first parse does not wait for it to load. */
@@ -127,10 +131,15 @@ export class MermaidWorker {
   }
 
   private next(): void {
+    if (!this.current && this.queue.length > 0) {
+      if (!this.worker) this.spawn();
+      if (this.ready) this.dispatch();
+    }
+    // Idle, the worker never holds the process open; while a parse waits on it (loading included), it does.
     this.refresh();
-    if (this.current || this.queue.length === 0) return;
-    if (!this.worker) this.spawn();
-    if (!this.ready) return;
+  }
+
+  private dispatch(): void {
     const job = this.queue.shift()!;
     const timer = setTimeout(() => {
       // Terminated mid-parse: the worker's state is unknown, so it is not reused.
@@ -141,7 +150,6 @@ export class MermaidWorker {
     }, this.options.timeLimitMs);
     this.current = { job, timer };
     this.worker!.postMessage({ text: job.text, readers: job.readers });
-    this.refresh();
   }
 
   private spawn(): void {
@@ -149,8 +157,7 @@ export class MermaidWorker {
     const worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { cwd: this.options.cwd ?? process.cwd(), warmUp: WARM_UP } });
     this.worker = worker;
     this.ready = false;
-    this.started++;
-    // Idle, it never holds the process open; while a parse waits on it, it does.
+    this.starts++;
     worker.unref();
     worker.on("message", (message: WorkerParse | { ready: true } | { failed: string }) => {
       if (this.worker !== worker) return;
