@@ -39,9 +39,15 @@ const DB_READERS = [
 
 const globalForWorker = globalThis as unknown as { __gatehouseMermaidWorker?: MermaidWorker };
 
-/** The process's parser worker, created on first use (cached on globalThis, so hot reload does not start one per edit). */
+/**
+ * The process's parser worker, created on first use: cached on globalThis, so hot reload does not start one per edit,
+ * and replaced if the time limit it was made with is no longer the one in force.
+ */
 function parserWorker(): MermaidWorker {
-  globalForWorker.__gatehouseMermaidWorker ??= new MermaidWorker({ timeLimitMs: DIAGRAM_LIMITS.parseMs });
+  const cached = globalForWorker.__gatehouseMermaidWorker;
+  if (cached?.timeLimitMs === DIAGRAM_LIMITS.parseMs) return cached;
+  cached?.close();
+  globalForWorker.__gatehouseMermaidWorker = new MermaidWorker({ timeLimitMs: DIAGRAM_LIMITS.parseMs });
   return globalForWorker.__gatehouseMermaidWorker;
 }
 

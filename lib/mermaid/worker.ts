@@ -114,6 +114,10 @@ export class MermaidWorker {
     });
   }
 
+  get timeLimitMs(): number {
+    return this.options.timeLimitMs;
+  }
+
   /** Workers started so far: the first, and one after each parse that ran out of time or crashed it. */
   get started(): number {
     return this.starts;
