@@ -3,7 +3,7 @@ export const EXIT = {
   ok: 0,
   /** the run failed or was cancelled (watch) */
   runFailed: 1,
-  /** bad arguments or input (including a 400 from the server) */
+  /** bad arguments or input (including a 400, 413 or 422 from the server) */
   usage: 2,
   /** not logged in, token refused (401) or not allowed (403) */
   auth: 3,
@@ -32,7 +32,7 @@ export class CliError extends Error {
 }
 
 export function exitCodeForStatus(status: number): ExitCode {
-  if (status === 400 || status === 413) return EXIT.usage;
+  if (status === 400 || status === 413 || status === 422) return EXIT.usage;
   if (status === 401 || status === 403) return EXIT.auth;
   if (status === 404) return EXIT.notFound;
   if (status === 409) return EXIT.conflict;

@@ -10,6 +10,7 @@ export type ErrorType =
   | "not_found"
   | "conflict"
   | "payload_too_large"
+  | "unprocessable"
   | "rate_limited"
   | "unavailable"
   | "internal";
@@ -44,6 +45,7 @@ const statusByType: Record<ErrorType, number> = {
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,
+  unprocessable: 422,
   rate_limited: 429,
   unavailable: 503,
   internal: 500,
@@ -59,6 +61,7 @@ const defaultMessages: Partial<Record<ErrorType, string>> = {
   not_found: "Not found.",
   conflict: "The request conflicts with the current state.",
   payload_too_large: "The request body is too large.",
+  unprocessable: "The request is well-formed but could not be processed.",
   rate_limited: "Too many requests; slow down.",
   unavailable: "The service is temporarily unavailable.",
   internal: "Something went wrong on our side.",

@@ -60,11 +60,12 @@ if [[ "$E2E" == 1 ]]; then
 fi
 
 PORT="${PORT:-$((20000 + RANDOM % 20000))}"
+ADMIN_TOKEN="smoke-admin-token-$RANDOM$RANDOM$RANDOM"
 echo "== smoke: node server.js on 127.0.0.1:$PORT"
 rm -rf "$DATA" && mkdir -p "$DATA"
 # exec: $! is node itself (the container's PID 1 equivalent), so SIGTERM reaches it and not a wrapping shell.
 (cd "$RUNTIME" && exec env -i PATH="$PATH" HOME="$OUT" NODE_ENV=production HOSTNAME=127.0.0.1 HOST=127.0.0.1 PORT="$PORT" \
-  GATEHOUSE_DATA_DIR="$DATA" NEXT_MANUAL_SIG_HANDLE=true NEXT_TELEMETRY_DISABLED=1 LOG_LEVEL=info \
+  GATEHOUSE_DATA_DIR="$DATA" GATEHOUSE_ADMIN_TOKEN="$ADMIN_TOKEN" NEXT_MANUAL_SIG_HANDLE=true NEXT_TELEMETRY_DISABLED=1 LOG_LEVEL=info \
   node server.js >"$OUT/server.log" 2>&1) &
 SERVER_PID=$!
 for _ in $(seq 1 120); do
@@ -81,6 +82,12 @@ grep -q '"msg":"doctor: ' "$OUT/server.log" || { cat "$OUT/server.log"; echo "no
 code="$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/signin")"
 echo "   /signin: $code"
 [[ "$code" == 200 ]] || { cat "$OUT/server.log"; exit 1; }
+# The Mermaid parser's worker (lib/mermaid/worker.ts) must load jsdom and mermaid from the standalone node_modules.
+mermaid="$(curl -s -H "authorization: Bearer $ADMIN_TOKEN" -H 'content-type: application/json' \
+  -d '{"source":"flowchart TD\n  A --> B"}' "http://127.0.0.1:$PORT/api/mermaid/validate")"
+echo "   /api/mermaid/validate: $mermaid"
+[[ "$mermaid" == *'"valid":true'* ]] || { cat "$OUT/server.log"; exit 1; }
+! grep -q "Mermaid diagrams are parsed on the request's thread" "$OUT/server.log" || { cat "$OUT/server.log"; echo "the Mermaid worker did not start in the standalone layout" >&2; exit 1; }
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" && status=0 || status=$?
 SERVER_PID=

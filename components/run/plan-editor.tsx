@@ -5,7 +5,7 @@ import { Textarea } from "@/components/ui/textarea";
 import { Label } from "@/components/ui/label";
 import { Input } from "@/components/ui/input";
 import { Button } from "@/components/ui/button";
-import { apiSend } from "@/components/runs/api";
+import { ApiRequestError, apiSend } from "@/components/runs/api";
 import { MermaidDiagram } from "./mermaid-diagram";
 
 export type Validity = { state: "checking" } | { state: "valid"; kind: string } | { state: "invalid"; message: string; line: number | null };
@@ -25,7 +25,10 @@ export function PlanEditor({ value, onChange, onValidity }: { value: string; onC
         const r = await apiSend<{ valid: boolean; kind?: string; error?: { message: string; line: number | null } }>("/api/mermaid/validate", { source: value });
         next = r.valid ? { state: "valid", kind: r.kind ?? "diagram" } : { state: "invalid", message: r.error?.message ?? "Invalid Mermaid.", line: r.error?.line ?? null };
       } catch (error) {
-        next = { state: "invalid", message: `Could not check the diagram: ${error instanceof Error ? error.message : String(error)}`, line: null };
+        // A 422 is the server's verdict on the diagram (too complex to parse), not a failure to ask it.
+        const verdict = error instanceof ApiRequestError && error.status === 422;
+        const said = error instanceof Error ? error.message : String(error);
+        next = { state: "invalid", message: verdict ? said : `Could not check the diagram: ${said}`, line: null };
       }
       if (cancelled) return;
       setValidity(next);

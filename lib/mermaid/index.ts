@@ -1,4 +1,6 @@
-export { MermaidError, SUPPORTED_DIAGRAMS, stripFence, warmUpMermaid, type DiagramKind } from "./parser";
+export { MermaidError, MermaidTooComplexError } from "./errors";
+export { DIAGRAM_LIMITS } from "./limits";
+export { SUPPORTED_DIAGRAMS, stripFence, warmUpMermaid, type DiagramKind } from "./parser";
 export {
   extractConstraints,
   validateMermaid,

@@ -1,10 +1,17 @@
-import { AppError } from "@/lib/errors";
-import { redact } from "@/lib/security/redact";
+import { log } from "@/lib/log";
+import { MermaidError, MermaidTooComplexError } from "./errors";
+import { checkDiagramLimits, DIAGRAM_LIMITS } from "./limits";
+import { MermaidWorker, ParseTimeout, WorkerUnavailable, type WorkerParse } from "./worker";
 
 /**
- * Mermaid's own grammar, run in Node. mermaid's sanitiser (DOMPurify) binds to a `window` when the module loads, so a
- * jsdom window is installed for the import only and removed again: server code elsewhere must not think it runs in a
- * browser. The loaded instance is cached, so only the first call pays the ~0.5 s start-up.
+ * Mermaid's own grammar, run in Node, on a worker thread with a time limit (./worker.ts), after the text passed the
+ * limits of ./limits.ts. If the worker cannot start (it loads jsdom and mermaid from the working directory, which an
+ * unusual layout may not have), diagrams are parsed here instead, warned once: the limits still hold, the time limit
+ * does not. That path is also what keeps mermaid and jsdom in the traced server output (`next build`, standalone),
+ * which the worker's evaluated source does not name.
+ *
+ * In this thread, mermaid's sanitiser (DOMPurify) binds to a `window` when the module loads, so a jsdom window is
+ * installed for the import only and removed again: server code elsewhere must not think it runs in a browser.
  */
 
 export const SUPPORTED_DIAGRAMS = ["flowchart", "sequence", "class", "er", "state"] as const;
@@ -16,32 +23,32 @@ type MermaidInstance = {
   mermaidAPI: { getDiagramFromText(text: string): Promise<MermaidDiagram> };
 };
 
-/** A diagram mermaid refused; `line` is 1-based within the diagram text. */
-export class MermaidError extends AppError {
-  readonly line: number | undefined;
-  readonly parserMessage: string;
-  constructor(message: string, line?: number) {
-    // The parser quotes the offending text, which may be a secret someone pasted: redacted before anyone sees it.
-    const parserMessage = redact(message);
-    const said = plainParserMessage(parserMessage);
-    super("bad_request:mermaid", line ? `Invalid Mermaid on line ${line}: ${said}` : `Invalid Mermaid: ${said}`, {
-      details: { line, parserMessage },
-    });
-    this.line = line;
-    this.parserMessage = parserMessage;
-  }
-}
+/** The database readers the extractions use (./constraints.ts, ./plan-diagram.ts): what the worker sends back. */
+const DB_READERS = [
+  "getVertices",
+  "getEdges",
+  "getSubGraphs",
+  "getActors",
+  "getMessages",
+  "getClasses",
+  "getRelations",
+  "getEntities",
+  "getRelationships",
+  "getStates",
+] as const;
+
+const globalForWorker = globalThis as unknown as { __gatehouseMermaidWorker?: MermaidWorker };
 
 /**
- * The parser's message without its own "Parse error on line N:" header and source excerpt: its line count differs from
- * the diagram's (it is reported once, by us), and the excerpt has the newlines removed.
+ * The process's parser worker, created on first use: cached on globalThis, so hot reload does not start one per edit,
+ * and replaced if the time limit it was made with is no longer the one in force.
  */
-export function plainParserMessage(raw: string): string {
-  const lines = raw.split("\n");
-  if (!/^Parse error on line \d+:?\s*$/.test(lines[0] ?? "")) return raw;
-  const expecting = lines.find((l) => /^Expecting /.test(l));
-  const said = expecting ?? lines.slice(1).filter((l) => !/^-*\^$/.test(l) && !l.startsWith("...")).join(" ");
-  return (said.trim() || "the parser could not read it").replace(/got 'EOF'$/, "got the end of the diagram");
+function parserWorker(): MermaidWorker {
+  const cached = globalForWorker.__gatehouseMermaidWorker;
+  if (cached?.timeLimitMs === DIAGRAM_LIMITS.parseMs) return cached;
+  cached?.close();
+  globalForWorker.__gatehouseMermaidWorker = new MermaidWorker({ timeLimitMs: DIAGRAM_LIMITS.parseMs });
+  return globalForWorker.__gatehouseMermaidWorker;
 }
 
 const globalForMermaid = globalThis as unknown as { __gatehouseMermaid?: Promise<MermaidInstance> };
@@ -74,9 +81,9 @@ function getMermaid(): Promise<MermaidInstance> {
   return globalForMermaid.__gatehouseMermaid;
 }
 
-/** Load mermaid ahead of the first plan (e.g. at server start) so no request pays the cold start. */
-export async function warmUpMermaid(): Promise<void> {
-  await getMermaid();
+/** Start the parser worker ahead of the first plan (e.g. at server start) so no request waits for it to load. */
+export function warmUpMermaid(): void {
+  parserWorker().warmUp();
 }
 
 // mermaid keeps one database per diagram type; parses are serialised so an extraction never reads another parse's data.
@@ -110,9 +117,50 @@ function lineOf(error: unknown): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
+/** A refusal of mermaid's, thrown or sent back by the worker, as a MermaidError with the line. */
+function refusal(text: string, error: { name?: string; message: string; hash?: unknown }): MermaidError {
+  if (error.name === "UnknownDiagramError" || /No diagram type detected/.test(error.message)) {
+    return new MermaidError(
+      `Unknown diagram type "${text.split("\n")[0]!.trim().slice(0, 60)}". Start with one of: flowchart TD, sequenceDiagram, classDiagram, erDiagram, stateDiagram-v2.`,
+      1,
+    );
+  }
+  return new MermaidError(error.message.replace(/\s+$/, ""), lineOf(error));
+}
+
+function readDiagram<T>(type: string, db: unknown, read: (parsed: { kind: DiagramKind; type: string; db: unknown }) => T): T {
+  const kind = kindOf(type);
+  if (!kind) {
+    throw new MermaidError(`Diagram type "${type}" is not supported; use a flowchart, sequence, class, ER or state diagram.`, 1);
+  }
+  return read({ kind, type, db });
+}
+
+/** The worker's reader results as a database again: each reader returns what it returned there (a Map as a Map). */
+function databaseOf(data: Extract<WorkerParse, { ok: true }>["data"]): Record<string, () => unknown> {
+  return Object.fromEntries(Object.entries(data).map(([reader, v]) => [reader, () => ("map" in v ? new Map(v.map) : v.value)]));
+}
+
+let warnedUnavailable = false;
+
+/** The fallback when the worker cannot start: mermaid in this thread, one parse at a time. */
+async function parseHere<T>(text: string, read: (parsed: { kind: DiagramKind; type: string; db: unknown }) => T): Promise<T> {
+  const mermaid = await getMermaid();
+  return serialized(async () => {
+    let diagram: MermaidDiagram;
+    try {
+      diagram = await mermaid.mermaidAPI.getDiagramFromText(text);
+    } catch (error) {
+      throw refusal(text, { name: (error as Error)?.name, message: error instanceof Error ? error.message : String(error), hash: (error as { hash?: unknown })?.hash });
+    }
+    return readDiagram(diagram.type, diagram.db, read);
+  });
+}
+
 /**
- * Parse a diagram with mermaid's grammar and hand its populated database to `read` while no other parse can touch it.
- * Throws MermaidError (with the line) for anything mermaid refuses or a diagram type Gatehouse does not support.
+ * Parse a diagram with mermaid's grammar and hand what its database holds to `read` (the readers of DB_READERS).
+ * Throws MermaidError (with the line) for anything mermaid refuses or a diagram type Gatehouse does not support, and
+ * MermaidTooComplexError (a 422) for a diagram over the limits or whose parse ran out of time.
  */
 export async function withParsedDiagram<T>(
   source: string,
@@ -120,28 +168,19 @@ export async function withParsedDiagram<T>(
 ): Promise<T> {
   const text = stripFence(source);
   if (!text) throw new MermaidError("The diagram is empty.", 1);
-  const mermaid = await getMermaid();
-  return serialized(async () => {
-    let diagram: MermaidDiagram;
-    try {
-      diagram = await mermaid.mermaidAPI.getDiagramFromText(text);
-    } catch (error) {
-      const raw = error instanceof Error ? error.message : String(error);
-      if ((error as Error)?.name === "UnknownDiagramError" || /No diagram type detected/.test(raw)) {
-        throw new MermaidError(
-          `Unknown diagram type "${text.split("\n")[0]!.trim().slice(0, 60)}". Start with one of: flowchart TD, sequenceDiagram, classDiagram, erDiagram, stateDiagram-v2.`,
-          1,
-        );
-      }
-      throw new MermaidError(raw.replace(/\s+$/, ""), lineOf(error));
+  checkDiagramLimits(text);
+  let parsed: WorkerParse;
+  try {
+    parsed = await parserWorker().parse(text, DB_READERS);
+  } catch (error) {
+    if (error instanceof ParseTimeout) throw new MermaidTooComplexError(`${error.message}. Simplify it or split it.`);
+    if (!(error instanceof WorkerUnavailable)) throw error;
+    if (!warnedUnavailable) {
+      warnedUnavailable = true;
+      log.warn("Mermaid diagrams are parsed on the request's thread, without a time limit", { reason: error.message });
     }
-    const kind = kindOf(diagram.type);
-    if (!kind) {
-      throw new MermaidError(
-        `Diagram type "${diagram.type}" is not supported; use a flowchart, sequence, class, ER or state diagram.`,
-        1,
-      );
-    }
-    return read({ kind, type: diagram.type, db: diagram.db });
-  });
+    return parseHere(text, read);
+  }
+  if (!parsed.ok) throw refusal(text, parsed);
+  return readDiagram(parsed.type, databaseOf(parsed.data), read);
 }

@@ -5,7 +5,7 @@ import { clarificationRequests, gates, workflowEvents } from "@/lib/db/schema";
 import { appendEventsTx, eventTypeIn, pendingPauseRequest } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
-import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
+import { MermaidTooComplexError, sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
 import { redact, redactBase64File, redactDeep } from "@/lib/security/redact";
 
 /** Decisions are stored (gates, events) and later read by models: a secret typed into one is redacted on the way in. */
@@ -174,13 +174,13 @@ async function claimGate(
   return updated[0]!;
 }
 
-/** Validate an edited plan with mermaid's own grammar; a 400 names the line. */
+/** Validate an edited plan with mermaid's own grammar; a 400 names the line, a 422 a diagram too complex to parse. */
 export async function checkEditedPlan(plan: z.output<typeof editedPlanSchema>): Promise<void> {
   try {
     await validateMermaid(plan.mermaid);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    throw new AppError("bad_request:mermaid", `editedPlan.mermaid: ${message}`);
+    throw new AppError(error instanceof MermaidTooComplexError ? "unprocessable:mermaid" : "bad_request:mermaid", `editedPlan.mermaid: ${message}`);
   }
 }
 

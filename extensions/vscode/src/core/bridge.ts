@@ -7,13 +7,43 @@ import { errorMessage, type GatehouseApi } from "./api";
  * The webview never sees the token, and it can reach nothing but the API's own paths on the configured server.
  */
 
+const BASE = "http://bridge.invalid";
+/** Encoded `.`, `/`, `\` or `%` in the path: a server that decodes them may route to another path than the one checked. */
+const ENCODED_SEPARATOR = /%(?:2e|2f|5c|25)/i;
+
+/**
+ * The panel's URL as the path and query the server will route, or null when that is not an API path. A URL parser
+ * resolves `..` and its encodings (`%2e%2e`) and reads `\` as `/`, so `"/api/%2e%2e/settings"` reaches `/settings`:
+ * the path is checked as the server will see it. It must already be in that form (no dot segments, no `\`, nothing
+ * else the parser would rewrite), and neither it nor its decoded form may leave /api/ or enter /api/auth/.
+ */
+export function bridgeApiPath(url: string): string | null {
+  if (!url.startsWith("/") || url.startsWith("//") || /[\u0000-\u001f\u007f]/.test(url)) return null;
+  const path = url.split(/[?#]/, 1)[0]!;
+  if (ENCODED_SEPARATOR.test(path)) return null;
+  let resolved: URL;
+  let decoded: string;
+  try {
+    resolved = new URL(url, BASE);
+    decoded = decodeURIComponent(resolved.pathname);
+  } catch {
+    return null;
+  }
+  if (resolved.origin !== BASE || resolved.pathname !== path) return null;
+  for (const p of [resolved.pathname, decoded]) {
+    if (!p.startsWith("/api/") || p === "/api/auth" || p.startsWith("/api/auth/")) return null;
+  }
+  return `${resolved.pathname}${resolved.search}`;
+}
+
 export const bridgeRequestSchema = z.strictObject({
   type: z.literal("fetch"),
   id: z.number().int(),
+  // What is sent is the checked form, not the string the panel gave.
   url: z
     .string()
     .max(2000)
-    .refine((u) => u.startsWith("/api/") && !u.includes("..") && !u.startsWith("/api/auth/"), "must be a path under /api/ of the Gatehouse server"),
+    .transform((u, ctx) => bridgeApiPath(u) ?? (ctx.addIssue({ code: "custom", message: "must be a path under /api/ of the Gatehouse server" }), z.NEVER)),
   method: z.enum(["GET", "POST", "PATCH", "PUT", "DELETE"]).default("GET"),
   body: z.string().max(2_000_000).optional(),
 });
