@@ -10,7 +10,7 @@ import { cgroupSupport } from "@/lib/sandbox/limits";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { getRunState, listEvents } from "@/lib/db/queries/runs";
 import { approveGate, decideFix } from "@/lib/runs/decisions";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { git, launch, newProject, waitForPendingGate, waitForStatus, waitForWorkflow } from "../workflow/harness";

@@ -7,7 +7,7 @@ import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, launch, newProject, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { scriptedImplementer, useScriptedWorkflow } from "./model-server";
 

@@ -11,7 +11,7 @@ import { inngest } from "@/inngest";
 import { announceDecision } from "@/inngest/announce";
 import { approveGate, cancelRun } from "@/lib/runs/decisions";
 import { gateDecided, runCancelled } from "@/inngest/events";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { ADMIN, call } from "../api/helpers";
 

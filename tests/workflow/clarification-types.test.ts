@@ -7,7 +7,7 @@ import { answerClarification } from "@/lib/runs/decisions";
 import { clarificationAnswered } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {

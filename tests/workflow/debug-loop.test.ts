@@ -6,7 +6,7 @@ import { answerClarification, approveGate, cancelRun, decideFix } from "@/lib/ru
 import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
 import { inngest } from "@/inngest/client";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";

@@ -6,7 +6,7 @@ import { setMember } from "@/lib/db/queries/projects";
 import { listEvents } from "@/lib/db/queries/runs";
 import { query } from "@/lib/executor/store";
 import { answerClarification, approveGate } from "@/lib/runs/decisions";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { getRunDetail } from "@/lib/runs/service";
 import { listInbox } from "@/lib/runs/inbox";
 import { savePersonalChannel, saveProjectChannel } from "@/lib/notifications/store";

@@ -23,7 +23,7 @@ import {
 } from "./harness";
 import { scriptedImplementer, type Reply, useScriptedWorkflow } from "./model-server";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 const t = useScriptedWorkflow();
 

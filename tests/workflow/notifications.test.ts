@@ -15,7 +15,7 @@ import { newId } from "@/lib/ids";
 import { resetEnvCache } from "@/lib/env";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { NOTIFY_RETRIES } from "@/inngest/functions/notify-decision";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { startHttpReceiver, startSmtp, webhookSecret } from "../notifications/receivers";

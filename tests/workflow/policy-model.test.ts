@@ -5,7 +5,7 @@ import { createProject } from "@/lib/db/queries/projects";
 import { approveGate } from "@/lib/runs/decisions";
 import { gateDecided } from "@/inngest/events";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, git, launch, makeRepo, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { useScriptedWorkflow } from "./model-server";
 

@@ -5,7 +5,7 @@ import { approveGate, rejectGate } from "@/lib/runs/decisions";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** The policy for risky actions, through the real workflow: the demo model's tool calls meet it like a model's would. */
 

@@ -8,7 +8,7 @@ import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/db/queries/projects";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
 

@@ -11,7 +11,7 @@ import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "
 import { getRunState } from "@/lib/db/queries/runs";
 import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {

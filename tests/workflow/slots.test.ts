@@ -6,7 +6,7 @@ import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** MAX_CONCURRENT_RUNS_PER_USER counts runs that compute, not runs that wait for a person. */
 

@@ -5,7 +5,7 @@ import { runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { type Reply, useScriptedWorkflow } from "./model-server";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 const t = useScriptedWorkflow();
 

@@ -1,7 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { answerClarification, answerSchema } from "@/lib/runs/decisions";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { clarificationAnswered } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 

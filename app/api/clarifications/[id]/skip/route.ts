@@ -2,7 +2,7 @@ import { z } from "zod";
 import { json, readOptionalJson, route } from "@/lib/http";
 import { skipClarification } from "@/lib/runs/decisions";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { clarificationAnswered } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 

@@ -1,7 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
 import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { gateDecided } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 

@@ -2,7 +2,7 @@ import { json, readOptionalJson, route } from "@/lib/http";
 import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
 import { toRunDto } from "@/lib/runs/dto";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { runResumed } from "@/inngest/events";
 import { rateLimit } from "@/lib/security/rate-limit";
 
