@@ -9,7 +9,7 @@ import { resetBwrapStatus } from "@/lib/sandbox/bwrap";
 import { cgroupSupport } from "@/lib/sandbox/limits";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { getRunState, listEvents } from "@/lib/db/queries/runs";
-import { approveGate, decideFix } from "@/lib/runs/decisions";
+import { approveGate, decideFix } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";

@@ -8,7 +8,7 @@ import { getDb } from "@/lib/db";
 import { notificationDeliveries } from "@/lib/db/schema";
 import { listEvents, getRunState } from "@/lib/db/queries/runs";
 import { savePersonalChannel, saveProjectChannel } from "@/lib/notifications/store";
-import { answerClarification } from "@/lib/runs/decisions";
+import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { setMember } from "@/lib/db/queries/projects";
 import { users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/db/queries/projects";
-import { approveGate } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/queries/runs";
 import { createProject } from "@/lib/db/queries/projects";
-import { approveGate, rejectGate } from "@/lib/runs/decisions";
+import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";

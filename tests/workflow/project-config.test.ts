@@ -3,7 +3,7 @@ import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
-import { decideFix } from "@/lib/runs/decisions";
+import { decideFix } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/db/queries/projects";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { PlanDocument } from "@/lib/workflow";
 import { gateDecided } from "@/inngest/events";
 import { announceDecision } from "@/inngest/announce";

@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { cancelRun, resumeRun } from "@/lib/runs/decisions";
+import { cancelRun, resumeRun } from "@/lib/runs/gates/decide-run";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { modelCallsForRun } from "@/lib/dashboard/costs";
 import { inngest } from "@/inngest";

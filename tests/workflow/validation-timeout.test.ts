@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { resumeRun } from "@/lib/runs/decisions";
+import { resumeRun } from "@/lib/runs/gates/decide-run";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";

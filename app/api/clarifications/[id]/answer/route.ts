@@ -1,5 +1,6 @@
 import { json, readJson, route } from "@/lib/http";
-import { answerClarification, answerSchema } from "@/lib/runs/decisions";
+import { answerClarification } from "@/lib/runs/gates/decide-clarification";
+import { answerSchema } from "@/lib/runs/gates/answer";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { clarificationAnswered } from "@/inngest/events";

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { json, readOptionalJson, route } from "@/lib/http";
-import { skipClarification } from "@/lib/runs/decisions";
+import { skipClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { clarificationAnswered } from "@/inngest/events";

@@ -1,5 +1,5 @@
 import { json, readJson, route } from "@/lib/http";
-import { approveGate, approveSchema } from "@/lib/runs/decisions";
+import { approveGate, approveSchema } from "@/lib/runs/gates/decide-gate";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { gateDecided } from "@/inngest/events";

@@ -1,5 +1,5 @@
 import { json, readJson, route } from "@/lib/http";
-import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
+import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budget";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { gateDecided } from "@/inngest/events";

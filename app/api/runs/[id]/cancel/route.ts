@@ -1,5 +1,5 @@
 import { json, readOptionalJson, route } from "@/lib/http";
-import { cancelRun, cancelSchema } from "@/lib/runs/decisions";
+import { cancelRun, cancelSchema } from "@/lib/runs/gates/decide-run";
 import { toRunDto } from "@/lib/runs/dto";
 import { announce } from "@/inngest/announce";
 import { runCancelled } from "@/inngest/events";

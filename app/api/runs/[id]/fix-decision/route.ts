@@ -1,5 +1,5 @@
 import { json, readJson, route } from "@/lib/http";
-import { decideFix, fixDecisionSchema } from "@/lib/runs/decisions";
+import { decideFix, fixDecisionSchema } from "@/lib/runs/gates/decide-gate";
 import { announce, announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { gateDecided, runCancelled } from "@/inngest/events";

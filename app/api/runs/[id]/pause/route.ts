@@ -1,5 +1,5 @@
 import { json, readOptionalJson, route } from "@/lib/http";
-import { pauseSchema, requestPause } from "@/lib/runs/decisions";
+import { pauseSchema, requestPause } from "@/lib/runs/gates/decide-run";
 import { toRunDto } from "@/lib/runs/dto";
 import { rateLimit } from "@/lib/security/rate-limit";
 

@@ -1,5 +1,5 @@
 import { json, readJson, route } from "@/lib/http";
-import { rejectGate, rejectSchema } from "@/lib/runs/decisions";
+import { rejectGate, rejectSchema } from "@/lib/runs/gates/decide-gate";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { gateDecided } from "@/inngest/events";

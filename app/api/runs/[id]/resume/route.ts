@@ -1,5 +1,5 @@
 import { json, readOptionalJson, route } from "@/lib/http";
-import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
+import { resumeRun, resumeSchema } from "@/lib/runs/gates/decide-run";
 import { toRunDto } from "@/lib/runs/dto";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
