@@ -22,7 +22,7 @@ export async function run() {
   const { createProject } = await import("@/lib/db/queries/projects");
   const { getRunState, listEvents } = await import("@/lib/db/queries/runs");
   const { startRun } = await import("@/lib/runs/service");
-  const { approveGate } = await import("@/lib/runs/decisions");
+  const { approveGate } = await import("@/lib/runs/gates/decide-gate");
   const { getDb, closeDb } = await import("@/lib/db");
   const { gates, modelCalls } = await import("@/lib/db/schema");
   const { and, eq } = await import("drizzle-orm");

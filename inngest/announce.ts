@@ -29,7 +29,7 @@ type DecisionEvent =
  * Announce a stored decision that a waiting run must take (a gate decision, an answer, a resume), and hand it to the
  * re-announcer in the same send: Inngest's waits do not look back, so an announcement that lands between the
  * workflow's check and its wait would be missed; the re-announcer repeats it until the workflow acknowledges `key`
- * (lib/runs/decision-acks.ts, decisionKey).
+ * (lib/runs/gates/acks.ts, decisionKey). The routes reach it through inngest/decide.ts, one function per decision kind.
  */
 export async function announceDecision({ event, key }: { event: DecisionEvent; key: string }): Promise<boolean> {
   const data = event.data as Record<string, unknown> & { runId: string };

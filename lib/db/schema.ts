@@ -333,7 +333,7 @@ export const decisionAcks = sqliteTable(
     workflowRunId: text("workflow_run_id")
       .notNull()
       .references(() => workflowRuns.id, { onDelete: "cascade" }),
-    /** gate:<id>, clarification:<id> or resume:<sequence of the RUN_RESUMED event> (lib/runs/decision-acks.ts). */
+    /** gate:<id>, clarification:<id> or resume:<sequence of the RUN_RESUMED event> (lib/runs/gates/acks.ts). */
     decisionKey: text("decision_key").notNull(),
     createdAt: createdAt(),
   },

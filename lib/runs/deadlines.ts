@@ -204,7 +204,7 @@ function outcomeOf(events: Array<{ type: string; payload: unknown }>): TimeoutOu
   return { kind: "decided" };
 }
 
-/** As a person's approval records it (lib/runs/decisions.ts): the hash of the plan a plan gate approves, frozen. */
+/** As a person's approval records it (lib/runs/gates/decide-gate.ts): the hash of the plan a plan gate approves, frozen. */
 function approvedHash(gate: typeof gates.$inferSelect): { planHash?: string } {
   const plan = gate.kind === "plan" ? (gate.context as { plan?: PlanDocument } | null)?.plan : undefined;
   return plan ? { planHash: planHash(plan) } : {};

@@ -1,6 +1,6 @@
 import type { PlanDocument } from "@/lib/workflow";
 
-/** A plan as a person edited it (lib/runs/decisions.ts editedPlanSchema): a field left out keeps the drafted plan's. */
+/** A plan as a person edited it (lib/runs/gates/edited-plan.ts): a field left out keeps the drafted plan's. */
 export type EditedPlan = { mermaid: string; summary?: string; tasks?: PlanDocument["tasks"]; acceptanceCriteria?: PlanDocument["acceptanceCriteria"] };
 
 /**

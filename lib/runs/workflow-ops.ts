@@ -44,7 +44,7 @@ import {
 } from "@/lib/agents";
 import { outputTail } from "@/lib/agents/debugger";
 import { extractConstraints, validateMermaid } from "@/lib/mermaid";
-import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./decision-acks";
+import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./gates/acks";
 import { loadConversation, storeConversation } from "./conversation";
 import { checkTask, PASTED_TASKS_MD_PATH, pastedTasksMd, planFromTasksMd, TASKS_MD_PATHS } from "@/lib/agents/tasks-md";
 import { triageTask, type TriageEvidence, type TriageResult } from "@/lib/agents/triage";

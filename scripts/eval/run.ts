@@ -10,12 +10,13 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunState } from "@/lib/db/queries/runs";
 import { modelCallsForRun } from "@/lib/dashboard/costs";
 import { startRun } from "@/lib/runs/service";
-import { approveGate, cancelRun, decideFix, skipClarification } from "@/lib/runs/decisions";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { createSandbox } from "@/lib/sandbox";
 import type { SessionUser } from "@/lib/auth/guard";
 import { inngest } from "@/inngest";
+import * as decide from "@/inngest/decide";
 import { ownAppTarget } from "@/inngest/embedded";
-import { clarificationAnswered, gateDecided, runCancelled, runStarted } from "@/inngest/events";
+import { runCancelled, runStarted } from "@/inngest/events";
 
 /*
  * The eval harness behind `npm run eval`: a versioned set of toy repositories with tasks and hidden checks
@@ -106,23 +107,19 @@ async function driveToEnd(user: SessionUser, runId: string, deadline: number): P
     if (state.status === "awaiting_approval" && gate && !handled.has(gate.gateId)) {
       handled.add(gate.gateId);
       interventions++;
-      await approveGate({ user, runId, input: { gateId: gate.gateId } });
-      await inngest.send(gateDecided.create({ runId, gateId: gate.gateId, decision: "approve" }));
+      await decide.approve({ user, runId, input: { gateId: gate.gateId } });
     } else if (state.status === "awaiting_fix_decision" && gate && !handled.has(gate.gateId)) {
       handled.add(gate.gateId);
       interventions++;
-      await decideFix({ user, runId, input: { gateId: gate.gateId, decision: "accept" } });
-      await inngest.send(gateDecided.create({ runId, gateId: gate.gateId, decision: "accept" }));
+      await decide.fix({ user, runId, input: { gateId: gate.gateId, decision: "accept" } });
     } else if (state.status === "awaiting_clarification" && question && !handled.has(question.clarificationId)) {
       handled.add(question.clarificationId);
       interventions++;
-      await skipClarification({ user, clarificationId: question.clarificationId });
-      await inngest.send(clarificationAnswered.create({ runId, clarificationId: question.clarificationId }));
+      await decide.skip({ user, clarificationId: question.clarificationId });
     } else if (state.status === "paused") {
       // An outage, a timeout, an invalid plan: nobody is there to fix it in an eval.
       interventions++;
-      await cancelRun({ user, runId, reason: `eval: the run paused (${state.pauseReason?.reason ?? "unknown"})` });
-      await inngest.send(runCancelled.create({ runId }));
+      await decide.cancel({ user, runId, reason: `eval: the run paused (${state.pauseReason?.reason ?? "unknown"})` });
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -10,7 +10,7 @@ import { cachePath } from "@/lib/github/git";
 import { signPayload } from "@/lib/github/webhooks";
 import { pullRequestTitle } from "@/lib/github/pulls";
 import type { PlanDocument } from "@/lib/workflow";
-import { resumeRun } from "@/lib/runs/decisions";
+import { resumeRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { runResumed } from "@/inngest/events";
 import { POST as webhook } from "@/app/api/github/webhook/route";

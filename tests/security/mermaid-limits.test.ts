@@ -5,7 +5,7 @@ import { runPlanner } from "@/lib/agents/planner";
 import { createScriptedModel, promptText } from "@/lib/ai/scripted-model";
 import { DIAGRAM_LIMITS, validateMermaid } from "@/lib/mermaid";
 import { MermaidWorker, ParseTimeout } from "@/lib/mermaid/worker";
-import { checkEditedPlan } from "@/lib/runs/decisions";
+import { checkEditedPlan } from "@/lib/runs/gates/edited-plan";
 import { ADMIN, ORIGIN, call } from "../api/helpers";
 
 /**

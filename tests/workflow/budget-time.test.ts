@@ -2,12 +2,12 @@ import { expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
-import { approveGate, rejectGate } from "@/lib/runs/decisions";
-import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
+import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
+import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budget";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, launch, newProject, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { scriptedImplementer, useScriptedWorkflow } from "./model-server";
 

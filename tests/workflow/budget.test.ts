@@ -6,12 +6,14 @@ import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
 import { listEvents } from "@/lib/db/queries/runs";
-import { budgetDecisionSchema, decideBudget, describeExcess, describeRaise, NOTHING_SPENT, overBudget } from "@/lib/runs/budget";
+import { describeExcess, describeRaise, NOTHING_SPENT, overBudget } from "@/lib/runs/budget";
+import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budget";
 import { inngest } from "@/inngest";
 import { announceDecision } from "@/inngest/announce";
-import { approveGate, cancelRun } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { gateDecided, runCancelled } from "@/inngest/events";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { ADMIN, call } from "../api/helpers";
 

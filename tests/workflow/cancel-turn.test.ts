@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { describe, expect, it, vi } from "vitest";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { cancelRun } from "@/lib/runs/decisions";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { listEvents } from "@/lib/db/queries/runs";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";

@@ -3,11 +3,11 @@ import { and, eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
-import { answerClarification } from "@/lib/runs/decisions";
+import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { clarificationAnswered } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {

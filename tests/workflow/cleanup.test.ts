@@ -6,7 +6,7 @@ import { getDb } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
 import { listEvents } from "@/lib/db/queries/runs";
-import { cancelRun } from "@/lib/runs/decisions";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { sweepEndedRuns } from "@/lib/runs/cleanup";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";

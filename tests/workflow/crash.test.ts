@@ -9,12 +9,12 @@ import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { listEvents } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { approveGate } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { SessionUser } from "@/lib/auth/guard";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /**
  * Crash safety of the run workflow with the app and its executor in a child process (the server), killed with SIGKILL

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { query } from "@/lib/executor/store";
 import { waitStats } from "@/lib/executor/events";
-import { waitCheckHooks } from "@/lib/runs/decision-acks";
+import { waitCheckHooks } from "@/lib/runs/gates/acks";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";

@@ -2,7 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
-import { approveGate, cancelRun, rejectGate, resumeRun } from "@/lib/runs/decisions";
+import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
+import { cancelRun, resumeRun } from "@/lib/runs/gates/decide-run";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { listEvents } from "@/lib/db/queries/runs";
 import { getDb } from "@/lib/db";
@@ -23,7 +24,7 @@ import {
 } from "./harness";
 import { scriptedImplementer, type Reply, useScriptedWorkflow } from "./model-server";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 const t = useScriptedWorkflow();
 

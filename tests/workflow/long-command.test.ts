@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cancelRun } from "@/lib/runs/decisions";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { query } from "@/lib/executor/store";

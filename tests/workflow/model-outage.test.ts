@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { cancelRun } from "@/lib/runs/decisions";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { POST as retryRoute } from "@/app/api/runs/[id]/retry/route";

@@ -4,7 +4,7 @@ import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { query } from "@/lib/executor/store";
 import { stepBudget } from "@/lib/runs/workflow-ops";
-import { cancelRun } from "@/lib/runs/decisions";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { expectRunConsistent, fileBlock, launch, newProject, processesRunning, until, waitForStatus, waitForWorkflow } from "./harness";

@@ -2,10 +2,10 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/db/queries/projects";
-import { approveGate } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, git, launch, makeRepo, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { useScriptedWorkflow } from "./model-server";
 

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/queries/runs";
 import { createProject } from "@/lib/db/queries/projects";
-import { approveGate, rejectGate } from "@/lib/runs/decisions";
+import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** The policy for risky actions, through the real workflow: the demo model's tool calls meet it like a model's would. */
 

@@ -3,12 +3,12 @@ import net from "node:net";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
-import { decideFix } from "@/lib/runs/decisions";
+import { decideFix } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/db/queries/projects";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
 

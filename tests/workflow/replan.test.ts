@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { approveGate } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { PlanDocument } from "@/lib/workflow";
 import { gateDecided } from "@/inngest/events";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /** PAOR through the real workflow: progress recorded per task, and a re-plan after an observation through the plan gate. */

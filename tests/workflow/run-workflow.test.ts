@@ -5,13 +5,15 @@ import { getEnv } from "@/lib/env";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
-import { answerClarification, approveGate, cancelRun, decideFix, decideMerge, rejectGate } from "@/lib/runs/decisions";
+import { answerClarification } from "@/lib/runs/gates/decide-clarification";
+import { approveGate, decideFix, rejectGate } from "@/lib/runs/gates/decide-gate";
+import { cancelRun, decideMerge } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "@/inngest/events";
 import { getRunState } from "@/lib/db/queries/runs";
 import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
 beforeAll(async () => {

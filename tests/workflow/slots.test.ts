@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEnvCache } from "@/lib/env";
 import { listEvents } from "@/lib/db/queries/runs";
-import { approveGate, cancelRun } from "@/lib/runs/decisions";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus } from "./harness";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** MAX_CONCURRENT_RUNS_PER_USER counts runs that compute, not runs that wait for a person. */
 

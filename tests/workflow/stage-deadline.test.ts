@@ -1,5 +1,5 @@
 import { expect, it } from "vitest";
-import { cancelRun, resumeRun } from "@/lib/runs/decisions";
+import { cancelRun, resumeRun } from "@/lib/runs/gates/decide-run";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { modelCallsForRun } from "@/lib/dashboard/costs";
 import { inngest } from "@/inngest";
@@ -7,7 +7,7 @@ import { runCancelled, runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { type Reply, useScriptedWorkflow } from "./model-server";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 /*
  * A stage's deadline cuts a hung model call where it is: the planner's and the validator's calls get an abort signal

@@ -1,11 +1,11 @@
 import { expect, it } from "vitest";
-import { resumeRun } from "@/lib/runs/decisions";
+import { resumeRun } from "@/lib/runs/gates/decide-run";
 import { workflowClock } from "@/lib/runs/workflow-ops";
 import { runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { type Reply, useScriptedWorkflow } from "./model-server";
 import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
+import { decisionKey } from "@/lib/runs/gates/acks";
 
 const t = useScriptedWorkflow();
 

@@ -1,8 +1,6 @@
 import { json, readJson, route } from "@/lib/http";
-import { answerClarification, answerSchema } from "@/lib/runs/decisions";
-import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { clarificationAnswered } from "@/inngest/events";
+import { answerSchema } from "@/lib/runs/gates/answer";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -10,10 +8,5 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const { response } = await readJson(request, answerSchema);
-  const clarification = await answerClarification({ user, clarificationId: params.id, response });
-  await announceDecision({
-    event: clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }),
-    key: decisionKey.clarification(clarification.id),
-  });
-  return json({ clarification });
+  return json({ clarification: await decide.answer({ user, clarificationId: params.id, response }) });
 });

@@ -1,9 +1,6 @@
 import { z } from "zod";
 import { json, readOptionalJson, route } from "@/lib/http";
-import { skipClarification } from "@/lib/runs/decisions";
-import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { clarificationAnswered } from "@/inngest/events";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -15,10 +12,5 @@ const skipSchema = z.strictObject({});
 export const POST = route<{ id: string }>(async ({ request, user, params }) => {
   await rateLimit({ user, bucket: "decisions" });
   await readOptionalJson(request, skipSchema);
-  const clarification = await skipClarification({ user, clarificationId: params.id });
-  await announceDecision({
-    event: clarificationAnswered.create({ runId: clarification.workflowRunId, clarificationId: clarification.id }),
-    key: decisionKey.clarification(clarification.id),
-  });
-  return json({ clarification });
+  return json({ clarification: await decide.skip({ user, clarificationId: params.id }) });
 });

@@ -1,8 +1,6 @@
 import { json, readJson, route } from "@/lib/http";
-import { approveGate, approveSchema } from "@/lib/runs/decisions";
-import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { gateDecided } from "@/inngest/events";
+import { approveSchema } from "@/lib/runs/gates/decide-gate";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -10,7 +8,5 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, approveSchema);
-  const gate = await approveGate({ user, runId: params.id, input });
-  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
-  return json({ gate });
+  return json({ gate: await decide.approve({ user, runId: params.id, input }) });
 });

@@ -1,8 +1,6 @@
 import { json, readJson, route } from "@/lib/http";
-import { budgetDecisionSchema, decideBudget } from "@/lib/runs/budget";
-import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { gateDecided } from "@/inngest/events";
+import { budgetDecisionSchema } from "@/lib/runs/gates/decide-budget";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -11,7 +9,5 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, budgetDecisionSchema);
-  const gate = await decideBudget({ user, runId: params.id, input });
-  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: input.action }), key: decisionKey.gate(gate.id) });
-  return json({ gate });
+  return json({ gate: await decide.budget({ user, runId: params.id, input }) });
 });

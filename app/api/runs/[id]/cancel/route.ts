@@ -1,8 +1,7 @@
 import { json, readOptionalJson, route } from "@/lib/http";
-import { cancelRun, cancelSchema } from "@/lib/runs/decisions";
+import { cancelSchema } from "@/lib/runs/gates/decide-run";
 import { toRunDto } from "@/lib/runs/dto";
-import { announce } from "@/inngest/announce";
-import { runCancelled } from "@/inngest/events";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -10,7 +9,6 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readOptionalJson(request, cancelSchema);
-  const run = await cancelRun({ user, runId: params.id, reason: input.reason });
-  await announce(runCancelled.create({ runId: params.id }));
+  const run = await decide.cancel({ user, runId: params.id, reason: input.reason });
   return json({ run: toRunDto(run) });
 });

@@ -1,17 +1,6 @@
-import { json, readOptionalJson, route } from "@/lib/http";
-import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
-import { toRunDto } from "@/lib/runs/dto";
-import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { runResumed } from "@/inngest/events";
-import { rateLimit } from "@/lib/security/rate-limit";
+import { resumeHandler } from "../resume/handler";
 
 export const dynamic = "force-dynamic";
 
-export const POST = route<{ id: string }>(async ({ request, params, user }) => {
-  await rateLimit({ user, bucket: "decisions" });
-  await readOptionalJson(request, resumeSchema);
-  const run = await resumeRun({ user, runId: params.id, action: "extend" });
-  await announceDecision({ event: runResumed.create({ runId: params.id, action: "extend" }), key: decisionKey.resume(run.lastSequence) });
-  return json({ run: toRunDto(run) });
-});
+/** Give a run paused by a stage timeout more time: it goes on where it stopped (409 for a run paused otherwise). */
+export const POST = resumeHandler("extend");

@@ -1,8 +1,6 @@
 import { json, readJson, route } from "@/lib/http";
-import { decideFix, fixDecisionSchema } from "@/lib/runs/decisions";
-import { announce, announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { gateDecided, runCancelled } from "@/inngest/events";
+import { fixDecisionSchema } from "@/lib/runs/gates/decide-gate";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -10,8 +8,5 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const input = await readJson(request, fixDecisionSchema);
-  const gate = await decideFix({ user, runId: params.id, input });
-  await announceDecision({ event: gateDecided.create({ runId: params.id, gateId: gate.id, decision: input.decision }), key: decisionKey.gate(gate.id) });
-  if (input.decision === "cancel") await announce(runCancelled.create({ runId: params.id }));
-  return json({ gate });
+  return json({ gate: await decide.fix({ user, runId: params.id, input }) });
 });

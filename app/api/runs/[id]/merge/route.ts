@@ -1,9 +1,8 @@
 import { json, readOptionalJson, route } from "@/lib/http";
-import { decideMerge, mergeSchema } from "@/lib/runs/decisions";
+import { mergeSchema } from "@/lib/runs/gates/decide-run";
 import { toRunDto } from "@/lib/runs/dto";
 import { rateLimit } from "@/lib/security/rate-limit";
-import { announce } from "@/inngest/announce";
-import { mergeDecided } from "@/inngest/events";
+import * as decide from "@/inngest/decide";
 
 export const dynamic = "force-dynamic";
 
@@ -11,7 +10,6 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const { notes } = await readOptionalJson(request, mergeSchema);
-  const run = await decideMerge({ user, runId: params.id, notes });
-  await announce(mergeDecided.create({ runId: run.id }));
+  const run = await decide.merge({ user, runId: params.id, notes });
   return json({ run: toRunDto(run) }, { status: 202 });
 });

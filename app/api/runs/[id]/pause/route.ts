@@ -1,6 +1,7 @@
 import { json, readOptionalJson, route } from "@/lib/http";
-import { pauseSchema, requestPause } from "@/lib/runs/decisions";
+import { pauseSchema } from "@/lib/runs/gates/decide-run";
 import { toRunDto } from "@/lib/runs/dto";
+import * as decide from "@/inngest/decide";
 import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
@@ -9,6 +10,6 @@ export const dynamic = "force-dynamic";
 export const POST = route<{ id: string }>(async ({ request, params, user }) => {
   await rateLimit({ user, bucket: "decisions" });
   const { note } = await readOptionalJson(request, pauseSchema);
-  const run = await requestPause({ user, runId: params.id, note });
+  const run = await decide.pause({ user, runId: params.id, note });
   return json({ run: toRunDto(run) }, { status: 202 });
 });

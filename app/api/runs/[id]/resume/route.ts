@@ -1,18 +1,6 @@
-import { json, readOptionalJson, route } from "@/lib/http";
-import { resumeRun, resumeSchema } from "@/lib/runs/decisions";
-import { toRunDto } from "@/lib/runs/dto";
-import { announceDecision } from "@/inngest/announce";
-import { decisionKey } from "@/lib/runs/decision-acks";
-import { runResumed } from "@/inngest/events";
-import { rateLimit } from "@/lib/security/rate-limit";
+import { resumeHandler } from "./handler";
 
 export const dynamic = "force-dynamic";
 
 /** Resume a paused run where it stopped (the same as /retry; named for runs a person paused). */
-export const POST = route<{ id: string }>(async ({ request, params, user }) => {
-  await rateLimit({ user, bucket: "decisions" });
-  const input = await readOptionalJson(request, resumeSchema);
-  const run = await resumeRun({ user, runId: params.id, action: "retry", editedPlan: input.editedPlan });
-  await announceDecision({ event: runResumed.create({ runId: params.id, action: "retry" }), key: decisionKey.resume(run.lastSequence) });
-  return json({ run: toRunDto(run) });
-});
+export const POST = resumeHandler("retry");

@@ -12,11 +12,22 @@ import { TERMINAL_STATUSES } from "@/lib/workflow";
  * it. The decision itself stays in its own row (exactly one applies); announcements and acknowledgements only wake.
  */
 
+const SLOT = "slot:";
+
+/**
+ * The key of an announced decision: what the re-announcer repeats until the workflow acknowledges it. The one place the
+ * idea lives: the deciding side (inngest/decide.ts) names a decision by it, the workflow's check steps acknowledge it,
+ * the re-announcer (inngest/functions/decision-reannounce.ts) asks whether it is settled.
+ */
 export const decisionKey = {
   gate: (gateId: string) => `gate:${gateId}`,
   clarification: (clarificationId: string) => `clarification:${clarificationId}`,
   /** A resume is told apart by the sequence number of its RUN_RESUMED event. */
   resume: (sequence: number) => `resume:${sequence}`,
+  /** A freed slot of `userId`'s concurrency limit: settled when no run of theirs waits for a slot (not acknowledged). */
+  slot: (userId: string) => `${SLOT}${userId}`,
+  /** The user of a slot key, or null for a decision's key. */
+  slotUser: (key: string): string | null => (key.startsWith(SLOT) ? key.slice(SLOT.length) : null),
 };
 
 /** The workflow has read this decision (called from its check step; repeating it is harmless). */
