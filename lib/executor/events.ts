@@ -64,7 +64,7 @@ export function parseEvents(input: unknown, { maxEventBytes }: { maxEventBytes?:
 export type IngestResult = { ids: string[]; woken: string[] };
 
 /**
- * Who may lease the runs an ingest makes runnable inside its transaction (executor.ts localHandoff): `take` returns
+ * Who may lease the runs an ingest makes runnable inside its transaction (scheduling.ts localHandoff): `take` returns
  * the runs it leased; `drop` is told if that transaction then did not commit.
  */
 export type Handoff = {

@@ -5,7 +5,7 @@ import { query } from "@/lib/executor/store";
 import { listRuns, startApp, waitFor, waitForRuns } from "./harness";
 
 /*
- * Hand-off (lib/executor/executor.ts localHandoff): the runs an ingested event makes runnable (a wait it resolves, a
+ * Hand-off (lib/executor/scheduling.ts localHandoff): the runs an ingested event makes runnable (a wait it resolves, a
  * run it starts) are leased by this process's executor in the event's own transaction, with acquire()'s UPDATE, so
  * the lease is committed with the event and the run is driven without another read and commit. What ACQUIRE_SQL
  * refuses (a concurrency limit, a run not due) and what exceeds the executor's free slots is left to wake() as before.

@@ -1,0 +1,267 @@
+import { newUlid as ulid } from "@/lib/ids";
+import { dispatchToken } from "./checkpoint";
+import { resolvePending } from "./events";
+import { callFunction, protocolError, syncApp, type AppTarget, type CallBody, type CallOutcome } from "./protocol";
+import { checkFunctionConfig, getRegistry, invalidateRegistry, UnsupportedOptionError, type RegisteredFunction, type StoredEvent } from "./registry";
+import { ACQUIRE_SQL, acquireArgs, guarded, LeaseLost, unblock, wakeAt, type Ctx, type State } from "./scheduling";
+import { query, rows, tx, type PendingRow, type RunRow } from "./store";
+import { cloudError, finish, functionError, handleOps, park, release, stepFailedAttempt } from "./waits";
+import type { Executor } from "./executor";
+
+/**
+ * Dispatch to apps: syncing an app target, then driving one run — lease it, load its state, call its app (discovery,
+ * or a planned step) with the SDK's request body, and act on the outcome until the run waits, sleeps or ends. What a
+ * reply's ops store, and how a run parks, fails or finishes, is waits.ts's.
+ */
+
+export async function syncOne(ex: Executor, target: AppTarget): Promise<boolean> {
+  try {
+    const { appId, functions } = await syncApp({ target, timeoutMs: 30_000 });
+    // An option this executor cannot honour fails the sync (naming the function and option), before anything is stored.
+    for (const f of functions) checkFunctionConfig(f);
+    await tx(async (t) => {
+      // An app id lives at one URL: a re-sync from elsewhere (the app moved) replaces the old registration.
+      await t.execute({ sql: "DELETE FROM executor_apps WHERE app_id = ? AND url <> ?", args: [appId, target.url] });
+      await t.execute({
+        sql: `INSERT INTO executor_apps (url, app_id, functions, synced_at, last_error) VALUES (?, ?, ?, ?, NULL)
+              ON CONFLICT(url) DO UPDATE SET app_id = excluded.app_id, functions = excluded.functions,
+                synced_at = excluded.synced_at, last_error = NULL`,
+        args: [target.url, appId, JSON.stringify(functions), Date.now()],
+      });
+    });
+    invalidateRegistry();
+    if (ex.syncFailures.delete(target.url)) ex.opts.log("info", `sync of ${target.url} succeeded again`);
+    return true;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    // Retried with backoff (1 s doubling to 5 min); the same error is logged once, not on every retry.
+    const previous = ex.syncFailures.get(target.url);
+    const failures = (previous?.failures ?? 0) + 1;
+    const retryIn = Math.min(300_000, 1000 * 2 ** (failures - 1));
+    ex.syncFailures.set(target.url, { failures, nextAt: Date.now() + retryIn, logged: message });
+    if (previous?.logged !== message) ex.opts.log("warn", `sync of ${target.url} failed (retrying with backoff): ${message}`);
+    // A refused option also unregisters the app's functions: keeping the previous registration would run the new code
+    // with the option silently ignored. (An unreachable app keeps its registration: its functions did not change.)
+    const refused = err instanceof UnsupportedOptionError;
+    await tx((t) =>
+      t.execute({
+        sql: `INSERT INTO executor_apps (url, last_error) VALUES (?, ?) ON CONFLICT(url) DO UPDATE SET last_error = excluded.last_error,
+                functions = CASE WHEN ? THEN '[]' ELSE executor_apps.functions END`,
+        args: [target.url, message, refused ? 1 : 0],
+      }),
+    ).catch(() => undefined);
+    invalidateRegistry();
+    return false;
+  }
+}
+
+async function acquire(ex: Executor, runId: string): Promise<{ run: RunRow; fn: RegisteredFunction } | null> {
+  const registry = await getRegistry();
+  const now = Date.now();
+  // Only what deciding needs: the whole row (its event and events JSON among them) comes back from the UPDATE.
+  const candidate = await query<Pick<RunRow, "fn_id" | "status" | "next_at">>("SELECT fn_id, status, next_at FROM executor_runs WHERE id = ?", [runId]);
+  const row = candidate[0];
+  if (!row) return null;
+  const fn = registry.byId.get(row.fn_id);
+  const limited = (fn?.concurrency[0]?.limit ?? null) !== null || (fn?.concurrency[1]?.limit ?? null) !== null;
+  const prioritized = fn?.flow.priority !== undefined;
+  const acquired = await tx((t) => rows<RunRow>(t, ACQUIRE_SQL, acquireArgs(ex, fn, runId, now)));
+  const run = acquired[0];
+  if (!run) {
+    // A throttled, debounced or batching run woken by its event before it is due: its timer, not the next poll.
+    if (row.next_at > now) wakeAt(ex, runId, Number(row.next_at));
+    if ((limited || prioritized) && row.status !== "completed") {
+      const set = ex.blocked.get(row.fn_id) ?? new Set();
+      set.add(runId);
+      ex.blocked.set(row.fn_id, set);
+    }
+    return null;
+  }
+  if (!fn) {
+    await finish(ex, run, "failed", null, protocolError(`Function "${run.fn_id}" is not registered by any synced app`));
+    return null;
+  }
+  return { run, fn };
+}
+
+export async function driveRun(ex: Executor, runId: string): Promise<void> {
+  let acquired: Awaited<ReturnType<typeof acquire>>;
+  const handed = ex.handedOff.get(runId);
+  try {
+    if (handed) ex.handedOff.delete(runId);
+    acquired = handed ?? (await acquire(ex, runId));
+  } catch (err) {
+    ex.opts.log("error", `acquiring run ${runId} failed`, err);
+    return;
+  }
+  if (!acquired) return;
+  const { run, fn } = acquired;
+  const event = JSON.parse(run.event) as StoredEvent;
+  const ctx: Ctx = { run, fn, target: ex.targets.get(run.app_url) ?? { url: run.app_url }, event, events: JSON.parse(run.events) };
+  try {
+    await loop(ex, ctx);
+  } catch (err) {
+    if (err instanceof LeaseLost) return;
+    // An executor bug or a database error: keep the run, retry it later, keep the executor going.
+    ex.opts.log("error", `driving run ${runId} failed`, err);
+    await release(ex, ctx.run, "queued", Date.now() + ex.opts.backoff(0)).catch(() => undefined);
+  } finally {
+    unblock(ex, fn.id);
+  }
+}
+
+async function loadState(ex: Executor, runId: string): Promise<State> {
+  // One statement per iteration of the drive loop: the run, its memoized steps in completion order, its pending ops.
+  const [row] = await query<{
+    status: string;
+    attempt: number;
+    parallel: number;
+    lease_owner: string | null;
+    state_bytes: number;
+    steps: string;
+    pending: string;
+  }>(
+    `SELECT status, attempt, parallel, lease_owner, state_bytes,
+            (SELECT json_group_array(json_array(hashed_id, result))
+               FROM (SELECT hashed_id, result FROM executor_steps WHERE run_id = ?1 ORDER BY seq)) AS steps,
+            (SELECT json_group_array(json_object('run_id', run_id, 'hashed_id', hashed_id, 'kind', kind, 'op', op,
+                      'attempt', attempt, 'due_at', due_at, 'event_name', event_name, 'expression', expression,
+                      'race', race, 'created_at', created_at))
+               FROM executor_pending WHERE run_id = ?1) AS pending
+       FROM executor_runs WHERE id = ?1`,
+    [runId],
+  );
+  if (!row || row.lease_owner !== ex.workerId) throw new LeaseLost(runId);
+  const stepRows = JSON.parse(row.steps) as [string, string][];
+  const steps = new Map<string, unknown>();
+  for (const [id, result] of stepRows) steps.set(id, JSON.parse(result));
+  return {
+    status: row.status,
+    steps,
+    stack: stepRows.map(([id]) => id),
+    pending: JSON.parse(row.pending) as PendingRow[],
+    attempt: row.attempt,
+    parallel: row.parallel === 1,
+    stateBytes: Number(row.state_bytes ?? 0),
+  };
+}
+
+async function loop(ex: Executor, ctx: Ctx): Promise<void> {
+  for (;;) {
+    if (!ex.running) {
+      await release(ex, ctx.run, "queued", 0);
+      return;
+    }
+    const state = await loadState(ex, ctx.run.id);
+    if (state.status !== "running") return;
+    const now = Date.now();
+
+    const expired = state.pending.filter((p) => p.kind !== "step" && p.due_at !== null && p.due_at <= now);
+    if (expired.length > 0) {
+      await guarded(ex, ctx, async (t) => {
+        for (const p of expired) {
+          const result =
+            p.kind === "invoke"
+              ? { error: { name: "InngestInvokeTimeoutError", message: "Timed out waiting for the invoked function to complete" } }
+              : null;
+          await resolvePending(t, { runId: ctx.run.id, hashedId: p.hashed_id, result, kind: "resume" });
+        }
+      });
+      continue;
+    }
+
+    const runnable = state.pending.filter((p) => p.kind === "step" && (p.due_at ?? 0) <= now);
+    if ((runnable.length > 0 || state.pending.length === 0) && ex.strict && state.steps.size >= ex.limits.maxSteps) {
+      // Cloud checks the count before it runs anything more of the run, and fails it at once.
+      const message = `The function run exceeded the step limit of ${ex.limits.maxSteps} steps.`;
+      await finish(ex, ctx.run, "failed", null, cloudError("InngestErrFunctionOverflowed", message));
+      return;
+    }
+    if (runnable.length > 0) {
+      const done = await Promise.all(runnable.map((p) => runStep(ex, ctx, state, p)));
+      if (done.includes("stop")) return;
+      continue;
+    }
+
+    if (state.pending.length > 0) {
+      if (await park(ex, ctx, state)) return;
+      continue;
+    }
+
+    const result = await discover(ex, ctx, state);
+    if (result === "stop") return;
+  }
+}
+
+/**
+ * The call body. `disableImmediate` is set for targeted calls to parallel steps; a discovery (there is nothing
+ * pending by then: the last parallel step is done, or the run resumed) clears it, as Inngest's v2 runs do. Apps whose
+ * checkpoint calls reach this executor get `fn_id` and the dispatch token `qi_id`, which makes the SDK checkpoint.
+ */
+function body(ex: Executor, ctx: Ctx, state: State, attempt: number, disableImmediate: boolean): CallBody {
+  const steps: Record<string, unknown> = {};
+  for (const [k, v] of state.steps) steps[k] = v;
+  return {
+    event: ctx.event,
+    events: ctx.events,
+    steps,
+    ctx: {
+      run_id: ctx.run.id,
+      attempt,
+      max_attempts: ctx.fn.retries + 1,
+      stack: { stack: state.stack, current: state.stack.length },
+      disable_immediate_execution: disableImmediate,
+      use_api: false,
+      ...(ctx.target.checkpointing ? { fn_id: ctx.fn.id, qi_id: dispatchToken(ex.workerId, ctx.run.generation) } : {}),
+    },
+    version: 2,
+  };
+}
+
+async function call(ex: Executor, ctx: Ctx, stepId: string, body: CallBody): Promise<CallOutcome> {
+  // Strict mode: a call may last as long as the host lets a function run; past it, the attempt fails as the host's
+  // timeout would fail it (and is retried like one).
+  const limited = ex.strict !== null && ex.limits.maxStepDurationMs < ex.opts.requestTimeoutMs;
+  return callFunction({
+    target: ctx.target,
+    fnId: ctx.fn.id,
+    stepId,
+    body,
+    timeoutMs: limited ? ex.limits.maxStepDurationMs : ex.opts.requestTimeoutMs,
+    runId: ctx.run.id,
+    dispatch: { requestId: ulid(), generation: ctx.run.generation },
+    timeoutReason: limited
+      ? `over the step duration limit of ${ex.limits.maxStepDurationMs / 1000} s (GATEHOUSE_EXECUTOR_MAX_STEP_SECONDS), which a serverless host enforces by ending the call`
+      : undefined,
+  });
+}
+
+/** The reply to a dispatch this executor fenced (409 to its checkpoint) is ignored; the run is not failed for it. */
+function isStaleDispatch(outcome: CallOutcome): boolean {
+  return outcome.kind === "error" && outcome.error.name === "StaleDispatchError";
+}
+
+async function discover(ex: Executor, ctx: Ctx, state: State): Promise<"continue" | "stop"> {
+  const outcome = await call(ex, ctx, "step", body(ex, ctx, state, state.attempt, false));
+  if (isStaleDispatch(outcome)) return "continue";
+  if (outcome.kind === "complete") {
+    await finish(ex, ctx.run, "completed", outcome.data, null);
+    return "stop";
+  }
+  if (outcome.kind === "error") return functionError(ex, ctx, state, outcome.error, outcome.retriable, outcome.retryAfterMs);
+  return handleOps(ex, ctx, state, outcome.ops, undefined, outcome.retryAfterMs);
+}
+
+async function runStep(ex: Executor, ctx: Ctx, state: State, p: PendingRow): Promise<"continue" | "stop"> {
+  const outcome = await call(ex, ctx, p.hashed_id, body(ex, ctx, state, p.attempt, true));
+  if (isStaleDispatch(outcome)) return "continue";
+  if (outcome.kind === "ops") return handleOps(ex, ctx, state, outcome.ops, p, outcome.retryAfterMs);
+  if (outcome.kind === "complete") {
+    await finish(ex, ctx.run, "completed", outcome.data, null);
+    return "stop";
+  }
+  if (!outcome.retriable) return functionError(ex, ctx, state, outcome.error, false);
+  // The call itself failed (endpoint down, bad answer): count it against the step.
+  await guarded(ex, ctx, (t) => stepFailedAttempt(ex, t, ctx, p.hashed_id, p.attempt, outcome.error, outcome.retryAfterMs, p));
+  return "continue";
+}
