@@ -7,7 +7,7 @@ export async function run() {
   const { getClient, closeDb } = await import("@/lib/db");
   const { resetEnvCache } = await import("@/lib/env");
   resetEnvCache();
-  const { createProject } = await import("@/lib/db/queries/projects");
+  const { createProject } = await import("@/lib/projects/queries");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
   const { appendEvent, createRun, replay } = await import("@/lib/db/queries/runs");
 

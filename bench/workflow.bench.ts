@@ -19,7 +19,7 @@ export async function run() {
   const { inngest } = await import("@/inngest");
   const { runStarted, gateDecided } = await import("@/inngest/events");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
-  const { createProject } = await import("@/lib/db/queries/projects");
+  const { createProject } = await import("@/lib/projects/queries");
   const { getRunState, listEvents } = await import("@/lib/db/queries/runs");
   const { startRun } = await import("@/lib/runs/service");
   const { approveGate } = await import("@/lib/runs/decisions");

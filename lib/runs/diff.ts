@@ -1,5 +1,5 @@
 import { AppError } from "@/lib/errors";
-import { getProject } from "@/lib/db/queries/projects";
+import { getProject } from "@/lib/projects/queries";
 import { listEvents } from "@/lib/db/queries/runs";
 import { DIFF_SAFE, git, resolveCommit } from "@/lib/git";
 import { redact } from "@/lib/security/redact";

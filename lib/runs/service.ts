@@ -6,13 +6,13 @@ import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, us
 import { AppError, describeIssues } from "@/lib/errors";
 import { createRun, decodeCursor, getRunState, listEvents, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
 import { newId } from "@/lib/ids";
-import { getProject, listProjectsForUser } from "@/lib/db/queries/projects";
+import { getProject, listProjectsForUser } from "@/lib/projects/queries";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { existsSync } from "node:fs";
 import { mergeConfig, resolveRunConfig, type RunStatus } from "@/lib/workflow";
 import { readProjectConfig } from "@/lib/git";
 import { cachePath } from "@/lib/github/git";
-import type { Project } from "@/lib/db/queries/projects";
+import type { Project } from "@/lib/projects/queries";
 import { sandboxCapabilities } from "@/lib/sandbox";
 import { costBreakdownForRun } from "@/lib/dashboard/costs";
 import { estimateReport } from "./estimate";

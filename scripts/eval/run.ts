@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import { z } from "zod";
 import { Executor } from "@/lib/executor";
 import { git } from "@/lib/git/run";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunState } from "@/lib/db/queries/runs";
 import { modelCallsForRun } from "@/lib/dashboard/costs";

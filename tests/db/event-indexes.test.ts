@@ -4,7 +4,7 @@ import { createClient } from "@libsql/client";
 import { getClient, getDb, write } from "@/lib/db";
 import { getEnv } from "@/lib/env";
 import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, TYPE_INDEXED_EVENTS, workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { APPEND_SQL, appendEvent, appendEvents, appendEventsTx, createRun, eventTypeIn } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { getNative, writeGrouped } from "@/lib/db";
 import { query, tx } from "@/lib/executor/store";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { appendEvent, appendEvents, createRun, getRunState, listEvents, replay } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { workflowEvents } from "@/lib/db/schema";

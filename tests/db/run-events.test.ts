@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { appendEvent, appendEvents, appendEventsTx, createRun, getRunState, importRun, listEvents, replay } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 

@@ -2,7 +2,7 @@ import fs from "node:fs/promises";
 import { asc, eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { closeDb, getDb, write } from "@/lib/db";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { appendEvents, createRun, listEvents, listRuns } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { clarificationRequests, workflowRuns } from "@/lib/db/schema";

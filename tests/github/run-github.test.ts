@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { projects, workflowRuns } from "@/lib/db/schema";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { getRunState, listEvents } from "@/lib/db/queries/runs";
 import { validateMermaid } from "@/lib/mermaid";
 import { cachePath } from "@/lib/github/git";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getEnv, parseEnv } from "@/lib/env";
 import { getExecutorKey } from "@/lib/security/executor-key";
 import { getAuthSecret } from "@/lib/auth/secret";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { appendEvent, createRun } from "@/lib/db/queries/runs";
 import { createBackup, restoreBackup } from "@/lib/ops/backup";

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { answerClarification, approveGate, cancelRun, decideFix } from "@/lib/runs/decisions";
 import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
 import { inngest } from "@/inngest/client";

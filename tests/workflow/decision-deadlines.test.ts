@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, v
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
-import { setMember } from "@/lib/db/queries/projects";
+import { setMember } from "@/lib/db/queries/members";
 import { listEvents } from "@/lib/db/queries/runs";
 import { query } from "@/lib/executor/store";
 import { answerClarification, approveGate } from "@/lib/runs/decisions";

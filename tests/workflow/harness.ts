@@ -6,7 +6,7 @@ import { Executor, type ExecutorOptions } from "@/lib/executor";
 import { ownAppTarget } from "@/inngest/embedded";
 import { query } from "@/lib/executor/store";
 import { getEnv } from "@/lib/env";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunState, listEvents, replay } from "@/lib/db/queries/runs";
 import { startRun } from "@/lib/runs/service";

@@ -9,7 +9,7 @@ import { notificationDeliveries } from "@/lib/db/schema";
 import { listEvents, getRunState } from "@/lib/db/queries/runs";
 import { savePersonalChannel, saveProjectChannel } from "@/lib/notifications/store";
 import { answerClarification } from "@/lib/runs/decisions";
-import { setMember } from "@/lib/db/queries/projects";
+import { setMember } from "@/lib/db/queries/members";
 import { users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import { resetEnvCache } from "@/lib/env";
