@@ -18,7 +18,8 @@ export async function run() {
   const { buildRunContext, commitCheckpoint, commitRunRecords, createRunBranch, rebuildFromGit } = await import("@/lib/git");
   const { createProject } = await import("@/lib/projects/queries");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
-  const { appendEvents, createRun, listEvents } = await import("@/lib/db/queries/runs");
+  const { createRun } = await import("@/lib/db/queries/runs");
+  const { appendEvents, listEvents } = await import("@/lib/db/event-store");
 
   const repo = path.join(dir, "repo");
   await fs.mkdir(path.join(repo, "src"), { recursive: true });

@@ -20,7 +20,7 @@ export async function run() {
   const { runStarted, gateDecided } = await import("@/inngest/events");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
   const { createProject } = await import("@/lib/projects/queries");
-  const { getRunState, listEvents } = await import("@/lib/db/queries/runs");
+  const { getRunState, listEvents } = await import("@/lib/db/event-store");
   const { startRun } = await import("@/lib/runs/service");
   const { approveGate } = await import("@/lib/runs/decisions");
   const { getDb, closeDb } = await import("@/lib/db");

@@ -1,7 +1,7 @@
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { accounts, githubDeliveries, githubRepositories, projects, users, workflowRuns } from "@/lib/db/schema";
-import { appendEvents, getRunState } from "@/lib/db/queries/runs";
+import { appendEvents, getRunState } from "@/lib/db/event-store";
 import { githubIdKey, githubNameKey } from "@/lib/db/repository-key";
 import { isAppError } from "@/lib/errors";
 import { stableId } from "@/lib/ids";

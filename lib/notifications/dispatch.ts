@@ -2,7 +2,7 @@ import crypto from "node:crypto";
 import { and, eq, inArray, isNull, ne, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, notificationChannels, notificationDeliveries, projectMembers, projects, workflowRuns, type NotificationKind } from "@/lib/db/schema";
-import { appendEventsTx } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/event-store";
 import { requireProjectRole, roleAllows, type SessionUser } from "@/lib/auth/guard";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";

@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { getRunState, listEvents } from "@/lib/db/queries/runs";
+import { getRunState, listEvents } from "@/lib/db/event-store";
 import { getEnv } from "@/lib/env";
 import { updateMemory } from "@/lib/git";
 import { isGitHubAuthError, type RepositoryRef } from "@/lib/github/app";

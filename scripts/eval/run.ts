@@ -7,7 +7,7 @@ import { Executor } from "@/lib/executor";
 import { git } from "@/lib/git/run";
 import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { getRunState } from "@/lib/db/queries/runs";
+import { getRunState } from "@/lib/db/event-store";
 import { modelCallsForRun } from "@/lib/dashboard/costs";
 import { startRun } from "@/lib/runs/service";
 import { approveGate, cancelRun, decideFix, skipClarification } from "@/lib/runs/decisions";

@@ -1,7 +1,8 @@
 import { encode } from "@auth/core/jwt";
 import { write } from "@/lib/db";
 import { clarificationRequests, gates, notificationDeliveries, users } from "@/lib/db/schema";
-import { appendEventsTx, createRun } from "@/lib/db/queries/runs";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { setMember } from "@/lib/db/queries/members";
 import { ensureLocalOwner } from "@/lib/db/queries/users";

@@ -2,7 +2,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { getNative, writeGrouped } from "@/lib/db";
 import { query, tx } from "@/lib/executor/store";
 import { createProject } from "@/lib/projects/queries";
-import { appendEvent, appendEvents, createRun, getRunState, listEvents, replay } from "@/lib/db/queries/runs";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvent, appendEvents, getRunState, listEvents, replay } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { workflowEvents } from "@/lib/db/schema";
 

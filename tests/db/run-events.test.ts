@@ -3,7 +3,8 @@ import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { createProject } from "@/lib/projects/queries";
-import { appendEvent, appendEvents, appendEventsTx, createRun, getRunState, importRun, listEvents, replay } from "@/lib/db/queries/runs";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvent, appendEvents, appendEventsTx, getRunState, importRun, listEvents, replay } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 
 let projectId: string;

@@ -2,7 +2,8 @@ import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createProject } from "@/lib/projects/queries";
-import { appendEvents, createRun, listEvents } from "@/lib/db/queries/runs";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvents, listEvents } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import {
   buildRunContext,

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { projects, workflowRuns } from "@/lib/db/schema";
 import { createProject } from "@/lib/projects/queries";
-import { getRunState, listEvents } from "@/lib/db/queries/runs";
+import { getRunState, listEvents } from "@/lib/db/event-store";
 import { validateMermaid } from "@/lib/mermaid";
 import { cachePath } from "@/lib/github/git";
 import { signPayload } from "@/lib/github/webhooks";

@@ -3,7 +3,7 @@ import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
 import { setMember } from "@/lib/db/queries/members";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
 import { answerClarification, approveGate } from "@/lib/runs/decisions";
 import { decisionKey } from "@/lib/runs/decision-acks";

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { approveGate, cancelRun, rejectGate, resumeRun } from "@/lib/runs/decisions";
 import { workflowClock } from "@/lib/runs/workflow-ops";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";

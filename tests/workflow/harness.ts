@@ -8,7 +8,7 @@ import { query } from "@/lib/executor/store";
 import { getEnv } from "@/lib/env";
 import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { getRunState, listEvents, replay } from "@/lib/db/queries/runs";
+import { getRunState, listEvents, replay } from "@/lib/db/event-store";
 import { startRun } from "@/lib/runs/service";
 import type { SessionUser } from "@/lib/auth/guard";
 import { inngest } from "@/inngest";

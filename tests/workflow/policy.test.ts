@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { approveGate, rejectGate } from "@/lib/runs/decisions";
 import { gateDecided } from "@/inngest/events";

@@ -8,7 +8,7 @@ import { eq } from "drizzle-orm";
 import { answerClarification, approveGate, cancelRun, decideFix, decideMerge, rejectGate } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
 import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "@/inngest/events";
-import { getRunState } from "@/lib/db/queries/runs";
+import { getRunState } from "@/lib/db/event-store";
 import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/decision-acks";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEnvCache } from "@/lib/env";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { approveGate, cancelRun } from "@/lib/runs/decisions";
 import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
