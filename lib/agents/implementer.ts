@@ -4,7 +4,7 @@ import { estimateTokens } from "@/lib/ai/scripted-model";
 import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
-import { redact, redactDeep } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/redact";
 import { boundConversation, conversationTokens } from "./context";
 import { describePlan, type Plan } from "./plan";
 import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";

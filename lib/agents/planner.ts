@@ -3,7 +3,7 @@ import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import { AppError } from "@/lib/errors";
 import { extractConstraints, MermaidError, sanitizeDiagram, stripFence } from "@/lib/mermaid";
-import { redactDeep } from "@/lib/security/redact";
+import { redactDeep } from "@/lib/redact";
 import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";
 import { plannerAnswerSchema, plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
 

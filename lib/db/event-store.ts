@@ -9,7 +9,7 @@ import type { NativeConnection } from "@/lib/db/statements";
 import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
-import { redactDeep } from "@/lib/security/redact";
+import { redactDeep } from "@/lib/redact";
 import {
   apply,
   IllegalTransitionError,

@@ -1,5 +1,5 @@
 import { AppError } from "@/lib/errors";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 
 /**
  * Mermaid's own grammar, run in Node. mermaid's sanitiser (DOMPurify) binds to a `window` when the module loads, so a

@@ -8,7 +8,7 @@ import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
 import { log } from "@/lib/log";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import { runTitle } from "@/lib/runs/title";
 import { deadlineViews, mayDecideEscalated } from "@/lib/runs/deadlines";
 import { decryptSecret } from "./crypto";

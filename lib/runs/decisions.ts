@@ -7,7 +7,7 @@ import { appendEventsTx, eventTypeIn } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
-import { redact, redactBase64File, redactDeep } from "@/lib/security/redact";
+import { redact, redactBase64File, redactDeep } from "@/lib/redact";
 
 /** Decisions are stored (gates, events) and later read by models: a secret typed into one is redacted on the way in. */
 const redacted = <T>(value: T): T => redactDeep(value);

@@ -2,7 +2,7 @@ import { AppError } from "@/lib/errors";
 import { getProject } from "@/lib/projects/queries";
 import { listEvents } from "@/lib/db/event-store";
 import { DIFF_SAFE, git, resolveCommit } from "@/lib/git";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import type { SessionUser } from "@/lib/auth/guard";
 import { getVisibleRun } from "./service";
 

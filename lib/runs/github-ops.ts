@@ -21,7 +21,7 @@ import {
 import { log } from "@/lib/log";
 import { taskStatuses } from "@/lib/dashboard/task-status";
 import { colourByStatus, parseFlowGraph, validateMermaid } from "@/lib/mermaid";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import type { PlanDocument } from "@/lib/workflow";
 import { append, decisionsOf, firstLine, followUpOf, lastValidationReport, loadRun, writeRecords, type RunContext } from "./workflow-ops";

@@ -9,7 +9,7 @@ import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } f
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { newId } from "@/lib/ids";
-import { holdsSecret, redact, redactDeep } from "@/lib/security/redact";
+import { holdsSecret, redact, redactDeep } from "@/lib/redact";
 import { log } from "@/lib/log";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";

@@ -3,7 +3,7 @@ import { getDb, write, type Tx } from "@/lib/db";
 import { listEvents, rowToState, stateToRow } from "@/lib/db/event-store";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { newId, slugify } from "@/lib/ids";
-import { redact, redactDeep } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/redact";
 import { apply, type RunEvent, type RunState, type RunStatus } from "@/lib/workflow";
 
 // Runs as a whole: creating one, listing them (keyset cursors), and a few questions about a run's log. Appending to,
