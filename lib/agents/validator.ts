@@ -4,7 +4,8 @@ import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/redact";
-import { changedFilesOfDiff, commandArgv, inScope } from "./paths";
+import { commandArgv } from "@/lib/sandbox/command-line";
+import { changedFilesOfDiff, inScope } from "./paths";
 import { canDetach, execWithinStep, StepBudgetExceededError, stepBudgetSignal, waitDetached } from "./step-budget";
 import { describePlan, planScope, type Plan } from "./plan";
 
