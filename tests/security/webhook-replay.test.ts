@@ -5,7 +5,7 @@ import { accounts, githubDeliveries, users, workflowRuns } from "@/lib/db/schema
 import { createProject } from "@/lib/projects/queries";
 import { setMember } from "@/lib/db/queries/members";
 import { resetEnvCache } from "@/lib/env";
-import { handleDelivery } from "@/lib/github/handlers";
+import { handleDelivery } from "@/lib/runs/github-deliveries";
 import { recordDelivery, signPayload, type ReceivedWebhook } from "@/lib/github/webhooks";
 import { POST as webhook } from "@/app/api/github/webhook/route";
 import { startWorkflowHarness } from "../workflow/harness";
