@@ -15,7 +15,7 @@ import { readProjectConfig } from "@/lib/git";
 import { cachePath } from "@/lib/github/git";
 import type { Project } from "@/lib/projects/queries";
 import { sandboxCapabilities } from "@/lib/sandbox";
-import { costBreakdownForRun } from "@/lib/dashboard/costs";
+import { costBreakdownForRun } from "./costs";
 import { estimateReport } from "./estimate";
 import { toRunDto } from "./dto";
 import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
