@@ -11,9 +11,10 @@ export async function run() {
   resetEnvCache();
   const { write, closeDb } = await import("@/lib/db");
   const { workflowRuns } = await import("@/lib/db/schema");
-  const { createProject } = await import("@/lib/db/queries/projects");
+  const { createProject } = await import("@/lib/projects/queries");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
-  const { appendEvents, createRun, getRunState, listEvents } = await import("@/lib/db/queries/runs");
+  const { createRun } = await import("@/lib/db/queries/runs");
+  const { appendEvents, getRunState, listEvents } = await import("@/lib/db/event-store");
   const { getRunDetail, listRunsForUser } = await import("@/lib/runs/service");
   const { newId } = await import("@/lib/ids");
   const { describeEvent, planVersions, stageProgress } = await import("@/lib/dashboard/timeline");

@@ -7,9 +7,10 @@ export async function run() {
   const { getClient, closeDb } = await import("@/lib/db");
   const { resetEnvCache } = await import("@/lib/env");
   resetEnvCache();
-  const { createProject } = await import("@/lib/db/queries/projects");
+  const { createProject } = await import("@/lib/projects/queries");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
-  const { appendEvent, createRun, replay } = await import("@/lib/db/queries/runs");
+  const { createRun } = await import("@/lib/db/queries/runs");
+  const { appendEvent, replay } = await import("@/lib/db/event-store");
 
   const owner = await ensureLocalOwner();
   const project = await createProject({ name: "bench", ownerId: owner.id, repository: { type: "local", path: "/tmp" } });
@@ -62,7 +63,7 @@ export async function run() {
   // Replay of a 10,000-event run.
   const big = await newRun();
   await appendEvent(big.id, { type: "RUN_STARTED", payload: {} });
-  const { appendEvents } = await import("@/lib/db/queries/runs");
+  const { appendEvents } = await import("@/lib/db/event-store");
   for (let i = 0; i < 9998; i += 500) {
     await appendEvents(big.id, Array.from({ length: Math.min(500, 9998 - i) }, (_, j) => artifact(i + j)));
   }

@@ -16,9 +16,10 @@ export async function run() {
   const { LocalSandbox } = await import("@/lib/sandbox");
   const { bwrapStatus } = await import("@/lib/sandbox/bwrap");
   const { buildRunContext, commitCheckpoint, commitRunRecords, createRunBranch, rebuildFromGit } = await import("@/lib/git");
-  const { createProject } = await import("@/lib/db/queries/projects");
+  const { createProject } = await import("@/lib/projects/queries");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
-  const { appendEvents, createRun, listEvents } = await import("@/lib/db/queries/runs");
+  const { createRun } = await import("@/lib/db/queries/runs");
+  const { appendEvents, listEvents } = await import("@/lib/db/event-store");
 
   const repo = path.join(dir, "repo");
   await fs.mkdir(path.join(repo, "src"), { recursive: true });

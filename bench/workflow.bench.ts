@@ -19,8 +19,8 @@ export async function run() {
   const { inngest } = await import("@/inngest");
   const { runStarted, gateDecided } = await import("@/inngest/events");
   const { ensureLocalOwner } = await import("@/lib/db/queries/users");
-  const { createProject } = await import("@/lib/db/queries/projects");
-  const { getRunState, listEvents } = await import("@/lib/db/queries/runs");
+  const { createProject } = await import("@/lib/projects/queries");
+  const { getRunState, listEvents } = await import("@/lib/db/event-store");
   const { startRun } = await import("@/lib/runs/service");
   const { approveGate } = await import("@/lib/runs/gates/decide-gate");
   const { getDb, closeDb } = await import("@/lib/db");

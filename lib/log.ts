@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { getEnv } from "@/lib/env";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 
 /**
  * Fields every log line written inside withLogContext() carries: the request's id, the run it works on, and the Inngest

@@ -1,5 +1,5 @@
 import type { RunDto } from "@/lib/runs/dto";
-import type { CostBreakdown, RunCost } from "@/lib/dashboard/costs";
+import type { CostBreakdown, RunCost } from "@/lib/runs/costs";
 import type { EstimateReport } from "@/lib/runs/estimate-model";
 
 /** What the browser gets from the API; errors carry the server's message, which says what to do. */

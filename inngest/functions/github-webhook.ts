@@ -1,6 +1,6 @@
 import { inngest } from "../client";
 import { githubWebhookReceived, runStarted } from "../events";
-import { handleDelivery } from "@/lib/github/handlers";
+import { handleDelivery } from "@/lib/runs/github-deliveries";
 
 /**
  * The work of a GitHub webhook, off the request path: the route only verifies, stores and announces the delivery.

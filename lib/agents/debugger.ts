@@ -2,7 +2,7 @@ import { generateText, NoObjectGeneratedError, Output, type LanguageModel } from
 import { z } from "zod";
 import { callModel, type ModelCallContext } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 
 /**
  * The debug step of per-task verification (seed 003): a task's own acceptance command failed right after the task;

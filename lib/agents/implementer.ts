@@ -1,11 +1,12 @@
-import { generateText, stepCountIs, type LanguageModel, type ModelMessage } from "ai";
+import { generateText, stepCountIs, type ModelMessage } from "ai";
 import { z } from "zod";
 import { estimateTokens } from "@/lib/ai/scripted-model";
-import { callModel, type ModelCallContext } from "@/lib/ai/call";
+import { callModel } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
-import { redact, redactDeep } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/redact";
 import { boundConversation, conversationTokens } from "./context";
+import type { ModelStepOptions } from "./model-step";
 import { describePlan, type Plan } from "./plan";
 import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";
 import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
@@ -97,6 +98,7 @@ export type ImplementerTurnResult =
   | { kind: "command_running"; state: ImplementerState; toolCallId: string };
 
 export { StepBudgetExceededError };
+export { applyDebugReplan, applyPolicyDecision, applyReplanDecision, reopenTask } from "./implementer-decisions";
 
 /** The tools' mutable context, from a state (a turn, or the collection of a detached command). */
 function toolContext(
@@ -403,18 +405,8 @@ export async function implementerTurn({
   scope?: string[];
   /** Undoes a command's changes the policy refuses (ToolContext.restore). */
   restore?: (paths: string[]) => Promise<void>;
-  modelId: string;
-  model?: LanguageModel;
-  context: Omit<ModelCallContext, "stage">;
-  /** Aborts the model call and the turn's commands (the run was cancelled). */
-  signal?: AbortSignal;
-  /**
-   * The end of the durable step (epoch ms on `now`): the model call is aborted if it has not answered by then
-   * (StepBudgetExceededError), and a command that would outlive it runs detached (ToolContext.stepEndsAt).
-   */
-  stepEndsAt?: number;
-  now?: () => number;
-}): Promise<ImplementerTurnResult> {
+  // signal also aborts the turn's commands; a command that would outlive stepEndsAt runs detached (ToolContext.stepEndsAt).
+} & ModelStepOptions): Promise<ImplementerTurnResult> {
   if (state.pendingCommand) return { kind: "command_running", state, toolCallId: state.pendingCommand.toolCallId };
   if (state.status === "awaiting_clarification") return clarificationResult(state);
   if (state.pendingReplan) return { kind: "replan", state, observation: state.pendingReplan.observation, proposal: state.pendingReplan.proposal };
@@ -568,69 +560,6 @@ export async function implementerTurn({
   return { kind: "continue", state: next };
 }
 
-/**
- * A person's decision on a held action, told to the model: approved, the action may run once (exactly as asked);
- * refused, the model must do without it.
- */
-export function applyPolicyDecision(
-  state: ImplementerState,
-  action: PolicyAction,
-  decision: { approved: boolean; by: string | null; notes: string | null },
-): ImplementerState {
-  const who = decision.by ? `${decision.by}` : "A person";
-  const note = decision.notes?.trim() ? ` Their note: ${redact(decision.notes.trim())}` : "";
-  const text = decision.approved
-    ? `${who} approved: ${action.summary} (${action.tool}). Do it now, exactly as before.${note}`
-    : `${who} refused: ${action.summary} (${action.tool}). Do not try it again; find another way, or say in your summary what is left undone.${note}`;
-  return {
-    ...state,
-    approvedActions: decision.approved ? [...(state.approvedActions ?? []), action.fingerprint] : (state.approvedActions ?? []),
-    messages: [...state.messages, { role: "user", content: text }],
-  };
-}
-
-/**
- * The plan gate's decision on the implementer's re-plan, as the propose_replan call's result. Approved: the new plan
- * replaces the todos (a todo already done stays done) and is shown to the model. Refused (or not drafted): it goes on
- * with the approved plan.
- */
-export function applyReplanDecision(
-  state: ImplementerState,
-  decision: { approved: boolean; plan: Plan | null; notes: string | null },
-): ImplementerState {
-  const pending = state.pendingReplan;
-  if (!pending) return state;
-  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
-  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
-  const approved = decision.approved && decision.plan;
-  const todos: Todo[] = approved
-    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
-    : state.todos;
-  const text = approved
-    ? `The re-plan was approved. Work from this plan now; your todos are: ${todos.map((t) => `${t.id} (${t.status})`).join(", ")}.${note}\n\n${describePlan(decision.plan!)}`
-    : `The re-plan was not approved. Go on with the approved plan.${note}`;
-  return {
-    ...state,
-    todos,
-    pendingReplan: null,
-    messages: [
-      ...state.messages,
-      { role: "tool", content: [{ type: "tool-result", toolCallId: pending.toolCallId, toolName: PROPOSE_REPLAN, output: { type: "text", value: text } }] },
-      ...(approved
-        ? [
-            {
-              role: "user" as const,
-              content: section(
-                "todos",
-                JSON.stringify(decision.plan!.tasks.filter((t) => !done.has(t.id)).map((t) => ({ id: t.id, title: t.title, files: t.files }))),
-              ),
-            },
-          ]
-        : []),
-    ],
-  };
-}
-
 /** Calls of a one-at-a-time tool beyond the first get an error result the model can act on. */
 function refuseExtra(state: ImplementerState, extra: Array<{ toolCallId: string }>, toolName: string, message: string) {
   if (!extra.length) return;
@@ -638,75 +567,4 @@ function refuseExtra(state: ImplementerState, extra: Array<{ toolCallId: string 
     role: "tool",
     content: extra.map((c) => ({ type: "tool-result" as const, toolCallId: c.toolCallId, toolName, output: { type: "error-text" as const, value: message } })),
   });
-}
-
-/**
- * Per-task verification failed and the debug step chose to fix it (or a person answered its question, or retried at
- * the fix gate): the task is open again and the model is told why, with the failing command's output, so the next
- * turns are a fix pass on that task. A finished session goes on (status running), and loop counters start afresh.
- */
-export function reopenTask(
-  state: ImplementerState,
-  {
-    failure,
-    verdict,
-    answer,
-    note,
-  }: {
-    failure: { taskId: string; command: string; exitCode: number | null; output: string };
-    verdict: { category: string; reason: string; question?: string | null } | null;
-    /** A person's answer to the debug step's question. */
-    answer?: string | null;
-    /** A person's note (the fix gate's retry). */
-    note?: string | null;
-  },
-): ImplementerState {
-  const todos = state.todos.map((t) => (t.id === failure.taskId ? { ...t, status: "pending" as const } : t));
-  const lines = [
-    `Task ${failure.taskId}'s own acceptance command failed right after you marked it done, so it is open again.`,
-    `Command: ${failure.command}`,
-    `Exit code: ${failure.exitCode ?? "timed out"}`,
-    `Output (its end):\n${redact(failure.output)}`,
-  ];
-  if (verdict) lines.push(`The debug step classified it as a ${verdict.category} failure: ${redact(verdict.reason)}`);
-  if (verdict?.question && answer?.trim()) lines.push(`A person answered the question "${redact(verdict.question)}": ${redact(answer.trim())}`);
-  if (note?.trim()) lines.push(`A person's note: ${redact(note.trim())}`);
-  lines.push(`Fix task ${failure.taskId} now, run \`${failure.command}\` to check it passes, and mark the task done with update_todo again.`);
-  return {
-    ...state,
-    todos,
-    status: state.status === "done" ? "running" : state.status,
-    summary: state.status === "done" ? null : state.summary,
-    idleTurns: 0,
-    repeats: {},
-    messages: [...state.messages, { role: "user", content: section("verify-failure", lines.join("\n")) }],
-  };
-}
-
-/**
- * A re-plan the debug step escalated (its failure was the plan's) was decided at the plan gate: told to the model as a
- * message (no tool call of its own to answer). Approved, the new plan's tasks are the todos (one done stays done).
- */
-export function applyDebugReplan(
-  state: ImplementerState,
-  decision: { approved: boolean; plan: Plan | null; notes: string | null },
-): ImplementerState {
-  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
-  if (!decision.approved || !decision.plan) {
-    return { ...state, messages: [...state.messages, { role: "user", content: `The re-plan after the failed check was not approved. Go on with the approved plan.${note}` }] };
-  }
-  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
-  const todos: Todo[] = decision.plan.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }));
-  const open = decision.plan.tasks.filter((t) => !done.has(t.id)).map((t) => ({ id: t.id, title: t.title, files: t.files }));
-  return {
-    ...state,
-    todos,
-    status: todos.every((t) => t.status === "done") ? state.status : "running",
-    summary: todos.every((t) => t.status === "done") ? state.summary : null,
-    messages: [
-      ...state.messages,
-      { role: "user", content: `The re-plan after the failed check was approved. Work from this plan now.${note}\n\n${describePlan(decision.plan)}` },
-      { role: "user", content: section("todos", JSON.stringify(open)) },
-    ],
-  };
 }

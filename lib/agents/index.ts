@@ -16,7 +16,8 @@ export {
   type ImplementerTurnResult,
 } from "./implementer";
 export { checkCommand, checkWrite, deleteTargets, destructive, matchesGlob, type Policy, type PolicyAction, type PolicyRefusal } from "./policy";
-export { changedFilesOfDiff, commandArgv, inScope, workspacePath } from "./paths";
+export { changedFilesOfDiff, inScope, workspacePath } from "./paths";
+export { commandArgv } from "@/lib/sandbox/command-line";
 export { describePlan, planScope, plannerOutputSchema, type AcceptanceCriterion, type Plan, type PlanTask } from "./plan";
 export { PlannerError, runPlanner, type PlannerInput, type PlannerResult, type PlannerRetry } from "./planner";
 export { CLARIFICATION_RESPONSE_TYPES, implementerTools, type ClarificationResponseType, type Todo } from "./tools";

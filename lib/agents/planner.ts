@@ -1,9 +1,10 @@
-import { generateText, Output, type LanguageModel } from "ai";
-import { callModel, type ModelCallContext } from "@/lib/ai/call";
+import { generateText, Output } from "ai";
+import { callModel } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import { AppError } from "@/lib/errors";
 import { extractConstraints, MermaidError, sanitizeDiagram, stripFence } from "@/lib/mermaid";
-import { redactDeep } from "@/lib/security/redact";
+import { redactDeep } from "@/lib/redact";
+import type { ModelStepOptions } from "./model-step";
 import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";
 import { plannerAnswerSchema, plannerOutputSchema, type Plan, type PlannerOutput } from "./plan";
 
@@ -142,18 +143,8 @@ export async function runPlanner({
   now,
 }: {
   input: PlannerInput;
-  modelId: string;
-  model?: LanguageModel;
-  context: Omit<ModelCallContext, "stage">;
-  /** Aborts the model call where it is (the run was cancelled, or planning ran past its deadline). */
-  signal?: AbortSignal;
-  /**
-   * The end of the durable step (epoch ms on `now`): a model call unanswered by then is aborted with
-   * StepBudgetExceededError (its `resume` is the cut retry, if it was the retry), to be made again in a fresh step.
-   */
-  stepEndsAt?: number;
-  now?: () => number;
-}): Promise<PlannerResult> {
+  // A call cut at stepEndsAt throws StepBudgetExceededError whose `resume` is the cut retry, if it was the retry.
+} & ModelStepOptions): Promise<PlannerResult> {
   const firstAttempt = input.diagramAttempt ?? 0;
   let previousError: { mermaid: string; message: string; line?: number } | undefined = input.retry;
   let lastDraft: Omit<Plan, "constraints" | "mermaid"> | undefined = input.retry?.draft;

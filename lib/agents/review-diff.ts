@@ -1,5 +1,5 @@
 import { headerPath } from "@/lib/git/diff";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import type { Sandbox } from "@/lib/sandbox/types";
 
 export type ReviewDiff = {

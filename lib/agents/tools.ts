@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { tool } from "ai";
 import { z } from "zod";
 import type { ExecResult, Sandbox } from "@/lib/sandbox/types";
-import { holdsSecret, redact } from "@/lib/security/redact";
+import { holdsSecret, redact } from "@/lib/redact";
 
 /**
  * Content that would be committed (a file) or run (a command line) must not hold a secret. The model gets a clear tool

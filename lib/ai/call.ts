@@ -4,7 +4,7 @@ import { write } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { getEnv, type Env } from "@/lib/env";
 import { AppError } from "@/lib/errors";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import type { Stage } from "@/lib/workflow/config";
 import { costUsd } from "./prices";
 import { getLanguageModel, parseModelId, PROVIDERS } from "./providers";

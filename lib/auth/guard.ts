@@ -1,7 +1,7 @@
 import { Auth } from "@auth/core";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
-import { getMembership } from "@/lib/db/queries/projects";
+import { getMembership } from "@/lib/db/queries/members";
 import { ensureLocalOwner, getUser, LOCAL_OWNER_ID } from "@/lib/db/queries/users";
 import type { ProjectRole } from "@/lib/db/schema";
 import { AUTH_BASE_PATH, getAuthConfig } from "./config";

@@ -5,7 +5,7 @@ import { projectInvitations, projectMembers, projects, users, type InvitationSta
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
 import { requireProjectRole, type SessionUser } from "./guard";
-import { holdsSecret } from "@/lib/security/redact";
+import { holdsSecret } from "@/lib/redact";
 
 /** An address or a name that identifies something is refused, not stored redacted, when it holds a key (issue #29.7). */
 const NO_SECRET = "must not hold a secret (an API key or token)";

@@ -10,7 +10,17 @@ import { getEnv } from "@/lib/env";
 export function getAuthSecret(): string {
   const env = getEnv();
   if (env.AUTH_SECRET) return env.AUTH_SECRET;
-  const file = path.join(env.dataDir, "auth-secret");
+  return dataDirSecret({ name: "auth-secret", encoding: "base64url" });
+}
+
+/**
+ * A secret kept in a file of the data directory: read when it holds one (32 characters or more), otherwise 32 random
+ * bytes written once (mode 0600). Processes starting together agree: the one whose exclusive create loses reads the
+ * winner's.
+ */
+export function dataDirSecret({ name, encoding }: { name: string; encoding: "base64url" | "hex" }): string {
+  const env = getEnv();
+  const file = path.join(env.dataDir, name);
   try {
     const existing = fs.readFileSync(file, "utf8").trim();
     if (existing.length >= 32) return existing;
@@ -18,7 +28,7 @@ export function getAuthSecret(): string {
     // not created yet
   }
   fs.mkdirSync(env.dataDir, { recursive: true });
-  const secret = crypto.randomBytes(32).toString("base64url");
+  const secret = crypto.randomBytes(32).toString(encoding);
   try {
     fs.writeFileSync(file, secret, { mode: 0o600, flag: "wx" });
     return secret;

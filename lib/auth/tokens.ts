@@ -3,7 +3,7 @@ import { and, desc, eq, isNull } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { apiTokens } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import { sha256 } from "./secret";
 
 export const API_TOKEN_PREFIX = "gh_pat_";

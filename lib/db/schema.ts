@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex, real } from "drizzle-orm/sqlite-core";
-import type { RunEventType } from "@/lib/workflow/events";
+// Relative, not "@/": drizzle-kit loads this file on its own.
+import { TYPE_INDEXED_EVENTS } from "../workflow/events";
 
 /*
  * Gatehouse's tables (SQLite dialect; libSQL file or server). Timestamps are epoch milliseconds.
@@ -197,38 +198,10 @@ export const workflowRuns = sqliteTable(
 );
 
 /**
- * The event types queries look up by type (the inbox, deadlines, estimates, merges, clean-up): the only rows of the
- * partial index workflow_events_run_type_idx, so the frequent events (task progress, artifacts, model turns) do not
- * write an entry there on every append. A query by type goes through eventTypeIn (lib/db/queries/runs.ts), which
- * repeats the index's condition word for word: SQLite uses a partial index only for a query that states it.
+ * The event types queries look up by type: the only rows of the partial index workflow_events_run_type_idx. Named
+ * with the event types (lib/workflow/events.ts); a query by type goes through eventTypeIn (lib/db/event-store.ts).
  */
-export const TYPE_INDEXED_EVENTS = [
-  "STAGE_STARTED",
-  "STAGE_COMPLETED",
-  "PLAN_CREATED",
-  "PLAN_EDITED",
-  "PLAN_ESTIMATED",
-  "APPROVAL_REQUESTED",
-  "APPROVAL_GRANTED",
-  "APPROVAL_REJECTED",
-  "PLAN_QUESTION_ASKED",
-  "FIX_DECISION_MADE",
-  "CLARIFICATION_REQUESTED",
-  "CLARIFICATION_ANSWERED",
-  "CLARIFICATION_IGNORED",
-  "DECISION_REMINDED",
-  "DECISION_TIMED_OUT",
-  "DECISION_ESCALATED",
-  "RUN_PAUSED",
-  "RUN_RESUMED",
-  "RUN_COMPLETED",
-  "RUN_FAILED",
-  "RUN_CANCELLED",
-  "MERGE_DECIDED",
-  "MERGE_FAILED",
-  "PR_MERGED",
-  "RUN_CLEANED_UP",
-] as const satisfies readonly RunEventType[];
+export { TYPE_INDEXED_EVENTS };
 export type TypeIndexedEvent = (typeof TYPE_INDEXED_EVENTS)[number];
 /**
  * The partial type index's condition, as SQL text (the same text in the index and in every query that uses it). A chain

@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
-import { excludePathspecs } from "@/lib/sandbox/local";
+import { excludePathspecs } from "./pathspecs";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { commitMessage } from "./commit-files";
 import { git, gitOut, stageWorktree, type WorktreeLocation } from "./run";

@@ -3,7 +3,7 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { repositoryKeyOf } from "@/lib/db/repository-key";
-import { importRun } from "@/lib/db/queries/runs";
+import { importRun } from "@/lib/db/event-store";
 import { artifacts, clarificationRequests, projectMembers, projects, users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import type { StoredRunEvent } from "@/lib/workflow";

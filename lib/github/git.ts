@@ -3,7 +3,7 @@ import path from "node:path";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { git, resolveCommit } from "@/lib/git";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import { repoOctokit, withInstallationToken, type RepositoryRef } from "./app";
 
 /*

@@ -1,13 +1,12 @@
 import { and, asc, desc, eq, inArray, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { accounts, githubDeliveries, githubRepositories, projects, users, workflowRuns } from "@/lib/db/schema";
-import { appendEvents, getRunState } from "@/lib/db/queries/runs";
+import { appendEvents, getRunState } from "@/lib/db/event-store";
 import { githubIdKey, githubNameKey } from "@/lib/db/repository-key";
 import { isAppError } from "@/lib/errors";
 import { stableId } from "@/lib/ids";
 import { readMemory } from "@/lib/git";
 import { log } from "@/lib/log";
-import { startRun } from "@/lib/runs/service";
 import { runConfigSchema } from "@/lib/workflow";
 import { isGitHubAuthError } from "./app";
 import { syncRepository } from "./git";
@@ -20,6 +19,19 @@ import { listReviewComments, type ReviewComment } from "./pulls";
 
 export type DeliveryOutcome = { outcome: string; startRuns: string[] };
 
+/**
+ * Creates a run (lib/runs/service's startRun, passed in by the caller: GitHub's handlers sit below the run services and
+ * do not import them). Throws an AppError when the run may not start.
+ */
+export type StartRun = (args: {
+  id: string;
+  user: { id: string; name: string | null; via: "api-token" };
+  projectId: string;
+  request: string;
+  config?: Record<string, unknown>;
+  followUp?: { runId: string; pullRequest: number | null; branch: string };
+}) => Promise<{ id: string }>;
+
 type Json = Record<string, unknown>;
 const obj = (v: unknown): Json => (v && typeof v === "object" && !Array.isArray(v) ? (v as Json) : {});
 const str = (v: unknown): string | null => (typeof v === "string" ? v : null);
@@ -31,13 +43,13 @@ const num = (v: unknown): number | null => (typeof v === "number" ? v : null);
  * outcome is written through the process's one write queue (a write beside it could hit SQLITE_BUSY after the run was
  * started, and the retry used to start a second one).
  */
-export async function handleDelivery({ deliveryId }: { deliveryId: string }): Promise<DeliveryOutcome> {
+export async function handleDelivery({ deliveryId, startRun }: { deliveryId: string; startRun: StartRun }): Promise<DeliveryOutcome> {
   const db = await getDb();
   const row = await db.query.githubDeliveries.findFirst({ where: eq(githubDeliveries.id, deliveryId) });
   if (!row || row.event === "replay-guard") return { outcome: "unknown delivery", startRuns: [] };
   // A retried function after the work was done: the same answer, nothing done twice.
   if (row.processedAt && row.outcome) return JSON.parse(row.outcome) as DeliveryOutcome;
-  const delivery = { id: deliveryId, receivedAt: row.receivedAt.getTime() };
+  const delivery = { id: deliveryId, receivedAt: row.receivedAt.getTime(), startRun };
   const result = await dispatch(row.event, row.payload, delivery);
   await write(async (tx) => {
     await tx
@@ -49,7 +61,7 @@ export async function handleDelivery({ deliveryId }: { deliveryId: string }): Pr
   return result;
 }
 
-type Delivery = { id: string; receivedAt: number };
+type Delivery = { id: string; receivedAt: number; startRun: StartRun };
 
 /** The id of the n-th run a delivery starts: the same on every retry of the delivery's handling. */
 const deliveryRunId = (delivery: Delivery, n = 0) => stableId("run", { key: `github-delivery:${delivery.id}:${n}`, time: delivery.receivedAt });
@@ -63,9 +75,9 @@ async function startedBefore(runId: string): Promise<boolean> {
  * Start the delivery's run unless it exists. Two concurrent handlings of one delivery both pass the check; the second
  * insert then fails on the run id, and that counts as "already started".
  */
-async function startRunOnce(args: Parameters<typeof startRun>[0] & { id: string }) {
+async function startRunOnce(delivery: Delivery, args: Parameters<StartRun>[0]) {
   try {
-    return await startRun(args);
+    return await delivery.startRun(args);
   } catch (error) {
     if (!isAppError(error) && (await startedBefore(args.id))) return { id: args.id };
     throw error;
@@ -265,7 +277,7 @@ async function changesRequested(payload: Json, delivery: Delivery): Promise<Deli
     ...(note ? ["", note] : []),
   ].join("\n");
   const { modelRouting, ...config } = state.config as Record<string, unknown>;
-  const run = await startRunOnce({
+  const run = await startRunOnce(delivery, {
     id: runId,
     user: { id: state.userId, name: null, via: "api-token" },
     projectId: project.id,
@@ -305,7 +317,7 @@ async function issueComment(payload: Json, delivery: Delivery): Promise<Delivery
   const runId = deliveryRunId(delivery);
   if (await startedBefore(runId)) return { outcome: `run ${runId} from a comment by @${str(author.login)}`, startRuns: [runId] };
   try {
-    const run = await startRunOnce({ id: runId, user: { id: user.id, name: user.name, via: "api-token" }, projectId: project.id, request });
+    const run = await startRunOnce(delivery, { id: runId, user: { id: user.id, name: user.name, via: "api-token" }, projectId: project.id, request });
     return { outcome: `run ${run.id} from a comment by @${str(author.login)}`, startRuns: [run.id] };
   } catch (error) {
     // Not a member (404) or a viewer (403): a comment never starts work for someone who could not start it here.

@@ -5,7 +5,7 @@ import { githubDeliveries } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { discardBody, readUnverifiedBody } from "@/lib/body";
-import { redactDeep } from "@/lib/security/redact";
+import { redactDeep } from "@/lib/redact";
 
 /*
  * Receiving GitHub webhooks: the X-Hub-Signature-256 HMAC over the exact bytes received, compared in constant time,

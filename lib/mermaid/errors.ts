@@ -1,5 +1,5 @@
 import { AppError } from "@/lib/errors";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 
 /** A diagram mermaid refused; `line` is 1-based within the diagram text. */
 export class MermaidError extends AppError {

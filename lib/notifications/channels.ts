@@ -5,7 +5,7 @@ import { Webhook } from "standardwebhooks";
 import { z } from "zod";
 import { getEnv } from "@/lib/env";
 import type { NotificationKind } from "@/lib/db/schema";
-import { holdsSecret } from "@/lib/security/redact";
+import { holdsSecret } from "@/lib/redact";
 import { assertReachableHost, literalHostProblem } from "./address-policy";
 
 /*

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { and, eq, inArray, lte, ne, notInArray, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { projects, workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { appendEvents, eventTypeIn } from "@/lib/db/queries/runs";
+import { appendEvents, eventTypeIn } from "@/lib/db/event-store";
 import { getEnv } from "@/lib/env";
 import { git, resolveCommit } from "@/lib/git";
 import { cachePath } from "@/lib/github/git";

@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, projectMembers, workflowEvents, workflowRuns, type ProjectRole } from "@/lib/db/schema";
-import { appendEventsTx, eventTypeIn, findStepEvents } from "@/lib/db/queries/runs";
-import { getMembership } from "@/lib/db/queries/projects";
+import { appendEventsTx, eventTypeIn, findStepEvents } from "@/lib/db/event-store";
+import { getMembership } from "@/lib/db/queries/members";
 import { ROLE_RANK } from "@/lib/auth/guard";
 import {
   durationMs,

@@ -1,9 +1,9 @@
 import { AppError } from "@/lib/errors";
-import { getProject } from "@/lib/db/queries/projects";
-import { listEvents } from "@/lib/db/queries/runs";
+import { getProject } from "@/lib/projects/queries";
+import { listEvents } from "@/lib/db/event-store";
 import { git, resolveCommit } from "@/lib/git";
 import { boundedDiff } from "@/lib/git/diff";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import type { SessionUser } from "@/lib/auth/guard";
 import { getVisibleRun } from "./service";
 

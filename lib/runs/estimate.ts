@@ -1,7 +1,7 @@
 import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { gates, modelCalls, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
-import { eventTypeIn } from "@/lib/db/queries/runs";
+import { eventTypeIn } from "@/lib/db/event-store";
 import type { PlanDocument } from "@/lib/workflow";
 import {
   compareEstimate,

@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { getRunState, listEvents } from "@/lib/db/queries/runs";
+import { getRunState, listEvents } from "@/lib/db/event-store";
 import { getEnv } from "@/lib/env";
 import { updateMemory } from "@/lib/git";
 import { isGitHubAuthError, type RepositoryRef } from "@/lib/github/app";
@@ -21,7 +21,7 @@ import {
 import { log } from "@/lib/log";
 import { taskStatuses } from "@/lib/dashboard/task-status";
 import { colourByStatus, parseFlowGraph, validateMermaid } from "@/lib/mermaid";
-import { redact } from "@/lib/security/redact";
+import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import type { PlanDocument } from "@/lib/workflow";
 import { append, decisionsOf, firstLine, followUpOf, lastValidationReport, loadRun, writeRecords, type RunContext } from "./workflow-ops";

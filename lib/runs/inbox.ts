@@ -6,7 +6,7 @@ import { clarificationRequests, gates, inboxItemStates, projectMembers, projects
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, ROLE_RANK, rolesAllowedTo, type SessionUser } from "@/lib/auth/guard";
 import { RUN_STATUSES, TERMINAL_STATUSES } from "@/lib/workflow/types";
-import { eventTypeIn } from "@/lib/db/queries/runs";
+import { eventTypeIn } from "@/lib/db/event-store";
 import { mayDecideEscalated } from "./deadlines";
 import { runTitle } from "./title";
 

@@ -1,5 +1,5 @@
 import { DIFF_LIMITS, formatBytes, headerPath, unquote } from "@/lib/git/diff";
-import { holdsSecret } from "@/lib/security/redact";
+import { holdsSecret } from "@/lib/redact";
 import type { Sandbox } from "@/lib/sandbox/types";
 
 /**

@@ -16,6 +16,7 @@ import {
   type WorktreeLocation,
 } from "@/lib/git/run";
 import { boundedDiff, withNotes, type DiffOptions } from "@/lib/git/diff";
+import { excludePathspecs } from "@/lib/git/pathspecs";
 import { bwrapArgs, bwrapStatus } from "./bwrap";
 import { createCommandCgroup, joinCgroupArgv, reopenCommandCgroup, rlimitArgs, sandboxLimits, type CgroupRecord, type CommandCgroup } from "./limits";
 import { resolveInside, toRelative } from "./paths";
@@ -48,14 +49,6 @@ export type LocalSandboxOptions = {
 
 const MAX_LIST_ENTRIES = 10_000;
 const ALWAYS_EXCLUDED = [".autonomous"];
-
-export function excludePathspecs(excludePaths: string[] = []): string[] {
-  // Like .gitignore: a pattern without a slash matches at any depth ("*.log", "secrets").
-  return excludePaths
-    .map((p) => p.trim().replace(/^\/+/, ""))
-    .filter((p) => p !== "")
-    .flatMap((p) => (p.includes("/") ? [`:(exclude,glob)${p}`] : [`:(exclude,glob)${p}`, `:(exclude,glob)**/${p}`]));
-}
 
 /** Drop extra variables that name or carry an app secret: the sandbox never sees them. */
 export function sanitizeEnv(extra: Record<string, string> | undefined): Record<string, string> {

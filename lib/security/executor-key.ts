@@ -1,8 +1,6 @@
 import crypto from "node:crypto";
-import fs from "node:fs";
-import path from "node:path";
 import { getEnv } from "@/lib/env";
-import { safeEqual } from "@/lib/auth/secret";
+import { dataDirSecret, safeEqual } from "@/lib/auth/secret";
 import { bearerCarriesKey } from "@/lib/executor/checkpoint";
 import type { AppTarget } from "@/lib/executor/protocol";
 import { bearerMatchesSigningKey, removeSigningKeyPrefix } from "@/lib/executor/signing";
@@ -20,21 +18,7 @@ export function getExecutorKey(): string {
   const env = getEnv();
   // Several instances without a shared data directory (Vercel + Turso, replicas on sqld) share the key through env.
   if (env.GATEHOUSE_EXECUTOR_KEY) return env.GATEHOUSE_EXECUTOR_KEY;
-  const file = path.join(env.dataDir, "executor-key");
-  try {
-    const existing = fs.readFileSync(file, "utf8").trim();
-    if (existing.length >= 32) return existing;
-  } catch {
-    // not created yet
-  }
-  fs.mkdirSync(env.dataDir, { recursive: true });
-  const key = crypto.randomBytes(32).toString("hex");
-  try {
-    fs.writeFileSync(file, key, { mode: 0o600, flag: "wx" });
-    return key;
-  } catch {
-    return fs.readFileSync(file, "utf8").trim();
-  }
+  return dataDirSecret({ name: "executor-key", encoding: "hex" });
 }
 
 /** Whether a request to Gatehouse's own executor endpoints carries the key (header or event-key path segment). */

@@ -166,19 +166,23 @@ export type RunEventPayloads = {
 
 export type RunEventType = keyof RunEventPayloads;
 
-export const RUN_EVENT_TYPES = [
-  "RUN_CREATED",
-  "RUN_STARTED",
-  "RUN_QUEUED",
+/**
+ * The event types queries look up by type (the inbox, deadlines, estimates, merges, clean-up): the only rows of the
+ * partial index workflow_events_run_type_idx, so the frequent events (task progress, artifacts, model turns) do not
+ * write an entry there on every append. A query by type goes through eventTypeIn (lib/db/event-store.ts), which
+ * repeats the index's condition word for word: SQLite uses a partial index only for a query that states it. The order
+ * is the index condition's (lib/db/schema.ts TYPE_INDEX_CONDITION, the migrations): do not reorder.
+ */
+export const TYPE_INDEXED_EVENTS = [
   "STAGE_STARTED",
   "STAGE_COMPLETED",
   "PLAN_CREATED",
   "PLAN_EDITED",
+  "PLAN_ESTIMATED",
   "APPROVAL_REQUESTED",
   "APPROVAL_GRANTED",
   "APPROVAL_REJECTED",
   "PLAN_QUESTION_ASKED",
-  "PLAN_QUESTION_ANSWERED",
   "FIX_DECISION_MADE",
   "CLARIFICATION_REQUESTED",
   "CLARIFICATION_ANSWERED",
@@ -186,37 +190,15 @@ export const RUN_EVENT_TYPES = [
   "DECISION_REMINDED",
   "DECISION_TIMED_OUT",
   "DECISION_ESCALATED",
-  "DECISION_DEFAULTED",
-  "ARTIFACT_CREATED",
-  "TASK_STARTED",
-  "TASK_COMPLETED",
-  "SECRET_WITHHELD",
-  "POLICY_REFUSED",
-  "TASK_PROGRESS",
-  "TASK_TRIAGED",
-  "TASK_VERIFIED",
-  "TASK_VERIFY_FAILED",
-  "DEBUG_CLASSIFIED",
-  "CONTEXT_SUMMARISED",
-  "PLAN_ESTIMATED",
-  "IMPLEMENTATION_SUCCEEDED",
-  "IMPLEMENTATION_FAILED",
-  "VALIDATION_PASSED",
-  "VALIDATION_FAILED",
   "RUN_PAUSED",
   "RUN_RESUMED",
-  "PAUSE_REQUESTED",
-  "BRANCH_CREATED",
-  "BRANCH_PUSHED",
-  "PR_OPENED",
-  "PR_UPDATED",
-  "PR_MERGED",
-  "PR_CLOSED",
   "RUN_COMPLETED",
   "RUN_FAILED",
   "RUN_CANCELLED",
+  "MERGE_DECIDED",
+  "MERGE_FAILED",
+  "PR_MERGED",
   "RUN_CLEANED_UP",
-  "NOTIFICATION_FAILED",
 ] as const satisfies readonly RunEventType[];
 
 /** An event as the reducer sees it: type, payload and the time it happened. */

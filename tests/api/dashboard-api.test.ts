@@ -9,7 +9,7 @@ import * as validateRoute from "@/app/api/mermaid/validate/route";
 import * as costsRoute from "@/app/api/run-costs/route";
 import { write } from "@/lib/db";
 import { modelCalls, users } from "@/lib/db/schema";
-import { appendEventsTx } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/event-store";
 import { createApiToken } from "@/lib/auth/tokens";
 import { newId } from "@/lib/ids";
 import { ADMIN, ORIGIN, call, makeRepo } from "./helpers";

@@ -15,7 +15,7 @@ import * as answerRoute from "@/app/api/clarifications/[id]/answer/route";
 import * as skipRoute from "@/app/api/clarifications/[id]/skip/route";
 import { write } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
-import { appendEventsTx, listEvents } from "@/lib/db/queries/runs";
+import { appendEventsTx, listEvents } from "@/lib/db/event-store";
 import { newId } from "@/lib/ids";
 import type { GateKind } from "@/lib/workflow";
 import { inngest } from "@/inngest/client";

@@ -11,7 +11,7 @@ import * as extendRoute from "@/app/api/runs/[id]/extend/route";
 import * as answerRoute from "@/app/api/clarifications/[id]/answer/route";
 import { write } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
-import { appendEventsTx, getRunState, listEvents, replay } from "@/lib/db/queries/runs";
+import { appendEventsTx, getRunState, listEvents, replay } from "@/lib/db/event-store";
 import { newId } from "@/lib/ids";
 import type { GateKind } from "@/lib/workflow";
 import { ADMIN, call, makeRepo } from "./helpers";

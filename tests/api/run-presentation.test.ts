@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import * as projectsRoute from "@/app/api/projects/route";
 import * as runsRoute from "@/app/api/runs/route";
 import * as runRoute from "@/app/api/runs/[id]/route";
-import { appendEvents } from "@/lib/db/queries/runs";
+import { appendEvents } from "@/lib/db/event-store";
 import type { NewRunEvent } from "@/lib/workflow";
 import { ADMIN, call, makeRepo } from "./helpers";
 

@@ -1,8 +1,10 @@
 import { encode } from "@auth/core/jwt";
 import { write } from "@/lib/db";
 import { clarificationRequests, gates, notificationDeliveries, users } from "@/lib/db/schema";
-import { appendEventsTx, createRun } from "@/lib/db/queries/runs";
-import { createProject, setMember } from "@/lib/db/queries/projects";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/event-store";
+import { createProject } from "@/lib/projects/queries";
+import { setMember } from "@/lib/db/queries/members";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { createApiToken, revokeApiToken } from "@/lib/auth/tokens";
 import { inviteMember, listProjectInvitations } from "@/lib/auth/invitations";

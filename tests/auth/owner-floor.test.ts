@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import * as runsRoute from "@/app/api/runs/route";
-import { createProject, setMember } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
+import { setMember } from "@/lib/db/queries/members";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { ADMIN, makeRepo } from "../api/helpers";
 import { call, makeUser, type TestUser } from "./fixtures";

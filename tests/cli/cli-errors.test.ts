@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { setMember } from "@/lib/db/queries/projects";
+import { setMember } from "@/lib/db/queries/members";
 import { makeUser } from "../auth/fixtures";
 import { newProject } from "../workflow/harness";
 import { startApiServer } from "./server";

@@ -4,8 +4,9 @@ import { createClient } from "@libsql/client";
 import { getClient, getDb, write } from "@/lib/db";
 import { getEnv } from "@/lib/env";
 import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, TYPE_INDEXED_EVENTS, workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { createProject } from "@/lib/db/queries/projects";
-import { APPEND_SQL, appendEvent, appendEvents, appendEventsTx, createRun, eventTypeIn } from "@/lib/db/queries/runs";
+import { createProject } from "@/lib/projects/queries";
+import { createRun } from "@/lib/db/queries/runs";
+import { APPEND_SQL, appendEvent, appendEvents, appendEventsTx, eventTypeIn } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 
 /*

@@ -1,8 +1,9 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { getNative, writeGrouped } from "@/lib/db";
 import { query, tx } from "@/lib/executor/store";
-import { createProject } from "@/lib/db/queries/projects";
-import { appendEvent, appendEvents, createRun, getRunState, listEvents, replay } from "@/lib/db/queries/runs";
+import { createProject } from "@/lib/projects/queries";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvent, appendEvents, getRunState, listEvents, replay } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { workflowEvents } from "@/lib/db/schema";
 

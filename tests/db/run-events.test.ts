@@ -2,8 +2,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { createProject } from "@/lib/db/queries/projects";
-import { appendEvent, appendEvents, appendEventsTx, createRun, getRunState, importRun, listEvents, replay } from "@/lib/db/queries/runs";
+import { createProject } from "@/lib/projects/queries";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvent, appendEvents, appendEventsTx, getRunState, importRun, listEvents, replay } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 
 let projectId: string;

@@ -1,8 +1,9 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProject } from "@/lib/db/queries/projects";
-import { appendEvents, createRun, listEvents } from "@/lib/db/queries/runs";
+import { createProject } from "@/lib/projects/queries";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvents, listEvents } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import {
   buildRunContext,

@@ -4,7 +4,7 @@ import { Webhook } from "standardwebhooks";
 import { getClient, getDb } from "@/lib/db";
 import { notificationDeliveries } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { saveProjectChannel, savePersonalChannel, listProjectChannels } from "@/lib/notifications/store";
 import { attemptDelivery, buildMessage, planDeliveries, recordDeliveryFailure, sendTest } from "@/lib/notifications/dispatch";
 import { timeOut } from "@/lib/runs/deadlines";

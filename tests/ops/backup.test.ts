@@ -6,9 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getEnv, parseEnv } from "@/lib/env";
 import { getExecutorKey } from "@/lib/security/executor-key";
 import { getAuthSecret } from "@/lib/auth/secret";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { appendEvent, createRun } from "@/lib/db/queries/runs";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvent } from "@/lib/db/event-store";
 import { createBackup, restoreBackup } from "@/lib/ops/backup";
 
 let into: string;

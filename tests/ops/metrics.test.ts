@@ -2,9 +2,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { write } from "@/lib/db";
 import { gates, modelCalls, users } from "@/lib/db/schema";
 import { createApiToken } from "@/lib/auth/tokens";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
-import { appendEvent, createRun } from "@/lib/db/queries/runs";
+import { createRun } from "@/lib/db/queries/runs";
+import { appendEvent } from "@/lib/db/event-store";
 import { newId } from "@/lib/ids";
 import { GET } from "@/app/api/metrics/route";
 

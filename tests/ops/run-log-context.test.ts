@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { log, withLogContext } from "@/lib/log";
 import { executorLog } from "@/inngest/log-context";
 import { fileBlock, launch, startWorkflowHarness, waitForStatus, waitForWorkflow } from "../workflow/harness";

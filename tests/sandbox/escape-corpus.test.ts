@@ -8,7 +8,7 @@ import { getExecutorKey } from "@/lib/security/executor-key";
 import { resetBwrapStatus } from "@/lib/sandbox/bwrap";
 import { cgroupSupport } from "@/lib/sandbox/limits";
 import { sandboxCapabilities } from "@/lib/sandbox";
-import { getRunState, listEvents } from "@/lib/db/queries/runs";
+import { getRunState, listEvents } from "@/lib/db/event-store";
 import { approveGate, decideFix } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";

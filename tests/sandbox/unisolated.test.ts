@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { resetEnvCache } from "@/lib/env";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunDetail, startRun } from "@/lib/runs/service";
 import { sandboxCapabilities } from "@/lib/sandbox";

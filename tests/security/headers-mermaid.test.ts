@@ -9,7 +9,7 @@ import * as projectsRoute from "@/app/api/projects/route";
 import * as approveRoute from "@/app/api/runs/[id]/approve/route";
 import { getDb, write } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
-import { appendEventsTx } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/event-store";
 import { newId } from "@/lib/ids";
 import { sanitizeDiagram, validateMermaid } from "@/lib/mermaid";
 import * as validateRoute from "@/app/api/mermaid/validate/route";

@@ -10,7 +10,7 @@ import { getClient, getDb } from "@/lib/db";
 import { githubDeliveries } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
 import { signPayload } from "@/lib/github/webhooks";
-import { holdsSecret, redact } from "@/lib/security/redact";
+import { holdsSecret, redact } from "@/lib/redact";
 import { ADMIN, call, makeRepo } from "../api/helpers";
 import { startWorkflowHarness } from "../workflow/harness";
 import { FAKE } from "./fake-secrets";

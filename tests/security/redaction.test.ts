@@ -5,7 +5,7 @@ import { workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { createRun } from "@/lib/db/queries/runs";
 import { resetEnvCache } from "@/lib/env";
 import { implementerTools } from "@/lib/agents/tools";
-import { containsSecret, redact, redactBase64File } from "@/lib/security/redact";
+import { containsSecret, redact, redactBase64File } from "@/lib/redact";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { makeWorld, type World } from "../auth/fixtures";
 import { FAKE } from "./fake-secrets";
@@ -137,7 +137,7 @@ describe("finding 2: redaction of configured secrets and key shapes", () => {
 
 describe("what stops a commit or a command is only a certain secret", () => {
   it("ordinary code that names tokens and passwords is neither refused nor paused on; a real key shape is", async () => {
-    const { holdsSecret, containsSecret } = await import("@/lib/security/redact");
+    const { holdsSecret, containsSecret } = await import("@/lib/redact");
     const code = [
       'const token = process.env.GITHUB_TOKEN_FOR_TESTS;',
       "$last_update_token = $o->{clock};",

@@ -14,7 +14,7 @@ import { clarificationRequests } from "@/lib/db/schema";
 import { resetEnvCache } from "@/lib/env";
 import * as retryRoute from "@/app/api/runs/[id]/retry/route";
 import { git, makeRepo, newProject, until, waitForStatus } from "../workflow/harness";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { useScriptedWorkflow, type Reply } from "../workflow/model-server";
 import { FAKE } from "./fake-secrets";
 

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { baseChildEnv, resetEnvCache, SECRET_ENV_NAMES } from "@/lib/env";
 import { log } from "@/lib/log";
-import { redact, redactDeep } from "@/lib/security/redact";
+import { redact, redactDeep } from "@/lib/redact";
 import { LocalSandbox } from "@/lib/sandbox";
 import { implementerTools } from "@/lib/agents/tools";
 import { makeRepo } from "../api/helpers";

@@ -5,7 +5,7 @@ import { POST as rejectRoute } from "@/app/api/runs/[id]/reject/route";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { describeExcess, describeRaise, NOTHING_SPENT, overBudget } from "@/lib/runs/budget";
 import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budget";
 import { inngest } from "@/inngest";

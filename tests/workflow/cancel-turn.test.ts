@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from "vitest";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { launch, newProject, processesRunning, waitForStatus } from "./harness";

@@ -5,7 +5,7 @@ import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
 import { getEnv } from "@/lib/env";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { sweepEndedRuns } from "@/lib/runs/cleanup";
 import { inngest } from "@/inngest";

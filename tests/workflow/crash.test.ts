@@ -7,7 +7,7 @@ import { eq } from "drizzle-orm";
 import { getEnv } from "@/lib/env";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { SessionUser } from "@/lib/auth/guard";

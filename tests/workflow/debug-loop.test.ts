@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { approveGate, decideFix } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";

@@ -2,8 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFinished, v
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
-import { setMember } from "@/lib/db/queries/projects";
-import { listEvents } from "@/lib/db/queries/runs";
+import { setMember } from "@/lib/db/queries/members";
+import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { approveGate } from "@/lib/runs/gates/decide-gate";

@@ -6,7 +6,7 @@ import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
 import { POST as skipRoute } from "@/app/api/clarifications/[id]/skip/route";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 
 /*

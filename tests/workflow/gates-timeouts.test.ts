@@ -5,7 +5,7 @@ import { getEnv } from "@/lib/env";
 import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun, resumeRun } from "@/lib/runs/gates/decide-run";
 import { workflowClock } from "@/lib/runs/workflow-ops";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GET as inboxStream } from "@/app/api/inbox/stream/route";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as answerRoute } from "@/app/api/clarifications/[id]/answer/route";
-import { setMember } from "@/lib/db/queries/projects";
+import { setMember } from "@/lib/db/queries/members";
 import type { InboxItem } from "@/lib/runs/inbox";
 import { makeUser } from "../auth/fixtures";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";

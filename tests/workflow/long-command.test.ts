@@ -3,7 +3,7 @@ import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { query } from "@/lib/executor/store";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { stepBudget } from "@/lib/runs/workflow-ops";
 import { fileBlock, git, launch, newProject, processesRunning, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 

@@ -7,7 +7,7 @@ import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { query } from "@/lib/executor/store";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import type { SessionUser } from "@/lib/auth/guard";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForStatus, waitForWorkflow } from "./harness";

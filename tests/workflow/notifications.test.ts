@@ -6,10 +6,10 @@ import { POST as redeliverRoute } from "@/app/api/projects/[id]/deliveries/[deli
 import { GET as channelsRoute } from "@/app/api/projects/[id]/notifications/route";
 import { getDb } from "@/lib/db";
 import { notificationDeliveries } from "@/lib/db/schema";
-import { listEvents, getRunState } from "@/lib/db/queries/runs";
+import { listEvents, getRunState } from "@/lib/db/event-store";
 import { savePersonalChannel, saveProjectChannel } from "@/lib/notifications/store";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
-import { setMember } from "@/lib/db/queries/projects";
+import { setMember } from "@/lib/db/queries/members";
 import { users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import { resetEnvCache } from "@/lib/env";

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
-import { appendEvents, listEvents } from "@/lib/db/queries/runs";
+import { appendEvents, listEvents } from "@/lib/db/event-store";
 import { startRun } from "@/lib/runs/service";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/queries/runs";
-import { createProject } from "@/lib/db/queries/projects";
+import { listEvents } from "@/lib/db/event-store";
+import { createProject } from "@/lib/projects/queries";
 import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";

@@ -6,7 +6,7 @@ import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForPending
 import { decideFix } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { startRun } from "@/lib/runs/service";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForStatus } from "./harness";
 

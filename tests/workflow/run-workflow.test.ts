@@ -10,7 +10,7 @@ import { approveGate, decideFix, rejectGate } from "@/lib/runs/gates/decide-gate
 import { cancelRun, decideMerge } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "@/inngest/events";
-import { getRunState } from "@/lib/db/queries/runs";
+import { getRunState } from "@/lib/db/event-store";
 import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resetEnvCache } from "@/lib/env";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";

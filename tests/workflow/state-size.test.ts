@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { query } from "@/lib/executor/store";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /*

@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { stepBudget } from "@/lib/runs/workflow-ops";
 import { launch, newProject, waitForStatus } from "./harness";
 import { useScriptedWorkflow } from "./model-server";

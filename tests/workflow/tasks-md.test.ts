@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import type { PlanDocument } from "@/lib/workflow";
 import { startRun } from "@/lib/runs/service";
 import { expectRunConsistent, fileBlock, git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createProject } from "@/lib/db/queries/projects";
+import { createProject } from "@/lib/projects/queries";
 import { expectRunConsistent, fileBlock, git, launch, makeRepo, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Triage through the real workflow: a task whose own checks already pass is skipped, unless below the threshold. */

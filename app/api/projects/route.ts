@@ -1,9 +1,7 @@
 import { json, readJson, route } from "@/lib/http";
-import { createProject, listProjectsForUser } from "@/lib/db/queries/projects";
-import { createProjectSchema } from "@/lib/runs/schemas";
-import { checkRepositoryBinding } from "@/lib/runs/projects";
-import { checkDefaultConfig } from "@/lib/dashboard/projects";
-import { rateLimit } from "@/lib/security/rate-limit";
+import { listProjectsForUser } from "@/lib/projects/queries";
+import { createProjectSchema } from "@/lib/projects/schemas";
+import { addProject } from "@/lib/projects/settings";
 
 export const dynamic = "force-dynamic";
 
@@ -13,10 +11,6 @@ export const GET = route(async ({ user }) => {
 
 export const POST = route(async ({ request, user }) => {
   const body = await readJson(request, createProjectSchema);
-  // Validated like PATCH does, before anything is stored; creation is rate limited per user.
-  if (body.defaultConfig) checkDefaultConfig(body.defaultConfig);
-  await rateLimit({ user, bucket: "projects" });
-  const repository = await checkRepositoryBinding({ user, repository: body.repository });
-  const project = await createProject({ ...body, repository, ownerId: user.id });
+  const project = await addProject({ user, input: body });
   return json({ project }, { status: 201 });
 });

@@ -1,7 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
 import { readSection } from "../prompt-sections";
 import { createScriptedModel, instructionText, type ScriptedReply } from "../scripted-model";
-import { commandArgv } from "@/lib/agents/paths";
+import { commandArgv } from "@/lib/sandbox/command-line";
 import { parseInstructions, type DemoInstructions } from "./instructions";
 
 /**

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { decisionAcks } from "@/lib/db/schema";
-import { getRunState } from "@/lib/db/queries/runs";
+import { getRunState } from "@/lib/db/event-store";
 import { TERMINAL_STATUSES } from "@/lib/workflow";
 
 /*

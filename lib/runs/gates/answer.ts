@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { AppError } from "@/lib/errors";
 import type { clarificationRequests } from "@/lib/db/schema";
-import { redactBase64File } from "@/lib/security/redact";
+import { redactBase64File } from "@/lib/redact";
 import { redacted } from "./decide";
 
 /*

@@ -1,7 +1,7 @@
 import { and, eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
-import { appendEventsTx } from "@/lib/db/queries/runs";
+import { appendEventsTx } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { getVisibleRun } from "../service";

@@ -1,6 +1,6 @@
 import { requirePageUser } from "@/app/_server/session";
 import { NewRunForm } from "@/components/runs/new-run-form";
-import { listProjectsForUser } from "@/lib/db/queries/projects";
+import { listProjectsForUser } from "@/lib/projects/queries";
 import { modelChoices } from "@/lib/dashboard/models";
 
 export const dynamic = "force-dynamic";

@@ -1,8 +1,9 @@
 import { json, readJson, route } from "@/lib/http";
-import { getProject } from "@/lib/db/queries/projects";
+import { getProject } from "@/lib/projects/queries";
 import { requireProjectRole } from "@/lib/auth/guard";
 import { AppError } from "@/lib/errors";
-import { updateProject, updateProjectSchema } from "@/lib/dashboard/projects";
+import { updateProjectSchema } from "@/lib/projects/schemas";
+import { updateProject } from "@/lib/projects/settings";
 
 export const dynamic = "force-dynamic";
 

@@ -1,5 +1,5 @@
 import { json, route } from "@/lib/http";
-import { listEvents } from "@/lib/db/queries/runs";
+import { listEvents } from "@/lib/db/event-store";
 import { listEventsQuerySchema } from "@/lib/runs/schemas";
 import { parseQuery } from "@/lib/runs/query";
 import { getVisibleRun } from "@/lib/runs/service";

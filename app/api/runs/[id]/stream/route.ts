@@ -1,5 +1,5 @@
 import { route } from "@/lib/http";
-import { getRunState, listEvents } from "@/lib/db/queries/runs";
+import { getRunState, listEvents } from "@/lib/db/event-store";
 import { getVisibleRun } from "@/lib/runs/service";
 import { resumeAfter, runEventStream, sseResponse } from "@/lib/dashboard/sse";
 

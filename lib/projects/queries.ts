@@ -1,6 +1,6 @@
 import { and, asc, eq, ne, sql } from "drizzle-orm";
 import { getDb, write, type Tx } from "@/lib/db";
-import { projectMembers, projects, type ProjectRole, type RepositoryBinding } from "@/lib/db/schema";
+import { projectMembers, projects, type RepositoryBinding } from "@/lib/db/schema";
 import { isRepositoryKeyConflict, repositoryKeyOf } from "@/lib/db/repository-key";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
@@ -79,21 +79,4 @@ export async function listProjectsForUser({ userId }: { userId: string }) {
 export async function getProject({ id }: { id: string }): Promise<Project | null> {
   const db = await getDb();
   return (await db.query.projects.findFirst({ where: eq(projects.id, id) })) ?? null;
-}
-
-export async function getMembership({ projectId, userId }: { projectId: string; userId: string }): Promise<ProjectRole | null> {
-  const db = await getDb();
-  const row = await db.query.projectMembers.findFirst({
-    where: and(eq(projectMembers.projectId, projectId), eq(projectMembers.userId, userId)),
-  });
-  return row?.role ?? null;
-}
-
-export async function setMember({ projectId, userId, role }: { projectId: string; userId: string; role: ProjectRole }) {
-  await write(async (tx) => {
-    await tx
-      .insert(projectMembers)
-      .values({ projectId, userId, role })
-      .onConflictDoUpdate({ target: [projectMembers.projectId, projectMembers.userId], set: { role } });
-  });
 }

@@ -1,20 +1,15 @@
 import { eq } from "drizzle-orm";
-import { z } from "zod";
+import type { z } from "zod";
 import { write } from "@/lib/db";
 import { projects } from "@/lib/db/schema";
-import { asBindingConflict, assertRepositoryFree, getProject } from "@/lib/db/queries/projects";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { AppError, describeIssues } from "@/lib/errors";
-import { projectNameSchema, repositorySchema } from "@/lib/runs/schemas";
-import { checkRepositoryBinding } from "@/lib/runs/projects";
+import { rateLimit } from "@/lib/security/rate-limit";
 import { resolveRunConfig, runConfigSchema } from "@/lib/workflow/config";
 import { defaultRouting } from "@/lib/ai";
-
-export const updateProjectSchema = z.strictObject({
-  name: projectNameSchema.optional(),
-  repository: repositorySchema.optional(),
-  defaultConfig: z.record(z.string(), z.unknown()).optional(),
-});
+import { checkRepositoryBinding } from "./binding";
+import { asBindingConflict, assertRepositoryFree, createProject, getProject, type Project } from "./queries";
+import type { createProjectSchema, updateProjectSchema } from "./schemas";
 
 /** A project's default run config must be a valid partial RunConfig that resolves with the default routing (400 otherwise). */
 export function checkDefaultConfig(defaultConfig: Record<string, unknown>): void {
@@ -22,6 +17,17 @@ export function checkDefaultConfig(defaultConfig: Record<string, unknown>): void
   if (!checked.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(checked.error.issues)}`);
   const resolved = resolveRunConfig({ input: {}, projectDefaults: defaultConfig, defaultRouting: defaultRouting() });
   if (!resolved.success) throw new AppError("bad_request:config", `defaultConfig.${describeIssues(resolved.error.issues)}`);
+}
+
+/**
+ * Create a project (POST /api/projects): its default config validated as PATCH does, before anything is stored; creation
+ * rate limited per user; the repository binding checked; the creator becomes its owner.
+ */
+export async function addProject({ user, input }: { user: SessionUser; input: z.output<typeof createProjectSchema> }): Promise<Project> {
+  if (input.defaultConfig) checkDefaultConfig(input.defaultConfig);
+  await rateLimit({ user, bucket: "projects" });
+  const repository = await checkRepositoryBinding({ user, repository: input.repository });
+  return createProject({ ...input, repository, ownerId: user.id });
 }
 
 /** Change a project's name, repository binding or default run config (owners only); the defaults must be a valid partial RunConfig. */
