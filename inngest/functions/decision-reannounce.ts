@@ -1,7 +1,8 @@
 import { inngest } from "../client";
-import { decisionAnnounced, slotFreed } from "../events";
+import { decisionAnnounced } from "../events";
+import { slotKeyUser } from "../slots";
 import { decisionSettled } from "@/lib/runs/decision-acks";
-import { slotWakeSettled } from "@/lib/runs/workflow-ops";
+import { slotWakeSettled } from "@/lib/runs/steps/start";
 
 /**
  * When a stored decision's announcement is repeated, if the workflow has not acknowledged it yet. The workflow waits
@@ -10,15 +11,6 @@ import { slotWakeSettled } from "@/lib/runs/workflow-ops";
  * when the wait exists; the later ones cover a workflow that was slow to reach its wait (a queue, a retry). After the
  * last one the workflow's own recheck (6 h) remains the safety net.
  */
-/** The key of a freed slot's wake-up: `slot:<userId>` (see slotFreedEvents). */
-const SLOT = "slot:";
-
-/** A slot of `userId`'s concurrency limit is free: announce it, and hand it to the re-announcer. */
-export function slotFreedEvents({ runId, userId }: { runId: string; userId: string }) {
-  const freed = slotFreed.create({ runId, userId });
-  return [freed, decisionAnnounced.create({ runId, key: `${SLOT}${userId}`, announcement: { name: slotFreed.name, data: freed.data } })];
-}
-
 export const REANNOUNCE_AFTER = ["1s", "3s", "10s", "30s", "2m", "10m", "1h"] as const;
 
 export const decisionReannounce = inngest.createFunction(
@@ -32,9 +24,8 @@ export const decisionReannounce = inngest.createFunction(
     const { runId, key, announcement } = event.data;
     for (const [i, delay] of REANNOUNCE_AFTER.entries()) {
       await step.sleep(`sleep:${i}`, delay);
-      const settled = await step.run(`settled:${i}`, () =>
-        key.startsWith(SLOT) ? slotWakeSettled({ userId: key.slice(SLOT.length) }) : decisionSettled({ runId, key }),
-      );
+      const slotUser = slotKeyUser(key);
+      const settled = await step.run(`settled:${i}`, () => (slotUser !== null ? slotWakeSettled({ userId: slotUser }) : decisionSettled({ runId, key })));
       if (settled) return { settled: true, repeats: i };
       // The same announcement again: the workflow's wait matches it by name and data.runId, like the first.
       await step.sendEvent(`repeat:${i}`, announcement as Parameters<typeof inngest.send>[0] & object);

@@ -8,7 +8,8 @@ import type { ImplementerState } from "@/lib/agents";
 import type { Stage } from "@/lib/workflow";
 import { decide } from "./decisions";
 import { stageWallMs } from "./estimate";
-import { readDecidedGate, workflowClock, type WaitResult } from "./workflow-ops";
+import { readDecidedGate } from "./gates/open";
+import { workflowClock, type WaitResult } from "./steps/context";
 
 /*
  * Budgets (run config `budgets.<planning|implementation|validation>: {tokens?, costUsd?, minutes?}`): how much a stage

@@ -3,7 +3,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { approveGate, cancelRun, rejectGate, resumeRun } from "@/lib/runs/decisions";
-import { workflowClock } from "@/lib/runs/workflow-ops";
+import { workflowClock } from "@/lib/runs/steps/context";
 import { listEvents } from "@/lib/db/queries/runs";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
