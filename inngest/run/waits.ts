@@ -16,7 +16,8 @@ import type { RunFlow } from "./flow";
 /*
  * The run's waits: for a slot of the user's concurrency limit, for a person (a gate, a question, a resume after a
  * pause), with reminders and deadlines, and the re-announcement of a freed slot. The run holds no slot while it waits
- * for a person, and its workspace is parked meanwhile and restored after.
+ * for a person, and its workspace is parked meanwhile and restored after. A GitHub step whose credentials GitHub keeps
+ * refusing waits the same way (paused until a person resumes the run).
  *
  * Waiting for a person is "check the database, then wait for the announcement" in a loop: the decision is stored
  * before it is announced, so an announcement that comes early, late or never cannot lose it.
