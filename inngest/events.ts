@@ -31,7 +31,7 @@ export const githubWebhookReceived = eventType("github/webhook.received", { sche
  * A decision (gateDecided, clarificationAnswered or runResumed) was stored and announced; the run-decision-reannounce
  * function repeats `announcement` until the workflow acknowledges `key` (lib/runs/gates/acks.ts), because Inngest's
  * waits do not see events sent before they were stored. With key `slot:<userId>` the announcement is a slotFreed,
- * repeated while one of that user's queued runs could start (slotWakeSettled in lib/runs/workflow-ops.ts).
+ * repeated while one of that user's queued runs could start (slotWakeSettled in lib/runs/steps/start.ts).
  */
 export const decisionAnnounced = eventType("run/decision.announced", {
   schema: z.object({

@@ -1,8 +1,11 @@
 import { healthCheck } from "./functions/health-check";
 import { githubWebhook } from "./functions/github-webhook";
 import { decisionReannounce } from "./functions/decision-reannounce";
-import { notifyDecision, notifyRedeliver } from "./functions/notify-decision";
-import { runCancelledCleanup, runMerge, runWorkflow } from "./functions/run-workflow";
+import { notifyDecision } from "./functions/notify-decision";
+import { notifyRedeliver } from "./functions/notify-redeliver";
+import { runWorkflow } from "./functions/run-workflow";
+import { runCancelledCleanup } from "./functions/run-cancelled-cleanup";
+import { runMerge } from "./functions/run-merge";
 
 /** Every Inngest function Gatehouse serves at /api/inngest. Add new functions here. */
 export const functions = [healthCheck, runWorkflow, runCancelledCleanup, runMerge, githubWebhook, decisionReannounce, notifyDecision, notifyRedeliver];

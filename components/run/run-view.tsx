@@ -17,7 +17,7 @@ import { isTerminal } from "@/lib/dashboard/filters";
 import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
 import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
-import { taskStatuses } from "@/lib/dashboard/task-status";
+import { taskStatuses } from "@/lib/workflow/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
 import { ClarificationForm } from "./clarification-form";

@@ -1,13 +1,7 @@
 import { inngest } from "../client";
-import { decisionAnnounced, slotFreed } from "../events";
+import { decisionAnnounced } from "../events";
 import { decisionKey, decisionSettled } from "@/lib/runs/gates/acks";
-import { slotWakeSettled } from "@/lib/runs/workflow-ops";
-
-/** A slot of `userId`'s concurrency limit is free: announce it, and hand it to the re-announcer. */
-export function slotFreedEvents({ runId, userId }: { runId: string; userId: string }) {
-  const freed = slotFreed.create({ runId, userId });
-  return [freed, decisionAnnounced.create({ runId, key: decisionKey.slot(userId), announcement: { name: slotFreed.name, data: freed.data } })];
-}
+import { slotWakeSettled } from "@/lib/runs/steps/start";
 
 /**
  * When a stored decision's announcement is repeated, if the workflow has not acknowledged it yet. The workflow waits

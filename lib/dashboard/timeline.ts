@@ -114,7 +114,7 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "TASK_STARTED": {
       const { index, total, taskId } = p(event, "TASK_STARTED");
-      // The workflow numbers tasks from 1 (workflow-ops: index + 1).
+      // The workflow numbers tasks from 1 (lib/runs/steps/implement.ts: index + 1).
       return item(`Task ${index ?? "?"} of ${total ?? "?"} started`, "info", taskId);
     }
     case "TASK_COMPLETED":

@@ -296,7 +296,7 @@ export const gates = sqliteTable(
 
 /**
  * "The workflow has taken this decision": written by the workflow's check step when it reads a stored decision (a gate,
- * a clarification, a resume), and read by the re-announcer (inngest/functions/run-workflow.ts, runDecisionReannounce),
+ * a clarification, a resume), and read by the re-announcer (inngest/functions/decision-reannounce.ts),
  * which repeats a decision's announcement until it is here. Inngest's waits do not look back at earlier events, so an
  * announcement that lands between the workflow's check and its wait would otherwise only be seen at the next recheck.
  */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { changedTaskIds, colourByStatus, diffDiagrams, isSafeNodeId, parseFlowGraph, taskNodes, validateMermaid } from "@/lib/mermaid";
-import { taskStatuses } from "@/lib/dashboard/task-status";
+import { taskStatuses } from "@/lib/workflow/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 
 const tasks: PlanDocument["tasks"] = [

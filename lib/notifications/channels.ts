@@ -11,7 +11,7 @@ import { assertReachableHost, literalHostProblem } from "./address-policy";
 /*
  * The four channels, each on its field's standard library: Standard Webhooks signatures (standardwebhooks), SMTP
  * (nodemailer), Slack's Web API (@slack/web-api) and Telegram's Bot API (grammY). Each sender makes one attempt and
- * throws on failure: retries and backoff are the Inngest step's (inngest/functions/notify-decision.ts), so a retry
+ * throws on failure: retries and backoff are the Inngest step's (inngest/notify.ts), so a retry
  * survives a restart and is recorded.
  */
 

@@ -25,7 +25,7 @@ import { findProjectChannel, toDeliveryView, type ChannelRow, type DeliveryRow, 
 
 /*
  * Sending decision notices: who and where (planDeliveries), one attempt on one channel (attemptDelivery), and what
- * a final failure leaves behind (recordDeliveryFailure). The Inngest functions in inngest/functions/notify-decision.ts
+ * a final failure leaves behind (recordDeliveryFailure). The Inngest functions notify-decision and notify-redeliver
  * call these inside steps; nothing here ever touches the run's state except appending NOTIFICATION_FAILED.
  */
 

@@ -4,7 +4,8 @@ import { modelCalls } from "@/lib/db/schema";
 import type { ImplementerState } from "@/lib/agents";
 import type { Stage } from "@/lib/workflow";
 import { stageWallMs } from "./estimate";
-import { readDecidedGate, workflowClock, type WaitResult } from "./workflow-ops";
+import { readDecidedGate } from "./gates/open";
+import { workflowClock, type WaitResult } from "./steps/context";
 
 /*
  * Budgets (run config `budgets.<planning|implementation|validation>: {tokens?, costUsd?, minutes?}`): how much a stage

@@ -16,7 +16,7 @@ import {
   type RunEstimate,
   type Usage,
 } from "./estimate-model";
-import { append, loadRun, workflowClock } from "./workflow-ops";
+import { append, loadRun, workflowClock } from "./steps/context";
 
 /*
  * The estimate's reads: this project's completed runs (what each stage took, the size of the plan each carried out),

@@ -4,7 +4,7 @@ import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budget";
-import { workflowClock } from "@/lib/runs/workflow-ops";
+import { workflowClock } from "@/lib/runs/steps/context";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/gates/acks";

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun, resumeRun } from "@/lib/runs/gates/decide-run";
-import { workflowClock } from "@/lib/runs/workflow-ops";
+import { workflowClock } from "@/lib/runs/steps/context";
 import { listEvents } from "@/lib/db/event-store";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";

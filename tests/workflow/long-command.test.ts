@@ -4,7 +4,7 @@ import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
 import { query } from "@/lib/executor/store";
 import { listEvents } from "@/lib/db/event-store";
-import { stepBudget } from "@/lib/runs/workflow-ops";
+import { stepBudget } from "@/lib/runs/steps/context";
 import { fileBlock, git, launch, newProject, processesRunning, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
 
 /*

@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { resetEnvCache } from "@/lib/env";
-import { workflowClock } from "@/lib/runs/workflow-ops";
+import { workflowClock } from "@/lib/runs/steps/context";
 import { startWorkflowHarness } from "./harness";
 
 /**

@@ -16,7 +16,7 @@ import { resetEnvCache } from "@/lib/env";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/gates/acks";
-import { NOTIFY_RETRIES } from "@/inngest/functions/notify-decision";
+import { NOTIFY_RETRIES } from "@/inngest/notify";
 import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { startHttpReceiver, startSmtp, webhookSecret } from "../notifications/receivers";
 

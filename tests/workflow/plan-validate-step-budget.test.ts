@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { query } from "@/lib/executor/store";
-import { stepBudget } from "@/lib/runs/workflow-ops";
+import { stepBudget } from "@/lib/runs/steps/context";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";

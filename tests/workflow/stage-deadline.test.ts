@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { cancelRun, resumeRun } from "@/lib/runs/gates/decide-run";
-import { workflowClock } from "@/lib/runs/workflow-ops";
+import { workflowClock } from "@/lib/runs/steps/context";
 import { modelCallsForRun } from "@/lib/dashboard/costs";
 import { inngest } from "@/inngest";
 import { runCancelled, runResumed } from "@/inngest/events";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { listEvents } from "@/lib/db/event-store";
-import { stepBudget } from "@/lib/runs/workflow-ops";
+import { stepBudget } from "@/lib/runs/steps/context";
 import { launch, newProject, waitForStatus } from "./harness";
 import { useScriptedWorkflow } from "./model-server";
 

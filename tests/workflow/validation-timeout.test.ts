@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import { resumeRun } from "@/lib/runs/gates/decide-run";
-import { workflowClock } from "@/lib/runs/workflow-ops";
+import { workflowClock } from "@/lib/runs/steps/context";
 import { runResumed } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, waitForStatus, waitForWorkflow } from "./harness";
 import { type Reply, useScriptedWorkflow } from "./model-server";

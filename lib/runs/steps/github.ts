@@ -19,15 +19,16 @@ import {
   type PullRequestInfo,
 } from "@/lib/github/pulls";
 import { log } from "@/lib/log";
-import { taskStatuses } from "@/lib/dashboard/task-status";
+import { taskStatuses } from "@/lib/workflow/task-status";
 import { colourByStatus, parseFlowGraph, validateMermaid } from "@/lib/mermaid";
 import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import type { PlanDocument } from "@/lib/workflow";
-import { append, decisionsOf, firstLine, followUpOf, lastValidationReport, loadRun, writeRecords, type RunContext } from "./workflow-ops";
+import { append, firstLine, followUpOf, loadRun, type RunContext } from "./context";
+import { decisionsOf, lastValidationReport, writeRecords } from "./records";
 
 /*
- * The GitHub side of a run, as durable step bodies (see workflow-ops.ts): sync the cache clone before branching, push
+ * The GitHub side of a run, as durable step bodies (see ./context.ts): sync the cache clone before branching, push
  * and open a draft pull request once an implementation exists, and at delivery push the records, mark the pull
  * request ready when validation passed and squash-merge it when the config allows. Every GitHub effect is looked up
  * before it is made again, so a step retried after a crash never opens a second pull request.

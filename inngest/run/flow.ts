@@ -1,0 +1,78 @@
+import type { GetStepTools } from "inngest";
+import type { inngest } from "../client";
+import { NOTHING_SPENT, type BudgetStage, type Spent } from "@/lib/runs/budget";
+import { loadRun, RunEndedError, type RunContext } from "@/lib/runs/steps/context";
+import type { RunConfig, Stage } from "@/lib/workflow";
+
+/*
+ * One run's durable flow, as the run-workflow function and its stage helpers (./waits, ./plan, ./implement,
+ * ./validate, ./deliver) share it. Every side effect runs inside a step (lib/runs/steps/), so a crash never repeats a
+ * finished one; code between steps only decides what to do next from memoized results, which keeps it deterministic
+ * on every replay. What the flow keeps between steps (below) is computed from those results alone.
+ */
+
+export type Step = GetStepTools<typeof inngest>;
+
+/** The key under which a step memoizes "the run had already ended" (see runStep). */
+const ENDED = "__runEnded";
+
+export type RunFlow = {
+  runId: string;
+  step: Step;
+  /** The run as its `load` step read it. */
+  run: RunContext;
+  config: RunConfig;
+  /**
+   * step.run, except that a step finding its run ended (cancelled meanwhile) is an ordinary outcome, not a step
+   * error: it is memoized as such and ends the function quietly (RunEndedError, caught by the function), with one
+   * info line in the log.
+   */
+  runStep: <T>(id: string, fn: () => Promise<T>) => Promise<T>;
+  /**
+   * When the stage's current working stretch began: the stage's start, or the end of the last wait for a person (a
+   * pause, a gate, a question), whichever is later. `timeoutMinutes` counts from here: the time people take to decide
+   * is never a stage's working time. Every wait (./waits) moves it (from its memoized decision's time).
+   */
+  stageStart: number;
+  /** What people added to each stage's budget at budget gates (memoized decisions: replays add the same). */
+  budgetRaised: Record<BudgetStage, Spent>;
+  /** Debug steps per task so far (the verdicts' attempts; a retry at the fix gate starts the count afresh). */
+  debugAttempts: Record<string, number>;
+};
+
+function stepRunner(step: Step): RunFlow["runStep"] {
+  return async function runStep<T>(id: string, fn: () => Promise<T>): Promise<T> {
+    const out = (await step.run(id, async () => {
+      try {
+        return await fn();
+      } catch (error) {
+        if (error instanceof RunEndedError) return { [ENDED]: error.status };
+        throw error;
+      }
+    })) as unknown;
+    const ended = (out as Record<string, unknown> | null)?.[ENDED];
+    if (typeof ended === "string") throw new RunEndedError(ended);
+    return out as T;
+  };
+}
+
+/** The flow of run `runId`: its `load` step, then nothing kept yet. */
+export async function loadFlow({ runId, step }: { runId: string; step: Step }): Promise<RunFlow> {
+  const runStep = stepRunner(step);
+  const run = await runStep("load", () => loadRun({ runId }));
+  return {
+    runId,
+    step,
+    run,
+    config: run.config,
+    runStep,
+    stageStart: 0,
+    budgetRaised: { planning: NOTHING_SPENT, implementation: NOTHING_SPENT, validation: NOTHING_SPENT },
+    debugAttempts: {},
+  };
+}
+
+/** Stage deadlines come from memoized step times, so replays take the same decisions. */
+export function deadline(flow: RunFlow, startedAt: number, stage: Exclude<Stage, "delivery">) {
+  return startedAt + flow.config.timeoutMinutes[stage] * 60_000;
+}

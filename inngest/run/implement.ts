@@ -1,0 +1,290 @@
+import { NonRetriableError } from "inngest";
+import * as budgets from "@/lib/runs/budget";
+import { RunEndedError } from "@/lib/runs/steps/context";
+import { publishDraft } from "@/lib/runs/steps/github";
+import {
+  applyAnswer,
+  applyPolicy,
+  applyReplan,
+  beginImplementation,
+  COMMAND_POLL_INTERVAL,
+  diffSummary,
+  implementTurn,
+  pollCommand,
+  type TurnStepResult,
+} from "@/lib/runs/steps/implement";
+import { startStage } from "@/lib/runs/steps/start";
+import { triage as triageStep } from "@/lib/runs/steps/triage";
+import { applyDebugReplanDecision, applyVerifyFailure, debugTask, verifyTasks, type DebugStepResult, type VerifyStepResult } from "@/lib/runs/steps/verify";
+import type { PlanDocument } from "@/lib/workflow";
+import type { ImplementerState } from "@/lib/agents";
+import { deadline, type RunFlow } from "./flow";
+import { replan, type Plans } from "./plan";
+import { budgetGate, clarify, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
+
+/*
+ * Implement: the implementer's turns, one step each, until it is done or fails — with what a turn may lead to: a
+ * command collected in later steps, per-task verification and its debug step, a budget gate, a question, a policy gate
+ * for a risky action, a re-plan through the plan gate, a pause. Then the implementation gate (trustMode manual).
+ */
+
+/** Triage: tasks already done in the repository (their own checks pass) are skipped, once for the run. */
+export async function triage(flow: RunFlow, plans: Plans): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
+  if (flow.config.triage?.enabled === false) return { skip: [] };
+  return flow.runStep("triage", () => triageStep({ runId: flow.runId, plan: plans.approved }));
+}
+
+/**
+ * A command left running detached by a turn: looked at in steps (each waits at most the step budget), with a
+ * durable sleep between them, until it has ended and its result is in the conversation.
+ */
+async function awaitCommand(flow: RunFlow, key: string, current: ImplementerState, plan: PlanDocument, until: number) {
+  for (let i = 0; ; i++) {
+    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until }));
+    if (polled.kind !== "running") return polled;
+    await flow.step.sleep(`${key}:${i}:sleep`, COMMAND_POLL_INTERVAL);
+  }
+}
+
+/**
+ * A task failed its own acceptance command (per-task verification): the debug step classifies it, and the run
+ * fixes it (another implementer pass on the task, with the failure in context), asks a person, or escalates (a
+ * re-plan through the plan gate for a plan problem, else the fix gate). Returns the implementer's next state.
+ */
+async function debugFailure(
+  flow: RunFlow,
+  plans: Plans,
+  key: string,
+  implAttempt: number,
+  current: ImplementerState,
+  failure: VerifyStepResult["failed"] & object,
+): Promise<ImplementerState> {
+  const { runId, runStep, config, debugAttempts } = flow;
+  const { attempt: debugAttempt, ...failed } = failure;
+  debugAttempts[failure.taskId] = debugAttempt;
+  let debugged: DebugStepResult;
+  for (let t = 0; ; t++) {
+    const k = `${key}:debug${t ? `:retry:${t}` : ""}`;
+    const approvedPlan = plans.approved;
+    debugged = await runStep(k, () => debugTask({ runId, stepKey: k, plan: approvedPlan, failure: failed, attempt: debugAttempt }));
+    if (debugged.kind === "verdict") break;
+    await pauseForModel(flow, k, debugged, "implementation");
+  }
+  const { verdict, exhausted } = debugged;
+  if (verdict.action === "fix") return applyVerifyFailure(current, { failure: failed, verdict });
+  if (verdict.action === "ask" && verdict.question) {
+    const answer = await clarify(flow, `${key}:q`, "implementation", {
+      question: verdict.question,
+      context: `Task ${failure.taskId}'s check \`${failure.command}\` failed (${verdict.category}): ${verdict.reason}`,
+      options: [],
+      responseType: "text",
+    });
+    return applyVerifyFailure(current, { failure: failed, verdict, answer });
+  }
+  if (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans) {
+    // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
+    plans.replans += 1;
+    const replanned = await replan(
+      flow,
+      plans,
+      `${key}:replan`,
+      `Re-plan proposed by the debug step. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
+    );
+    if (replanned.plan) plans.approved = replanned.plan;
+    const next = await applyDebugReplanDecision(current, replanned);
+    flow.stageStart = (
+      await runStep(`${key}:replan:resume`, () => startStage({ runId, stage: "implementation", attempt: implAttempt, stepKey: `${key}:replan:resume` }))
+    ).now;
+    return next;
+  }
+  const decision = await gate(flow, `${key}:fix-gate`, "fix", {
+    report: `Task ${failure.taskId} failed its check \`${failure.command}\` (exit ${failure.exitCode ?? "timed out"}). Debug step: ${verdict.category} — ${verdict.reason}${exhausted ? ` (after ${debugAttempt - 1} fix passes)` : ""}\n\n${failure.output}`,
+    score: null,
+    findings: [],
+    attempt: debugAttempt,
+    automaticFixesExhausted: exhausted,
+    majorFindings: false,
+    verification: { taskId: failure.taskId, command: failure.command, category: verdict.category },
+  });
+  if (decision.decision === "cancel") throw new RunEndedError("cancelled");
+  // Accepted: the task stays done as it is; validation still judges the whole.
+  if (decision.decision === "accept") return current;
+  debugAttempts[failure.taskId] = 0;
+  return applyVerifyFailure(current, { failure: failed, verdict, note: decision.notes ?? null });
+}
+
+export type Implemented = {
+  state: ImplementerState;
+  /** Why the attempt failed (the implementer gave up, or its turns ran out), or null. */
+  failure: string | null;
+  /** "Finish the task in progress, then stop" (a budget gate's decision) ended the attempt. */
+  budgetStopped: boolean;
+};
+
+/** One implementation attempt: turn after turn until the implementer is done or fails; then its draft pull request. */
+export async function implement(
+  flow: RunFlow,
+  plans: Plans,
+  { attempt, feedback, skip }: { attempt: number; feedback: string | null; skip: Array<{ id: string; evidence: string[] }> },
+): Promise<Implemented> {
+  const { runId, runStep, run, config, debugAttempts, budgetRaised } = flow;
+  /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
+  let budgetStop: { taskId: string | null } | null = null;
+  let budgetStopped = false;
+  const implStart = await runStep(`impl:${attempt}:start`, () =>
+    startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
+  );
+  flow.stageStart = implStart.now;
+  const approvedAtStart = plans.approved;
+  let state = (await runStep(`impl:${attempt}:begin`, () =>
+    beginImplementation({
+      runId,
+      plan: approvedAtStart,
+      request: run.request,
+      feedback,
+      maxIterations: config.limits.maxIterations,
+      skip,
+    }),
+  )) as ImplementerState;
+  let failure: string | null = null;
+  /** Tasks finished and not verified yet (their checks run after the next turn that leaves nothing pending). */
+  const unverified: string[] = [];
+  for (let turn = 0; ; turn++) {
+    let result: TurnStepResult;
+    const todosBefore = new Map(state.todos.map((t) => [t.id, t.status]));
+    for (let t = 0; ; t++) {
+      const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
+      const current = state;
+      const approvedPlan = plans.approved;
+      const stageDeadline = deadline(flow, flow.stageStart, "implementation");
+      result = (await runStep(key, () =>
+        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline }),
+      )) as TurnStepResult;
+      if (result.kind === "pause_requested") {
+        // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
+        // runs once the run is resumed.
+        await pauseUntilResumed(flow, key, "by_person", result.message, "implementation");
+        continue;
+      }
+      if (result.kind === "secret_detected") {
+        // Nothing was committed; a person retries, and the turn is redone with the model told why.
+        state = result.state;
+        await pauseUntilResumed(flow, key, "secret_detected", result.message, "implementation");
+        continue;
+      }
+      // The model had not answered within the step's time: the same turn again, in a fresh step.
+      if (result.kind === "step_budget") continue;
+      if (result.kind !== "model_error") break;
+      await pauseForModel(flow, key, result, "implementation");
+    }
+    state = result.state;
+    if (state.pendingCommand && result.kind !== "failure") {
+      // A command outlived its step: it runs on detached and is collected here, in steps that each fit the
+      // host's duration limit, before anything else happens (a gate would park, and so stop, the sandbox).
+      const collected = await awaitCommand(flow, `impl:${attempt}:turn:${turn}:command`, state, plans.approved, deadline(flow, flow.stageStart, "implementation"));
+      state = collected.state;
+      if (result.kind === "command_running" || (collected.kind === "policy" && result.kind === "continue")) result = collected;
+    }
+    if (result.kind !== "failure") {
+      for (const t of state.todos) {
+        if (t.status === "done" && todosBefore.get(t.id) !== "done" && !unverified.includes(t.id)) unverified.push(t.id);
+      }
+    }
+    if (config.verification?.enabled !== false && unverified.length && (result.kind === "continue" || result.kind === "done")) {
+      // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
+      const key = `impl:${attempt}:turn:${turn}:verify`;
+      const ids = unverified.splice(0);
+      const counts = { ...debugAttempts };
+      const approvedPlan = plans.approved;
+      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts }));
+      if (checked.failed) {
+        // Tasks after the failing one were not checked yet: they are, after the fix.
+        unverified.push(...ids.slice(ids.indexOf(checked.failed.taskId) + 1));
+        state = await debugFailure(flow, plans, key, attempt, state, checked.failed);
+        // A session that had finished goes on with the task open again.
+        if (result.kind === "done" && state.status === "running") result = { kind: "continue", state, now: result.now };
+      }
+    }
+    if (result.now > deadline(flow, flow.stageStart, "implementation")) {
+      await pauseUntilResumed(flow, `impl:${attempt}:turn:${turn}:timeout`, "timeout", `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`, "implementation");
+    }
+    const budget = config.budgets?.implementation;
+    if (budget && !budgetStop && (result.kind === "continue" || result.kind === "command_running" || result.kind === "policy" || result.kind === "clarification")) {
+      const key = `impl:${attempt}:turn:${turn}:budget`;
+      const raised = { ...budgetRaised.implementation };
+      const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
+      if (check.exceeded) {
+        const decision = await budgetGate(flow, key, check.exceeded);
+        if (decision.action === "raise") {
+          budgetRaised.implementation = budgets.addSpent(budgetRaised.implementation, decision.raise);
+        } else {
+          const stop = budgets.applyBudgetStop(state);
+          state = stop.state;
+          budgetStop = { taskId: stop.taskId };
+        }
+      }
+    }
+    if (budgetStop && (result.kind === "continue" || result.kind === "command_running")) {
+      const task = budgetStop.taskId;
+      if (task === null || state.todos.find((t) => t.id === task)?.status === "done") {
+        // The task is finished: stop spending. Validation judges what is there; a failure goes to a person.
+        budgetStopped = true;
+        break;
+      }
+    }
+    if (result.kind === "continue" || result.kind === "command_running") continue;
+    if (result.kind === "clarification") {
+      const answer = await clarify(flow, `impl:${attempt}:turn:${turn}:q`, "implementation", result);
+      state = applyAnswer(state, answer);
+      continue;
+    }
+    if (result.kind === "policy") {
+      // A risky action (the project's policy): a person sees the exact action and approves or refuses it; the
+      // implementer is told, and may then do exactly that action once.
+      const action = result.action;
+      const decision = await gate(flow, `impl:${attempt}:turn:${turn}:policy`, "policy", {
+        reason: action.reason,
+        summary: `\`${action.summary}\` (${action.tool})`,
+        action,
+      });
+      state = applyPolicy(state, action, decision);
+      continue;
+    }
+    if (result.kind === "replan") {
+      // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
+      // gate whatever trustMode.planning says: an approved plan is a contract.
+      const key = `impl:${attempt}:turn:${turn}:replan`;
+      plans.replans += 1;
+      const replanned =
+        plans.replans > config.limits.maxReplans
+          ? { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).` }
+          : await replan(flow, plans, key, `Re-plan proposed by the implementer. Observation: ${result.observation} Proposal: ${result.proposal}`);
+      if (replanned.plan) plans.approved = replanned.plan;
+      state = await applyReplan(state, replanned);
+      // The wait at the gate is not implementation time.
+      flow.stageStart = (await runStep(`${key}:resume`, () => startStage({ runId, stage: "implementation", attempt, stepKey: `${key}:resume` }))).now;
+      continue;
+    }
+    if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;
+    break;
+  }
+
+  // GitHub: the work so far goes up as a draft pull request, marked ready once validation passes.
+  if (!failure && run.github && config.git.createPR) {
+    await githubStep(flow, `github:draft:${attempt}`, "implementation", (key) => publishDraft({ runId, stepKey: key }));
+  }
+  return { state, failure, budgetStopped };
+}
+
+/**
+ * The implementation gate (trustMode.implementation manual): a person sees the diff and approves, or rejects it with
+ * feedback for the next attempt (past limits.maxFixAttempts the run fails).
+ */
+export async function reviewImplementation(flow: RunFlow, attempt: number, state: ImplementerState): Promise<{ approved: true } | { approved: false; feedback: string }> {
+  const summary = await flow.runStep(`impl:${attempt}:diff`, () => diffSummary({ runId: flow.runId }));
+  const decision = await gate(flow, `impl-gate:${attempt}`, "implementation", { diffStat: summary.diffStat, summary: state.summary });
+  if (decision.decision === "approve") return { approved: true };
+  const feedback = decision.notes ?? "The implementation was rejected.";
+  if (attempt > flow.config.limits.maxFixAttempts) throw new NonRetriableError(`The implementation was rejected ${attempt} times.`);
+  return { approved: false, feedback };
+}

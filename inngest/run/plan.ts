@@ -1,0 +1,213 @@
+import { NonRetriableError } from "inngest";
+import * as estimates from "@/lib/runs/estimate";
+import { applyPlanEdits } from "@/lib/runs/plan-edits";
+import { plan as planStep, recordPlan, type PlanRetry, type PlanStepResult } from "@/lib/runs/steps/plan";
+import { completeStage, startStage } from "@/lib/runs/steps/start";
+import type { PlanDocument } from "@/lib/workflow";
+import { deadline, type RunFlow } from "./flow";
+import { clarify, gate, pauseForModel, pauseUntilResumed, spendGate } from "./waits";
+
+/*
+ * Plan → plan gate: the planner drafts (asking questions, retrying an invalid diagram, pausing on an outage or a
+ * timeout), the plan is recorded, and a person approves, edits, rejects (plan again) or asks back — unless
+ * trustMode.planning is auto. A re-plan later in the run (the implementer's or the debug step's) goes through the same
+ * gate whatever trustMode says: an approved plan is a contract.
+ */
+
+/** The planning so far, which a re-plan later in the run goes on from. */
+export type Plans = {
+  /** Every rejection's feedback, in order. */
+  feedback: string[];
+  /** Questions answered for the planner (and a person's questions it answered). */
+  answers: Array<{ question: string; answer: string }>;
+  diagramAttempt: number;
+  /** The latest plan version recorded. */
+  version: number;
+  /** The plan the run carries out (a re-plan replaces it). */
+  approved: PlanDocument;
+  /** Re-plans so far (limits.maxReplans). */
+  replans: number;
+};
+
+/**
+ * A planner step, made again in a fresh step (`<key>:part:<n>`) while its model call outlives the step's budget;
+ * a cut diagram retry is made again as the retry.
+ */
+async function planInSteps(
+  flow: RunFlow,
+  key: string,
+  plan: (stepKey: string, retry: PlanRetry | null) => Promise<PlanStepResult>,
+): Promise<Exclude<PlanStepResult, { kind: "step_budget" }>> {
+  let retry: PlanRetry | null = null;
+  for (let part = 0; ; part++) {
+    const stepKey = part ? `${key}:part:${part}` : key;
+    const from: PlanRetry | null = retry;
+    const result: PlanStepResult = await flow.runStep(stepKey, () => plan(stepKey, from));
+    if (result.kind !== "step_budget") return result;
+    retry = result.retry;
+  }
+}
+
+/** The planning stage: drafted and decided (round after round) until a plan is approved. */
+export async function planUntilApproved(flow: RunFlow): Promise<Plans> {
+  const { runId, runStep, config } = flow;
+  flow.stageStart = (await runStep("planning:start", () => startStage({ runId, stage: "planning", stepKey: "planning:start" }))).now;
+  const feedback: string[] = [];
+  const answers: Array<{ question: string; answer: string }> = [];
+  let diagramAttempt = 0;
+  let version = 0;
+  let plan: PlanDocument;
+  // "Ask back": a person's question on the last plan gate, answered by the next planner call (not a rejection).
+  let question: { gateId: string; question: string; plan: PlanDocument } | null = null;
+  for (let round = 0; ; round++) {
+    let drafted: Extract<PlanStepResult, { kind: "plan" }> | null = null;
+    // An invalid diagram a person fixed by hand from the pause (POST /resume with editedPlan).
+    let handFixed: { plan: PlanDocument; by: string } | null = null;
+    let answered: { question: string; answer: string } | null = null;
+    for (let t = 0; ; t++) {
+      const key = `plan:${round}:${t}`;
+      if (round > 0 || t > 0) {
+        // Another planner call (a re-plan, a question answered, a diagram retried): within the planning budget.
+        await spendGate(flow, key, "planning");
+      }
+      const planningDeadline = deadline(flow, flow.stageStart, "planning");
+      const planQuestion = question ? { question: question.question, plan: question.plan } : undefined;
+      const result = await planInSteps(flow, key, (stepKey, retry) =>
+        planStep({ runId, stepKey, feedback, clarifications: answers, diagramAttempt, deadline: planningDeadline, planQuestion, retry }),
+      );
+      if (result.kind === "timeout") {
+        // The planner's model call was cut at the deadline: a person extends (plan again) or cancels.
+        await pauseUntilResumed(flow, `${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
+        continue;
+      }
+      if (result.kind !== "model_error") diagramAttempt += result.diagramsProduced;
+      if (result.kind === "model_error") {
+        await pauseForModel(flow, key, result, "planning");
+        continue;
+      }
+      if (result.kind === "invalid") {
+        const resumed = await pauseUntilResumed(
+          flow,
+          key,
+          "invalid_plan",
+          `The planner's diagram is not valid Mermaid: ${result.message}`,
+          "planning",
+          result.draft,
+        );
+        if (!resumed.editedPlan) continue;
+        handFixed = { plan: resumed.editedPlan, by: resumed.by ?? "unknown" };
+        break;
+      }
+      if (result.kind === "clarification") {
+        const answer = await clarify(flow, `${key}:q`, "planning", result);
+        answers.push({ question: result.question, answer });
+        continue;
+      }
+      if (result.now > deadline(flow, flow.stageStart, "planning")) {
+        await pauseUntilResumed(flow, `${key}:timeout`, "timeout", `Planning ran over ${config.timeoutMinutes.planning} minutes.`, "planning");
+      }
+      drafted = result;
+      break;
+    }
+    version += 1;
+    const recordKey = `plan:${round}:record`;
+    if (handFixed) {
+      // Checked against Mermaid's grammar when it was submitted; recorded as a person's edit (PLAN_EDITED).
+      plan = handFixed.plan;
+      const fixed = handFixed;
+      const fixedVersion = version;
+      await runStep(recordKey, () => recordPlan({ runId, stepKey: recordKey, plan: fixed.plan, version: fixedVersion, edited: true, by: fixed.by }));
+    } else {
+      const draft = drafted!;
+      plan = draft.plan;
+      const asked = question;
+      const reply = asked ? { gateId: asked.gateId, question: asked.question, answer: draft.answer ?? "(The planner gave no answer.)" } : undefined;
+      const draftVersion = version;
+      await runStep(recordKey, () =>
+        recordPlan({ runId, stepKey: recordKey, plan: draft.plan, version: draftVersion, feedback: asked ? null : (feedback.at(-1) ?? null), answered: reply }),
+      );
+      if (reply) {
+        // Later plans (after a rejection, say) keep what was asked and answered.
+        answered = { question: reply.question, answer: reply.answer };
+        answers.push(answered);
+      }
+    }
+    question = null;
+    if (config.trustMode.planning === "auto") {
+      // No gate to show it on: the estimate is kept on the run (PLAN_ESTIMATED), to set the run beside it after.
+      const estimateKey = `plan:${round}:estimate`;
+      const estimatePlan = plan;
+      const estimateVersion = version;
+      await runStep(estimateKey, () => estimates.recordAutoEstimate({ runId, stepKey: estimateKey, plan: estimatePlan, version: estimateVersion }));
+      break;
+    }
+
+    // ---- The plan gate
+    // The estimate for this plan (tokens, cost, time per stage), made once and kept with the gate it is shown on.
+    const estimatePlan = plan;
+    const estimateVersion = version;
+    const estimate = await runStep(`plan-gate:${round}:estimate`, () => estimates.makeEstimate({ runId, plan: estimatePlan, version: estimateVersion }));
+    const decision = await gate(flow, `plan-gate:${round}`, "plan", { plan, version, estimate, ...(answered ? { answered } : {}) });
+    if (decision.decision === "approve") {
+      if (decision.editedPlan) {
+        version += 1;
+        // Tasks (with their files: the scope), acceptance commands and summary as edited; what was left out stays.
+        plan = applyPlanEdits({ drafted: plan, edited: decision.editedPlan });
+        const editedKey = `plan:${round}:edited`;
+        const edited = plan;
+        const editedVersion = version;
+        await runStep(editedKey, () =>
+          recordPlan({ runId, stepKey: editedKey, plan: edited, version: editedVersion, edited: true, by: decision.decidedBy ?? "unknown" }),
+        );
+      }
+      break;
+    }
+    if (decision.decision === "ask") {
+      // Not a rejection: it does not count toward limits.maxReplans.
+      question = { gateId: decision.gateId, question: decision.notes ?? "", plan };
+      continue;
+    }
+    feedback.push(decision.notes ?? "The plan was rejected without feedback.");
+    if (feedback.length > config.limits.maxReplans) {
+      throw new NonRetriableError(
+        `The plan was rejected ${feedback.length} times (limit ${config.limits.maxReplans}). Last feedback: ${feedback.at(-1)}`,
+      );
+    }
+  }
+  await runStep("planning:done", () => completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
+  return { feedback, answers, diagramAttempt, version, approved: plan!, replans: 0 };
+}
+
+/** A re-plan the implementer (or the debug step) proposed: drafted by the planner with the observation, decided at the plan gate. */
+export async function replan(flow: RunFlow, plans: Plans, key: string, note: string): Promise<{ approved: boolean; plan: PlanDocument | null; notes: string | null }> {
+  const { runId, runStep } = flow;
+  const { feedback, answers, diagramAttempt } = plans;
+  await runStep(`${key}:start`, () => startStage({ runId, stage: "planning", stepKey: `${key}:start` }));
+  await spendGate(flow, `${key}:plan`, "planning");
+  const drafted = await runStep(`${key}:plan`, () =>
+    planStep({ runId, stepKey: `${key}:plan`, feedback: [...feedback, note], clarifications: answers, diagramAttempt }),
+  );
+  if (drafted.kind !== "plan") {
+    await runStep(`${key}:done`, () => completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
+    const why = drafted.kind === "clarification" ? "the planner asked a question instead" : "message" in drafted ? drafted.message : drafted.kind;
+    return { approved: false, plan: null, notes: `The re-plan could not be drafted (${why}).` };
+  }
+  plans.version += 1;
+  const draftedVersion = plans.version;
+  await runStep(`${key}:record`, () => recordPlan({ runId, stepKey: `${key}:record`, plan: drafted.plan, version: draftedVersion, feedback: note }));
+  const estimate = await runStep(`${key}:estimate`, () => estimates.makeEstimate({ runId, plan: drafted.plan, version: draftedVersion }));
+  const decision = await gate(flow, `${key}:gate`, "plan", { plan: drafted.plan, version: draftedVersion, replan: note, estimate });
+  await runStep(`${key}:done`, () => completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
+  if (decision.decision !== "approve") return { approved: false, plan: null, notes: decision.notes ?? null };
+  let chosen = drafted.plan;
+  if (decision.editedPlan) {
+    plans.version += 1;
+    chosen = applyPlanEdits({ drafted: drafted.plan, edited: decision.editedPlan });
+    const edited = chosen;
+    const editedVersion = plans.version;
+    await runStep(`${key}:edited`, () =>
+      recordPlan({ runId, stepKey: `${key}:edited`, plan: edited, version: editedVersion, edited: true, by: decision.decidedBy ?? "unknown" }),
+    );
+  }
+  return { approved: true, plan: chosen, notes: decision.notes ?? null };
+}

@@ -1,0 +1,88 @@
+import { getRunState } from "@/lib/db/event-store";
+import { redact } from "@/lib/redact";
+import { releaseSandbox } from "@/lib/sandbox";
+import { git } from "@/lib/git";
+import { TERMINAL_STATUSES } from "@/lib/workflow";
+import { append, loadRun, RunEndedError, workflowClock } from "./context";
+import { lastValidationReport, writeRecords } from "./records";
+import { sandboxOptions } from "./workspace";
+
+/*
+ * A run's end: watched for while a long step runs (a cancel stops the step within a poll), and the end of a run that
+ * failed or was cancelled (no sandbox left, its records written).
+ */
+
+/** How often a running turn looks whether its run has ended (cancel must stop it within a second or two). */
+export const END_POLL_MS = 250;
+
+/**
+ * One signal for a long step of a stage: it fires when the run ends (a cancel) or when the stage's deadline passes,
+ * polled against workflowClock (the clock the workflow's own deadline checks use) every END_POLL_MS.
+ */
+export function stageSignal(runId: string, deadline?: number) {
+  const cancelled = watchForEnd(runId);
+  const overtime = new AbortController();
+  const timer = deadline === undefined ? null : setInterval(() => workflowClock.now() > deadline && overtime.abort(new Error("stage deadline")), END_POLL_MS);
+  return {
+    signal: AbortSignal.any([cancelled.signal, overtime.signal]),
+    cancelled: () => cancelled.signal.aborted,
+    overtime: () => overtime.signal.aborted && !cancelled.signal.aborted,
+    stop: () => {
+      cancelled.stop();
+      if (timer) clearInterval(timer);
+    },
+  };
+}
+
+/** An AbortSignal that fires when the run is found ended (cancelled, failed) while a long step runs. */
+export function watchForEnd(runId: string) {
+  const controller = new AbortController();
+  let checking = false;
+  const timer = setInterval(() => {
+    if (checking) return;
+    checking = true;
+    endedStatus(runId)
+      .then((status) => {
+        if (status) controller.abort(new RunEndedError(status));
+      })
+      .catch(() => null)
+      .finally(() => {
+        checking = false;
+      });
+  }, END_POLL_MS);
+  return { signal: controller.signal, stop: () => clearInterval(timer) };
+}
+
+export async function endedStatus(runId: string): Promise<string | null> {
+  const state = await getRunState({ id: runId });
+  return state && TERMINAL_STATUSES.has(state.status) ? state.status : null;
+}
+
+/**
+ * After a cancellation (the workflow function is stopped between or during steps): drop the sandbox and write the
+ * run's records on its branch. A no-op for a run that is not cancelled.
+ */
+export async function cleanUpCancelled({ runId }: { runId: string }) {
+  const state = await getRunState({ id: runId });
+  if (state?.status !== "cancelled") return { userId: state?.userId ?? null, cleaned: false };
+  const done = await finishUnsuccessfully({ runId, reason: null, stepKey: "cancelled" });
+  return { userId: done.userId, cleaned: true };
+}
+
+/** The end of a run that failed or was cancelled: no sandbox left, the branch and a record of what happened kept. */
+export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: string; reason: string | null; stepKey: string }) {
+  const run = await loadRun({ runId }).catch(() => null);
+  if (!run) return { userId: null };
+  await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+  const state = await getRunState({ id: runId });
+  if (state && !TERMINAL_STATUSES.has(state.status) && reason !== null) {
+    await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(reason).slice(0, 2000), stage: state.currentStage } }]).catch(
+      (error) => {
+        if (!(error instanceof RunEndedError)) throw error;
+      },
+    );
+  }
+  const branchExists = await git(run.repoPath, ["rev-parse", "--verify", "--quiet", `refs/heads/${run.branch}`], { allowFailure: true });
+  if (branchExists.code === 0) await writeRecords(run, await lastValidationReport(runId));
+  return { userId: run.userId };
+}

@@ -1,0 +1,63 @@
+import { getRunState, listEvents } from "@/lib/db/event-store";
+import { pendingPauseRequest } from "@/lib/db/queries/runs";
+import { AppError } from "@/lib/errors";
+import { redact } from "@/lib/redact";
+import { TERMINAL_STATUSES, type PlanDocument, type Stage } from "@/lib/workflow";
+import { acknowledgeDecision, decisionKey, waitCheckHooks } from "../gates/acks";
+import { append, loadRun, workflowClock, type WaitResult } from "./context";
+import { parkSandbox } from "./workspace";
+
+/* Pauses: a run paused (an outage, a timeout, an invalid plan, a person's request) until a person resumes it. */
+
+export async function pause({
+  runId,
+  stepKey,
+  reason,
+  message,
+  stage,
+  plan: draft,
+}: {
+  runId: string;
+  stepKey: string;
+  /** invalid_plan: the plan with its invalid diagram, shown in the editor so a person can fix it by hand. */
+  plan?: PlanDocument | null;
+  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "other";
+  message: string;
+  stage: Stage | null;
+}): Promise<{ tree: string | null }> {
+  const run = await loadRun({ runId });
+  const tree = await parkSandbox(run, `paused: ${reason}`, stepKey);
+  await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage, ...(draft ? { plan: draft } : {}) } }]);
+  return { tree };
+}
+
+/**
+ * A pause a person asked for that no implementation turn has honoured yet (it came during validation, or during the
+ * implementation's last turn): the workflow honours it at the next stage boundary, with the message to show.
+ */
+export async function pauseRequested({ runId }: { runId: string }): Promise<{ message: string } | null> {
+  const request = await pendingPauseRequest({ runId });
+  if (!request) return null;
+  return { message: `Paused by a person${request.note ? `: ${redact(request.note)}` : ""}. Resume it to continue where it stopped.` };
+}
+
+export async function readResume({
+  runId,
+}: {
+  runId: string;
+}): Promise<WaitResult<{ action: "retry" | "extend"; editedPlan: PlanDocument | null; by: string | null; now: number }>> {
+  const run = await getRunState({ id: runId });
+  if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
+  if (TERMINAL_STATUSES.has(run.status)) return { state: "ended", status: run.status };
+  if (run.status === "paused") {
+    await waitCheckHooks.afterPending?.({ runId, key: "resume" });
+    return { state: "pending" };
+  }
+  const events = await listEvents({ runId, after: Math.max(0, run.lastSequence - 50) });
+  const resumed = [...events].reverse().find((e) => e.type === "RUN_RESUMED");
+  if (resumed) await acknowledgeDecision({ runId, key: decisionKey.resume(resumed.sequence) });
+  const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
+  const editedPlan = resumed?.type === "RUN_RESUMED" ? (resumed.payload.editedPlan ?? null) : null;
+  const by = resumed?.type === "RUN_RESUMED" ? resumed.payload.by : null;
+  return { state: "done", action, editedPlan, by, now: workflowClock.now() };
+}

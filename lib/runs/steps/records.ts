@@ -1,0 +1,41 @@
+import { asc, eq } from "drizzle-orm";
+import { getDb } from "@/lib/db";
+import { clarificationRequests, gates } from "@/lib/db/schema";
+import { listEvents } from "@/lib/db/event-store";
+import { redact } from "@/lib/redact";
+import { buildRunContext, clarificationFromRow, commitRunRecords } from "@/lib/git";
+import { workflowClock, type RunContext } from "./context";
+
+/* The run's records on its branch (.autonomous/runs/<id>/), and what they and the project memory say of it. */
+
+/**
+ * Commit the run's records on its branch. `completing`: these are the records a squash merge carries into the base
+ * branch before the run's last step appends RUN_COMPLETED, so they already say what the run is when it lands there.
+ */
+export async function writeRecords(run: RunContext, validationReport: string | null, { completing = false }: { completing?: boolean } = {}) {
+  const events = await listEvents({ runId: run.runId, limit: 100_000 });
+  const db = await getDb();
+  const rows = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.runId));
+  const built = buildRunContext({
+    events,
+    clarifications: rows.map((r) => clarificationFromRow(r)),
+    baseBranch: run.config.git.baseBranch,
+  });
+  const context = completing ? { ...built, status: "completed", completedAt: built.completedAt ?? workflowClock.now() } : built;
+  return commitRunRecords({ repoPath: run.repoPath, branch: run.branch, context, validationReport, events });
+}
+
+export async function lastValidationReport(runId: string): Promise<string | null> {
+  const events = await listEvents({ runId, limit: 100_000 });
+  const last = [...events].reverse().find((e) => e.type === "VALIDATION_PASSED" || e.type === "VALIDATION_FAILED");
+  if (last?.type === "VALIDATION_PASSED" || last?.type === "VALIDATION_FAILED") return last.payload.report ?? null;
+  return null;
+}
+
+export async function decisionsOf(runId: string): Promise<string[]> {
+  const db = await getDb();
+  const rows = await db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(asc(gates.gateNumber));
+  return rows
+    .filter((g) => g.status !== "pending")
+    .map((g) => `${g.kind} gate ${g.gateNumber}: ${g.decision ?? g.status}${g.notes ? ` — ${redact(g.notes).slice(0, 300)}` : ""}`);
+}

@@ -1,0 +1,82 @@
+import { getEnv } from "@/lib/env";
+import { redact } from "@/lib/redact";
+import { scanChangesForSecrets, withheldPaths } from "../secret-scan";
+import { log } from "@/lib/log";
+import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
+import { commitWorkInProgress, git, lastCheckpoint, readProjectConfig } from "@/lib/git";
+import { append, loadRun, type RunContext } from "./context";
+
+/*
+ * The run's workspace (its sandbox): the options it is made with, parked before a wait for a person (work in progress
+ * committed, sandbox dropped) and restored after, the secrets a change would commit, and files put back as the last
+ * checkpoint has them. A run waiting for a person holds no sandbox.
+ */
+
+/**
+ * The run's sandbox options, with the repository's `.autonomous/config.json` applied every time (excluded paths, and
+ * outbound network only when it sets sandbox.allowInternet), so a sandbox recreated after a restart or a pause commits
+ * and compares exactly what the first one did.
+ */
+export async function sandboxOptions(run: RunContext): Promise<CreateSandboxOptions & { branch: string }> {
+  const file = await readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
+  return {
+    runId: run.runId,
+    repoPath: run.repoPath,
+    ref: run.branch,
+    branch: run.branch,
+    excludePaths: file.excludePaths,
+    allowInternet: file.allowInternet,
+  };
+}
+
+/** Before a wait: commit the work in progress and drop the sandbox; returns the tree to check on resume. */
+export async function parkSandbox(run: RunContext, reason: string, stepKey: string): Promise<string | null> {
+  const dir = `${getEnv().dataDir}/workspaces/${runIdDir(run.runId)}`;
+  const exists = await import("node:fs/promises").then((fs) => fs.stat(dir).then(() => true).catch(() => false));
+  if (!exists) return null;
+  const sandbox = await attachSandbox(await sandboxOptions(run));
+  // The work in progress is committed like a checkpoint, so it gets the same guard: a file whose changes hold a secret
+  // (a command or a check copied a key file before the wait) is left out of the commit — and so out of the branch and
+  // the restored workspace — and the run says which.
+  const leaks = await secretsInChanges(sandbox);
+  const wip = await commitWorkInProgress({ sandbox, runId: run.runId, reason, withhold: leaks });
+  if (leaks.length) {
+    const files = leaks.map((f) => redact(f));
+    log.warn("secret withheld from a work-in-progress commit", { runId: run.runId, files });
+    await append(run.runId, `${stepKey}:withheld`, [{ type: "SECRET_WITHHELD", payload: { files, when: reason } }]);
+  }
+  await releaseSandbox(await sandboxOptions(run));
+  return wip.tree;
+}
+
+const runIdDir = (runId: string) => runId.replace(/[^A-Za-z0-9_-]/g, "_");
+
+export async function restore({ runId, expectedTree }: { runId: string; expectedTree: string }) {
+  const run = await loadRun({ runId });
+  const sandbox = await restoreSandbox({ ...(await sandboxOptions(run)), expectedTree });
+  return { workspace: sandbox.id };
+}
+
+/**
+ * Files whose added lines hold a secret (a configured one, a fragment or an encoding of one, or a key shape), from the
+ * workspace's diff, as paths in the worktree (redact them before showing them). The file tools refuse such content,
+ * but a command can still write it (e.g. copy a key file). A file too large to check counts as holding one
+ * (lib/runs/secret-scan.ts).
+ */
+export async function secretsInChanges(sandbox: Parameters<typeof scanChangesForSecrets>[0]): Promise<string[]> {
+  return withheldPaths(await scanChangesForSecrets(sandbox));
+}
+
+/**
+ * Put files back as the last checkpoint has them (delete those it lacks), through the sandbox: how a command's changes
+ * that the policy refuses are undone, in any sandbox.
+ */
+export async function restoreFromCheckpoint(sandbox: Awaited<ReturnType<typeof attachSandbox>>, paths: string[]) {
+  if (!paths.length || !sandbox.workspacePath || !sandbox.location) return;
+  const sha = await lastCheckpoint(sandbox);
+  for (const p of paths) {
+    const kept = await git(sandbox.workspacePath, ["show", `${sha}:${p}`], { worktree: sandbox.location, allowFailure: true });
+    if (kept.code === 0) await sandbox.writeFile(p, kept.stdout);
+    else await sandbox.exec("rm", ["-f", "--", p]);
+  }
+}
