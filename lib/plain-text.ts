@@ -7,9 +7,14 @@ import { z } from "zod";
  */
 const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
 
+/** Text with every control character (a line break too) turned into a space; its own spacing kept. */
+export function withoutControls(text: string): string {
+  return text.replace(CONTROLS, " ");
+}
+
 /** A name or title as one line of plain text: control characters become spaces, runs of white space one space, trimmed. */
 export function singleLine(text: string): string {
-  return text.replace(CONTROLS, " ").replace(/\s+/g, " ").trim();
+  return withoutControls(text).replace(/\s+/g, " ").trim();
 }
 
 /** A required one-line name at an API's edge (project, token …): controls stripped, then 1..max characters. */

@@ -18,7 +18,7 @@
  *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
  */
 
-import { singleLine } from "@/lib/plain-text";
+import { withoutControls } from "@/lib/plain-text";
 
 /** How the implementer asks a demo question (the request_clarification tool's response types). */
 export type DemoAskType = "text" | "single_choice" | "multiple_choice" | "file";
@@ -119,7 +119,7 @@ export function parseInstructions(request: string): DemoInstructions {
     .replace(/\n{3,}/g, "\n\n")
     .trim();
   const firstLine = description.split("\n").find((l) => l.trim()) ?? "";
-  const title = singleLine(firstLine.replace(/^#+\s*/, "")).slice(0, 80) || "Request";
+  const title = withoutControls(firstLine.replace(/^#+\s*/, "")).trim().slice(0, 80) || "Request";
   const slug = slugify(title);
   return {
     files,
