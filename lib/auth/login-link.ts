@@ -20,6 +20,15 @@ export async function createLoginToken(): Promise<string> {
   return token;
 }
 
+/**
+ * A fresh one-time owner sign-in link on `publicUrl`. Tokens live in the database (hashed), not in the server's memory,
+ * so another process on the same database — `npm run sign-in-link` — mints links the running server accepts.
+ */
+export async function createLoginLink({ publicUrl }: { publicUrl: string }): Promise<string> {
+  const token = await createLoginToken();
+  return `${publicUrl.replace(/\/+$/, "")}/signin?token=${token}`;
+}
+
 /** Consume a one-time token: true once, false ever after (or when unknown/expired). */
 export async function consumeLoginToken(token: string): Promise<boolean> {
   if (!token || token.length > 200) return false;
