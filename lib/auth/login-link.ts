@@ -1,5 +1,5 @@
 import crypto from "node:crypto";
-import { and, eq, gt } from "drizzle-orm";
+import { and, eq, gt, lte } from "drizzle-orm";
 import { write } from "@/lib/db";
 import { verificationTokens } from "@/lib/db/schema";
 import { sha256 } from "./secret";
@@ -11,6 +11,8 @@ const TTL_MS = 24 * 60 * 60 * 1000;
 export async function createLoginToken(): Promise<string> {
   const token = crypto.randomBytes(24).toString("base64url");
   await write(async (tx) => {
+    // Links minted again and again (npm run sign-in-link) and never opened leave no rows behind past their expiry.
+    await tx.delete(verificationTokens).where(and(eq(verificationTokens.identifier, IDENTIFIER), lte(verificationTokens.expires, new Date())));
     await tx.insert(verificationTokens).values({
       identifier: IDENTIFIER,
       token: sha256(token),

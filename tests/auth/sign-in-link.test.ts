@@ -8,7 +8,10 @@ import { renderToStaticMarkup } from "react-dom/server";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import * as authRoute from "@/app/api/auth/[...nextauth]/route";
 import { SignInForm } from "@/components/auth/sign-in-form";
+import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
+import { verificationTokens } from "@/lib/db/schema";
+import { createLoginToken } from "@/lib/auth/login-link";
 import { loadEnvFiles, resetEnvCache } from "@/lib/env";
 import { loginThrottle } from "@/lib/auth/login-throttle";
 import { SIGN_IN_LINK_COMMAND } from "@/lib/auth/sign-in-help";
@@ -75,6 +78,24 @@ describe("npm run sign-in-link", () => {
     const again = await signInWithToken(token);
     expect(signedIn(again)).toBe(false);
     expect(again.headers.get("location")).toMatch(/\/signin\?error=CredentialsSignin/);
+  });
+});
+
+describe("minting links again and again", () => {
+  it("leaves no expired link rows behind: each new link removes the owner's expired ones", async () => {
+    const rows = async () => (await (await getDb()).select().from(verificationTokens).where(eq(verificationTokens.identifier, "local-owner-login"))).length;
+    await createLoginToken();
+    await createLoginToken();
+    const before = await rows();
+    vi.useFakeTimers({ toFake: ["Date"] });
+    try {
+      vi.setSystemTime(Date.now() + 25 * 60 * 60 * 1000);
+      await createLoginToken();
+      expect(before).toBeGreaterThanOrEqual(2);
+      expect(await rows()).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
