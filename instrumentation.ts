@@ -91,22 +91,10 @@ export async function register(): Promise<void> {
     await banner();
     return;
   }
-  step("compiling the first pages (the first start of the dev server takes a while)…");
-  void (async () => {
-    const local = `http://${env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST}:${env.PORT}`;
-    const deadline = Date.now() + 180_000;
-    for (const path of ["/api/health", "/signin"]) {
-      // The server may not be listening yet when this hook returns: retry until it answers (any status).
-      while (Date.now() < deadline) {
-        const answered = await fetch(`${local}${path}`, { signal: AbortSignal.timeout(120_000) }).then(
-          () => true,
-          () => false,
-        );
-        if (answered) break;
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
-    }
-    step(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-    await banner();
-  })();
+  // Next's "✓ Ready" comes before the first compile: say what is compiling until the app really answers, then the link.
+  const { warmUpDevServer } = await import("./lib/ops/warm-up");
+  const host = env.HOST === "0.0.0.0" || env.HOST === "::" ? "127.0.0.1" : env.HOST.includes(":") ? `[${env.HOST}]` : env.HOST;
+  void warmUpDevServer({ baseUrl: `http://${host}:${env.PORT}`, step, started })
+    .catch((error: unknown) => console.warn(`[startup] warm-up failed: ${error instanceof Error ? error.message : String(error)}`))
+    .then(banner);
 }

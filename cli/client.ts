@@ -1,4 +1,4 @@
-import { CliError, EXIT, exitCodeForStatus } from "./errors";
+import { CLI, CliError, EXIT, exitCodeForStatus } from "./errors";
 import type { Credentials } from "./config";
 
 /** What the server's error body looks like: `{"error": {"code", "message"}}`. */
@@ -47,7 +47,7 @@ export class ApiClient {
     } catch (error) {
       if (init.signal?.aborted) throw error;
       const reason = error instanceof Error ? ((error.cause as Error | undefined)?.message ?? error.message) : String(error);
-      throw new CliError(EXIT.server, `Cannot reach ${this.url} (${reason}). Is the server running? Check the URL with \`gatehouse login\` or GATEHOUSE_URL.`);
+      throw new CliError(EXIT.server, `Cannot reach ${this.url} (${reason}). Is the server running? Check the URL with \`${CLI} login\` or GATEHOUSE_URL.`);
     }
   }
 
@@ -56,11 +56,11 @@ export class ApiClient {
     const message = body?.error?.message ?? `HTTP ${status}`;
     const exitCode = exitCodeForStatus(status);
     if (status === 401) {
-      return new CliError(exitCode, `The server refused the token (${message}). Create a token in the dashboard (or use GATEHOUSE_ADMIN_TOKEN) and run \`gatehouse login\` again.`, code);
+      return new CliError(exitCode, `The server refused the token (${message}). Create a token in the dashboard (or use GATEHOUSE_ADMIN_TOKEN) and run \`${CLI} login\` again.`, code);
     }
     if (status === 403) return new CliError(exitCode, `Not allowed: ${message} Ask a project owner for the approver role.`, code);
-    if (status === 404) return new CliError(exitCode, `Not found: ${message} (${path}). Check the id with \`gatehouse runs\` or \`gatehouse projects\`.`, code);
-    if (status === 409) return new CliError(exitCode, `Conflict: ${message} See the run's state with \`gatehouse logs <run>\`.`, code);
+    if (status === 404) return new CliError(exitCode, `Not found: ${message} (${path}). Check the id with \`${CLI} runs\` or \`${CLI} projects\`.`, code);
+    if (status === 409) return new CliError(exitCode, `Conflict: ${message} See the run's state with \`${CLI} logs <run>\`.`, code);
     if (status === 429) return new CliError(exitCode, `Rate limited: ${message} Wait a minute and try again.`, code);
     if (status >= 500) return new CliError(exitCode, `The server failed (${status}): ${message}`, code);
     return new CliError(exitCode, message, code);
@@ -111,7 +111,7 @@ export class ApiClient {
       if (ended) return ended.data;
       if (signal?.aborted) return null;
       failures += 1;
-      if (failures > 5) throw new CliError(EXIT.server, `Lost the event stream from ${this.url} five times in a row; run \`gatehouse watch\` again.`);
+      if (failures > 5) throw new CliError(EXIT.server, `Lost the event stream from ${this.url} five times in a row; run \`${CLI} watch\` again.`);
       await new Promise((r) => setTimeout(r, 500 * failures));
     }
   }

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
-import { CliError, EXIT } from "./errors";
+import { CLI, CliError, EXIT } from "./errors";
 
 /*
  * The CLI is a separate program from the server: this module is the one place it reads its environment
@@ -43,7 +43,7 @@ function readStored({ env }: { env: CliEnv }): Partial<Credentials> {
   } catch {
     // fall through: a broken file is reported below
   }
-  throw new CliError(EXIT.usage, `${file} is not a valid Gatehouse config; run \`gatehouse login\` again.`);
+  throw new CliError(EXIT.usage, `${file} is not a valid Gatehouse config; run \`${CLI} login\` again.`);
 }
 
 /** Server URL and token: GATEHOUSE_URL / GATEHOUSE_TOKEN win over the stored login. */
@@ -54,7 +54,7 @@ export function resolveCredentials({ env }: { env: CliEnv }): Credentials {
   if (!url || !token) {
     throw new CliError(
       EXIT.auth,
-      "Not logged in: run `gatehouse login --url <server> --token <api token>` (or set GATEHOUSE_URL and GATEHOUSE_TOKEN).",
+      `Not logged in: run \`${CLI} login --url <server> --token <api token>\` (or set GATEHOUSE_URL and GATEHOUSE_TOKEN).`,
     );
   }
   return { url: normalizeUrl(url), token };

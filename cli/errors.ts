@@ -38,3 +38,9 @@ export function exitCodeForStatus(status: number): ExitCode {
   if (status === 409) return EXIT.conflict;
   return EXIT.server;
 }
+
+/**
+ * How a person runs this CLI, for the commands its messages suggest. The package is not published; in a checkout it
+ * is `npx gatehouse` (npx also finds a global install, `npm link`), whereas a bare `gatehouse` is "command not found".
+ */
+export const CLI = "npx gatehouse";

@@ -1,4 +1,5 @@
 import { STAGES } from "../lib/workflow/config";
+import { CLI } from "./errors";
 import type { Cost, Project, Run, RunEvent } from "./types";
 
 /* Human output. --json output is the API's own JSON and never goes through here. */
@@ -67,13 +68,13 @@ export function oneLine(text: string, max: number): string {
 export function nextSteps(run: Pick<Run, "id" | "status" | "pendingGate" | "pendingClarification" | "pauseReason">): string | null {
   switch (run.status) {
     case "awaiting_approval":
-      return `waiting for your approval: gatehouse approve ${run.id} · gatehouse edit ${run.id} · gatehouse reject ${run.id} --feedback "…"`;
+      return `waiting for your approval: ${CLI} approve ${run.id} · ${CLI} edit ${run.id} · ${CLI} reject ${run.id} --feedback "…"`;
     case "awaiting_clarification":
-      return `waiting for your answer: gatehouse answer ${run.pendingClarification?.clarificationId ?? run.id}`;
+      return `waiting for your answer: ${CLI} answer ${run.pendingClarification?.clarificationId ?? run.id}`;
     case "awaiting_fix_decision":
-      return `validation failed, waiting for your decision: gatehouse fix ${run.id} retry|accept|cancel`;
+      return `validation failed, waiting for your decision: ${CLI} fix ${run.id} retry|accept|cancel`;
     case "paused":
-      return `paused${run.pauseReason ? ` (${run.pauseReason.reason}: ${oneLine(run.pauseReason.message, 100)})` : ""}: gatehouse retry ${run.id} · gatehouse cancel ${run.id}`;
+      return `paused${run.pauseReason ? ` (${run.pauseReason.reason}: ${oneLine(run.pauseReason.message, 100)})` : ""}: ${CLI} retry ${run.id} · ${CLI} cancel ${run.id}`;
     default:
       return null;
   }
@@ -116,7 +117,7 @@ function describeEvent(type: string, p: Record<string, unknown>): string | null 
     case "FIX_DECISION_MADE":
       return `fix decision: ${s(p.decision)}`;
     case "CLARIFICATION_REQUESTED":
-      return `? ${s(p.stage)} asks: ${oneLine(s(p.question), 70)} (answer: gatehouse answer ${s(p.clarificationId)})`;
+      return `? ${s(p.stage)} asks: ${oneLine(s(p.question), 70)} (answer: ${CLI} answer ${s(p.clarificationId)})`;
     case "CLARIFICATION_ANSWERED":
       return "✓ answered";
     case "TASK_STARTED":

@@ -2,7 +2,7 @@ import { createRequire } from "node:module";
 import { Argument, Command, CommanderError, Option } from "commander";
 import { processEnv, type CliEnv } from "./config";
 import { Ctx } from "./context";
-import { CliError, EXIT, type ExitCode } from "./errors";
+import { CLI, CliError, EXIT, type ExitCode } from "./errors";
 import { printable } from "./format";
 import type { Io } from "./prompt";
 import { login } from "./commands/login";
@@ -20,7 +20,7 @@ const positiveInt = (name: string) => (value: string) => {
 
 /** Build the program; each action stores its exit code in `result.code`. */
 function program(io: Io, env: CliEnv, result: { code: ExitCode; ctx: Ctx | null }) {
-  const cli = new Command("gatehouse")
+  const cli = new Command(CLI)
     .description("Drive Gatehouse runs from a terminal, through the server's HTTP API.")
     .version(version)
     .option("--json", "print JSON for scripts (the API's own shapes; watch prints one JSON object per line)")
@@ -56,7 +56,7 @@ function program(io: Io, env: CliEnv, result: { code: ExitCode; ctx: Ctx | null 
     .option("-p, --project <id|name>", "project (default: your only project)")
     .option("-c, --config <file>", "run config as a JSON file (trustMode, git, limits …)")
     .option("-n, --approaches <n>", "start the request N times side by side (1-5)", parseApproaches)
-    .option("-w, --watch", "follow the run after starting it (like gatehouse watch)")
+    .option("-w, --watch", "follow the run after starting it (like `npx gatehouse watch`)")
     .action(
       act(async (ctx, request: string, opts: { project?: string; config?: string; approaches?: number; watch?: boolean }) => {
         const started = await run(ctx, request, opts);

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 
@@ -318,6 +319,25 @@ let cached: Env | undefined;
 export function getEnv(): Env {
   cached ??= parseEnv(process.env);
   return cached;
+}
+
+/**
+ * For scripts run outside Next (`npm run sign-in-link`): load the same env files Next loads, in its order, so the
+ * script sees the server's data directory and database. A variable already set wins over every file, and an earlier
+ * file over a later one (as in Next). Call before getEnv().
+ */
+export function loadEnvFiles({ dir = process.cwd() }: { dir?: string } = {}): string[] {
+  const mode = process.env.NODE_ENV === "production" ? "production" : process.env.NODE_ENV === "test" ? "test" : "development";
+  const names = [`.env.${mode}.local`, ...(mode === "test" ? [] : [".env.local"]), `.env.${mode}`, ".env"];
+  const loaded: string[] = [];
+  for (const name of names) {
+    const file = path.join(dir, name);
+    if (!fs.existsSync(file)) continue;
+    process.loadEnvFile(file);
+    loaded.push(name);
+  }
+  cached = undefined;
+  return loaded;
 }
 
 /** Tests change variables between cases; this drops the cached parse. */

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { editorCommand } from "../config";
 import type { Ctx } from "../context";
-import { CliError, EXIT } from "../errors";
+import { CLI, CliError, EXIT } from "../errors";
 import type { Answer, Clarification, Gate, Run, RunDetail } from "../types";
 
 const runPath = (id: string) => `/api/runs/${encodeURIComponent(id)}`;
@@ -58,7 +58,7 @@ export async function edit(ctx: Ctx, id: string, opts: { file?: string; notes?: 
     const source = fs.readFileSync(file, "utf8");
     if (source.trim() === plan.mermaid.trim()) {
       ctx.result({ changed: false });
-      ctx.say(`The plan is unchanged; nothing was sent. Approve it as it is with: gatehouse approve ${id}`);
+      ctx.say(`The plan is unchanged; nothing was sent. Approve it as it is with: ${CLI} approve ${id}`);
       fs.rmSync(dir, { recursive: true, force: true });
       return;
     }
@@ -78,7 +78,7 @@ export async function edit(ctx: Ctx, id: string, opts: { file?: string; notes?: 
     // The server's message already names the line ("Invalid Mermaid on line N: …").
     ctx.tell(`The edited plan was refused by the server's Mermaid check:\n${check.error.message}\n`);
     if (opts.file || !ctx.io.stdin.isTTY || !/^(y|yes|)$/i.test(await ctx.prompter.ask("Edit again? [Y/n] "))) {
-      throw new CliError(EXIT.usage, `The plan was not sent: fix the Mermaid${where}. Your edit is kept in ${file}; retry with gatehouse edit ${id} --file ${file}`);
+      throw new CliError(EXIT.usage, `The plan was not sent: fix the Mermaid${where}. Your edit is kept in ${file}; retry with ${CLI} edit ${id} --file ${file}`);
     }
   }
 }
@@ -192,7 +192,7 @@ export async function answer(ctx: Ctx, id: string, opts: { text?: string; choice
   else if (opts.choice !== undefined) {
     response = clarification?.responseType === "multiple_choice" || (!clarification && opts.choice.length > 1) ? opts.choice : opts.choice[0]!;
   } else if (clarification) response = await promptAnswer(ctx, clarification);
-  else throw new CliError(EXIT.notFound, `No open question ${id} among your runs. List waiting runs with: gatehouse runs --status awaiting_clarification`);
+  else throw new CliError(EXIT.notFound, `No open question ${id} among your runs. List waiting runs with: ${CLI} runs --status awaiting_clarification`);
   const target = clarification?.id ?? id;
   const body = await ctx.api().post<{ clarification: Clarification }>(`/api/clarifications/${encodeURIComponent(target)}/answer`, { response });
   ctx.result(body);

@@ -1,7 +1,7 @@
 import { ApiClient } from "../client";
 import { configPath, normalizeUrl, saveCredentials } from "../config";
 import type { Ctx } from "../context";
-import { CliError, EXIT } from "../errors";
+import { CLI, CliError, EXIT } from "../errors";
 import type { Project } from "../types";
 
 /** Ask for (or take) a server URL and token, check them against the server, and store them 0600. */
@@ -17,6 +17,6 @@ export async function login(ctx: Ctx, opts: { url?: string; token?: string }) {
   const file = saveCredentials({ env: ctx.env, credentials: { url, token } });
   ctx.result({ url, configFile: file, projects: projects.length });
   ctx.say(`Logged in to ${url} (${projects.length} project${projects.length === 1 ? "" : "s"}). Saved to ${file} (mode 600).`);
-  if (interactive && !ctx.json) ctx.say("Next: gatehouse projects");
+  if (interactive && !ctx.json) ctx.say(`Next: ${CLI} projects`);
   return configPath({ env: ctx.env });
 }

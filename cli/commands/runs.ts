@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import { RUN_STATUSES } from "../../lib/workflow/types";
 import type { Ctx } from "../context";
-import { CliError, EXIT } from "../errors";
+import { CLI, CliError, EXIT } from "../errors";
 import { eventLine, money, nextSteps, printable, projectsTable, runsTable } from "../format";
 import type { Project, Run, RunDetail, RunEvent } from "../types";
 
@@ -53,7 +53,7 @@ export function parseApproaches(value: string): number {
 }
 
 export async function run(ctx: Ctx, request: string, opts: { project?: string; config?: string; approaches?: number; watch?: boolean }) {
-  if (!request.trim()) throw new CliError(EXIT.usage, 'Say what to do: gatehouse run "<request>".');
+  if (!request.trim()) throw new CliError(EXIT.usage, `Say what to do: ${CLI} run "<request>".`);
   const config = opts.config ? readConfigFile(opts.config) : undefined;
   const project = await resolveProject(ctx, opts.project);
   const count = opts.approaches ?? 1;
@@ -68,7 +68,7 @@ export async function run(ctx: Ctx, request: string, opts: { project?: string; c
   else ctx.result(result);
   for (const r of runs) ctx.say(`Started ${r.id} in ${project.name} (${r.status}).`);
   if (count > 1) ctx.say(`Compare them in the dashboard: ${ctx.api().url}/compare?runs=${runs.map((r) => r.id).join(",")}`);
-  ctx.say(`Follow it: gatehouse watch ${runs[0]!.id}`);
+  ctx.say(`Follow it: ${CLI} watch ${runs[0]!.id}`);
   return runs;
 }
 

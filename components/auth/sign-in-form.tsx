@@ -5,13 +5,7 @@ import { Button } from "@/components/ui/button";
 import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/components/ui/card";
 import { Input } from "@/components/ui/input";
 import { Label } from "@/components/ui/label";
-
-const MESSAGES: Record<string, string> = {
-  CredentialsSignin: "That password or sign-in link is not valid (links work once). Try again.",
-  Configuration: "Sign-in is not configured on this server. See the README's sign-in section.",
-  OAuthAccountNotLinked: "That email already belongs to another sign-in method. Use the one you used first.",
-  AccessDenied: "Sign-in was refused.",
-};
+import { signInErrorMessage, signInHelp } from "@/lib/auth/sign-in-help";
 
 export type SignInProvider = { id: string; name: string };
 
@@ -52,9 +46,7 @@ export function SignInForm({
       <CardHeader>
         <CardTitle>Sign in to Gatehouse</CardTitle>
         <CardDescription>
-          {providers.length
-            ? "Continue with your organisation's account."
-            : "Use the owner password, or open the one-time sign-in link the server printed when it started."}
+          {signInHelp({ hasPassword, hasProviders: providers.length > 0 })}
         </CardDescription>
       </CardHeader>
       <CardContent className="space-y-4">
@@ -74,7 +66,8 @@ export function SignInForm({
           <input type="hidden" name="csrfToken" value={csrfToken ?? ""} />
           <input type="hidden" name="callbackUrl" value={callbackUrl} />
           {token ? <input type="hidden" name="token" value={token} /> : null}
-          {hasPassword || !providers.length ? (
+          {/* No password field for a password that was never set: the help above says how to get a link. */}
+          {hasPassword ? (
             <div className="space-y-2">
               <Label htmlFor="password">Password</Label>
               <Input id="password" name="password" type="password" autoComplete="current-password" autoFocus={!token && !providers.length} />
@@ -82,10 +75,10 @@ export function SignInForm({
           ) : null}
           {error || loadError ? (
             <p role="alert" className="text-destructive text-sm">
-              {loadError ?? MESSAGES[error!] ?? "Sign-in failed. Try again."}
+              {loadError ?? signInErrorMessage({ error: error!, hasPassword })}
             </p>
           ) : null}
-          {hasPassword || token || !providers.length ? (
+          {hasPassword || token ? (
             <Button type="submit" className="w-full" disabled={!csrfToken} data-testid="sign-in">
               Sign in
             </Button>

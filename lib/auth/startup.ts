@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { getEnv, secretValues, type Env } from "@/lib/env";
-import { createLoginToken } from "./login-link";
+import { createLoginLink } from "./login-link";
+import { SIGN_IN_LINK_COMMAND, SIGN_IN_LINK_VALIDITY } from "./sign-in-help";
 import { isLocalMode, signInMethods } from "./providers";
 
 /** Shapes of real credentials (high confidence, so a warning means something). */
@@ -97,10 +98,12 @@ export async function printStartupBanner({ print = console.log, warn = console.w
   const external = signInMethods(env).filter((m) => m.type !== "local");
   if (external.length) lines.push(`Sign-in: ${external.map((m) => m.name).join(", ")}${env.GATEHOUSE_ADMIN_PASSWORD ? " and the owner password" : ""}`);
   if (isLocalMode(env)) {
-    const token = await createLoginToken();
-    if (env.GATEHOUSE_ADMIN_PASSWORD) lines.push("Sign in as the owner with GATEHOUSE_ADMIN_PASSWORD, or with this one-time link (valid for 24 hours, works once):");
-    else lines.push("Sign in as the owner with this one-time link (valid for 24 hours, works once):");
-    lines.push(`    ${env.publicUrl}/signin?token=${token}`);
+    const link = await createLoginLink({ publicUrl: env.publicUrl });
+    // The link stays the last line; how to get another one (after signing out) comes just before it.
+    lines.push(`For another one-time link later (after signing out, or once this one is used), run: ${SIGN_IN_LINK_COMMAND}`);
+    if (env.GATEHOUSE_ADMIN_PASSWORD) lines.push(`Sign in as the owner with GATEHOUSE_ADMIN_PASSWORD, or with this one-time link (${SIGN_IN_LINK_VALIDITY}):`);
+    else lines.push(`Sign in as the owner with this one-time link (${SIGN_IN_LINK_VALIDITY}):`);
+    lines.push(`    ${link}`);
   }
   for (const line of lines) print(line);
 }

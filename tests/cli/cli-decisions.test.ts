@@ -59,7 +59,7 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
     const broken = await cli(["edit", runId], { env: { ...env, EDITOR: editor(`printf 'flowchart TD\\n  A[x] --> B{{{\\n' > "$1"`) } });
     expect(broken.code).toBe(2);
     expect(broken.stderr).toMatch(/The edited plan was refused by the server's Mermaid check:\nInvalid Mermaid on line 2: /);
-    expect(broken.stderr).toMatch(/gatehouse: The plan was not sent: fix the Mermaid on line 2\. Your edit is kept in \S+\.mmd; retry with gatehouse edit run_\w+ --file \S+\.mmd/);
+    expect(broken.stderr).toMatch(/gatehouse: The plan was not sent: fix the Mermaid on line 2\. Your edit is kept in \S+\.mmd; retry with npx gatehouse edit run_\w+ --file \S+\.mmd/);
     const still = JSON.parse((await cli(["--json", "show", runId], { env })).stdout);
     expect(still.run.status).toBe("awaiting_approval");
     expect(still.gates.filter((g: { status: string }) => g.status === "pending")).toHaveLength(1);
@@ -113,7 +113,7 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
     const runId = await start("Write a note [fail-validation: 1]", { trustMode: { planning: "auto", fixes: "manual" } });
     const waiting = await cli(["watch", runId, "--stop-when-waiting"], { env });
     expect(waiting.code).toBe(10);
-    expect(waiting.stdout).toContain(`validation failed, waiting for your decision: gatehouse fix ${runId} retry|accept|cancel`);
+    expect(waiting.stdout).toContain(`validation failed, waiting for your decision: npx gatehouse fix ${runId} retry|accept|cancel`);
 
     const accepted = await cli(["fix", runId, "accept", "--notes", "good enough"], { env });
     expect(accepted.code, accepted.stderr).toBe(0);
@@ -135,7 +135,7 @@ describe("gatehouse CLI: every kind of decision, against the real API", () => {
     const runId = await start("Write a note [invalid-mermaid: 2]", { trustMode: { planning: "auto" } });
     const paused = await cli(["watch", runId, "--stop-when-waiting"], { env });
     expect(paused.code).toBe(10);
-    expect(paused.stdout).toMatch(new RegExp(`⏸ paused \\(.+\\): gatehouse retry ${runId}`));
+    expect(paused.stdout).toMatch(new RegExp(`⏸ paused \\(.+\\): npx gatehouse retry ${runId}`));
     const retried = await cli(["retry", runId], { env });
     expect(retried.code, retried.stderr).toBe(0);
     // On a terminal, watch draws a progress line (spinner, status, stage) between event lines and clears it at the end.

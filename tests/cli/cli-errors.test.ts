@@ -46,7 +46,7 @@ describe("gatehouse CLI: errors say what to fix and exit with the documented cod
   it("a bad token exits 3 from the real launcher process, saying how to log in again", async () => {
     const out = await launcher(["projects"], { ...env, GATEHOUSE_TOKEN: "not-a-real-token-0000" });
     expect(out.code).toBe(3);
-    expect(out.stderr).toMatch(/^gatehouse: The server refused the token \(.+\)\. .*gatehouse login/);
+    expect(out.stderr).toMatch(/^gatehouse: The server refused the token \(.+\)\. .*npx gatehouse login/);
     expect(out.stdout).toBe("");
     // The same launcher with the right token lists the project: the failure above was the token, nothing else.
     const ok = await launcher(["projects"], env);
@@ -62,7 +62,7 @@ describe("gatehouse CLI: errors say what to fix and exit with the documented cod
     expect(fs.existsSync(path.join(home, ".config", "gatehouse", "config.json"))).toBe(false);
     const notLoggedIn = await cli(["runs"], { env: bare });
     expect(notLoggedIn.code).toBe(3);
-    expect(notLoggedIn.stderr).toContain("Not logged in: run `gatehouse login --url <server> --token <api token>`");
+    expect(notLoggedIn.stderr).toContain("Not logged in: run `npx gatehouse login --url <server> --token <api token>`");
     // The token typed at the prompt (piped here) is accepted the same way.
     const prompted = await cli(["login"], { env: bare, input: `${server.url}\n${TOKEN}\n` });
     expect(prompted.code).toBe(0);
@@ -73,7 +73,7 @@ describe("gatehouse CLI: errors say what to fix and exit with the documented cod
     for (const args of [["watch", "run_doesnotexist"], ["approve", "run_doesnotexist"], ["diff", "run_doesnotexist"], ["cancel", "run_doesnotexist"]]) {
       const out = await cli(args, { env });
       expect(out.code, args.join(" ")).toBe(4);
-      expect(out.stderr, args.join(" ")).toMatch(/^gatehouse: Not found: .+ Check the id with `gatehouse runs`/);
+      expect(out.stderr, args.join(" ")).toMatch(/^gatehouse: Not found: .+ Check the id with `npx gatehouse runs`/);
     }
     const answer = await cli(["answer", "clr_doesnotexist", "--text", "yes"], { env });
     expect(answer.code).toBe(4);

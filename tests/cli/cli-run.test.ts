@@ -51,7 +51,7 @@ describe("gatehouse CLI: a full run driven only through the CLI, against the rea
 
     const toApproval = await step(["watch", runId, "--stop-when-waiting"]);
     expect(toApproval.code).toBe(10);
-    expect(toApproval.stdout).toContain(`waiting for your approval: gatehouse approve ${runId}`);
+    expect(toApproval.stdout).toContain(`waiting for your approval: npx gatehouse approve ${runId}`);
     expect(toApproval.stdout).toMatch(/plan v1 · 2 tasks/);
 
     const approved = await step(["approve", runId, "--notes", "Looks right"]);

@@ -43,7 +43,7 @@ describe("CLI config: where the login lives and who may read it", () => {
       }
     })();
     expect(error).toBeInstanceOf(CliError);
-    expect((error as CliError).message).toMatch(/is not a valid Gatehouse config; run `gatehouse login` again/);
+    expect((error as CliError).message).toMatch(/is not a valid Gatehouse config; run `npx gatehouse login` again/);
   });
 });
 

@@ -16,7 +16,7 @@ export type Validation = { valid: true } | { valid: false; error: { message: str
 /** What the extension says when a call fails: the server's message, without the CLI's "run `gatehouse …`" advice. */
 export function errorMessage(error: unknown): string {
   if (!(error instanceof CliError)) return error instanceof Error ? error.message : String(error);
-  const message = error.message.replace(/ ?(Check|See|Create|run|Run)[^.]*`gatehouse[^`]*`[^.]*\.?/g, "").trim();
+  const message = error.message.replace(/ ?(Check|See|Create|run|Run)[^.]*`(npx )?gatehouse[^`]*`[^.]*\.?/g, "").trim();
   // The editor's way to fix a refused token, in place of the CLI's `gatehouse login`.
   return error.exitCode === EXIT.auth && message.startsWith("The server refused the token")
     ? `${message} Create a token in the dashboard and run “Gatehouse: Set API Token”.`
