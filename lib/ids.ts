@@ -37,6 +37,22 @@ export function stableId(prefix: "run", { key, time }: { key: string; time: numb
   return `${prefix}_${ulidAt(time, () => bytes[i++ % bytes.length]! / 256).toLowerCase()}`;
 }
 
+/**
+ * The slug of a run's branch: the words of its request without fenced blocks (```file:…```) and bracketed markers
+ * ([ask: …], [run: …], [fail-validation: 1] …, the demo model's instructions), cut at a word boundary so no word is
+ * left half. Only new runs use it: a run's branch name is computed once, when the run is created, and stored.
+ */
+export function requestSlug(request: string, maxLength = 40): string {
+  const words = request
+    .replace(/^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$/gm, " ")
+    .replace(/\[[a-z][a-z-]*:[^\]\n]*\]/gi, " ");
+  const slug = slugify(words, Number.MAX_SAFE_INTEGER);
+  if (slug.length <= maxLength) return slug;
+  const head = slug.slice(0, maxLength + 1);
+  const boundary = head.lastIndexOf("-");
+  return boundary > 0 ? head.slice(0, boundary) : slug.slice(0, maxLength);
+}
+
 /** A short slug from free text, for branch and file names. */
 export function slugify(text: string, maxLength = 40): string {
   const slug = text

@@ -131,7 +131,7 @@ function ProjectCard({ project }: { project: Project }) {
         <details>
           <summary className="cursor-pointer text-sm font-semibold">Project memory (.autonomous/memory.md)</summary>
           <div className="pt-2">
-            {project.memory ? <Markdown>{project.memory}</Markdown> : <p className="text-muted-foreground text-sm">No memory yet: it is written after the first delivered run.</p>}
+            {project.memory ? <Markdown>{project.memory}</Markdown> : <p className="text-muted-foreground text-sm">No memory yet: it appears once a delivered run is merged into the base branch.</p>}
           </div>
         </details>
       </CardContent>

@@ -9,6 +9,9 @@ import { git, resolveCommit } from "./run";
  * A follow-up run (`existingBranch`, a pull request's branch) creates nothing: it continues that branch, and its
  * starting point (`baseSha`, what its diff and checks measure from) is the branch's tip, so the earlier run's work is
  * not counted as its own.
+ *
+ * `branch` is the name stored when the run was created; a run always passes it, so the branch keeps that name even if
+ * the way names are derived from a request changes in between (the request-derived name is for callers without a run).
  */
 export async function createRunBranch({
   repoPath,
@@ -16,10 +19,12 @@ export async function createRunBranch({
   request,
   baseBranch,
   existingBranch,
+  branch: storedBranch,
 }: {
   repoPath: string;
   runId: string;
   request: string;
+  branch?: string | null;
   baseBranch: string;
   existingBranch?: string;
 }): Promise<{ branch: string; baseSha: string; created: boolean }> {
@@ -28,7 +33,7 @@ export async function createRunBranch({
     if (!tip) throw new AppError("not_found:git", `The branch ${existingBranch} this follow-up run continues does not exist any more.`);
     return { branch: existingBranch, baseSha: tip, created: false };
   }
-  const branch = branchNameFor({ runId, request });
+  const branch = storedBranch || branchNameFor({ runId, request });
   const existing = await resolveCommit(repoPath, `refs/heads/${branch}`);
   const baseSha = await latestBase({ repoPath, baseBranch });
   if (existing) return { branch, baseSha, created: false };

@@ -1,7 +1,7 @@
 export { createRunBranch, latestBase } from "./branch";
 export { commitCheckpoint, commitWorkInProgress, lastCheckpoint, rollbackToCheckpoint, workspaceTree, type Checkpoint, type GitWorkspace } from "./checkpoint";
 export { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
-export { CONFIG_PATH, MEMORY_PATH, parseMemory, readLatestMemory, readMemory, readProjectConfig, renderMemory, updateMemory, type ProjectMemory } from "./memory";
+export { CONFIG_PATH, MEMORY_PATH, parseMemory, MEMORY_SNAPSHOT_MAX_CHARS, readLatestMemory, readMemory, readMemorySnapshot, readProjectConfig, renderMemory, updateMemory, type ProjectMemory } from "./memory";
 export { squashMerge, type MergeResult } from "./merge";
 export { rebuildFromGit, type RebuildResult } from "./rebuild";
 export {

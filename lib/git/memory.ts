@@ -1,6 +1,7 @@
 import path from "node:path";
 import { z } from "zod";
 import { AppError, describeIssues } from "@/lib/errors";
+import { redact } from "@/lib/redact";
 import { runConfigSchema } from "@/lib/workflow";
 import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
 import { git } from "./run";
@@ -102,6 +103,28 @@ export function renderMemory(memory: ProjectMemory): string {
     "",
     ...memory.pastDecisions.flatMap((d) => [`### ${d.heading}`, "", d.body, ""]),
   ].join("\n");
+}
+
+/** The most of memory.md the project's cached copy (projects.memory, shown on the Projects page) holds. */
+export const MEMORY_SNAPSHOT_MAX_CHARS = 64_000;
+/** A memory.md larger than this is not read at all: its snapshot only says where the file is. */
+const MEMORY_SNAPSHOT_MAX_BYTES = 1_048_576;
+
+/**
+ * The copy of `.autonomous/memory.md` at `ref` that the database caches for display: redacted, cut to
+ * MEMORY_SNAPSHOT_MAX_CHARS with a note, and never read when the blob is over a megabyte (a note instead). Null when
+ * the file does not exist at `ref`. Host-side git as everywhere here (lib/git/run.ts: no hooks, no repository config).
+ */
+export async function readMemorySnapshot({ repoPath, ref }: { repoPath: string; ref: string }): Promise<string | null> {
+  const size = await git(repoPath, ["cat-file", "-s", `${ref}:${MEMORY_PATH}`], { allowFailure: true });
+  if (size.code !== 0) return null;
+  const bytes = Number(size.stdout.trim());
+  const where = `the full file is ${MEMORY_PATH} on ${ref.replace(/^refs\/heads\//, "")}`;
+  if (!Number.isFinite(bytes) || bytes > MEMORY_SNAPSHOT_MAX_BYTES) return `_(The project memory is too large to show here (${bytes} bytes): ${where}.)_\n`;
+  const raw = await readFileAt({ repoPath, ref, path: MEMORY_PATH });
+  if (raw === null) return null;
+  const text = redact(raw);
+  return text.length <= MEMORY_SNAPSHOT_MAX_CHARS ? text : `${text.slice(0, MEMORY_SNAPSHOT_MAX_CHARS)}\n\n_(Cut here: ${where}.)_\n`;
 }
 
 /** The project's memory at a ref (an empty memory named after the repository when the file does not exist yet). */

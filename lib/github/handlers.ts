@@ -5,7 +5,7 @@ import { appendEvents, getRunState } from "@/lib/db/event-store";
 import { githubIdKey, githubNameKey } from "@/lib/db/repository-key";
 import { isAppError } from "@/lib/errors";
 import { stableId } from "@/lib/ids";
-import { readMemory } from "@/lib/git";
+import { readMemorySnapshot } from "@/lib/git";
 import { log } from "@/lib/log";
 import { runConfigSchema } from "@/lib/workflow";
 import { isGitHubAuthError } from "./app";
@@ -195,10 +195,10 @@ async function pullRequestClosed(payload: Json): Promise<DeliveryOutcome> {
 async function refreshProjectMemory(projectId: string, ref: { owner: string; repo: string }, baseBranch: string): Promise<boolean> {
   try {
     const { repoPath } = await syncRepository({ ref, baseBranch });
-    const memory = await readMemory({ repoPath, ref: `refs/heads/${baseBranch}` });
-    if (memory.raw === null) return false;
+    const memory = await readMemorySnapshot({ repoPath, ref: `refs/heads/${baseBranch}` });
+    if (memory === null) return false;
     await write(async (tx) => {
-      await tx.update(projects).set({ memory: memory.raw, updatedAt: new Date() }).where(eq(projects.id, projectId));
+      await tx.update(projects).set({ memory, updatedAt: new Date() }).where(eq(projects.id, projectId));
     });
     return true;
   } catch (error) {

@@ -1,6 +1,7 @@
 import type { LanguageModelV3, LanguageModelV3CallOptions, LanguageModelV3Prompt } from "@ai-sdk/provider";
 import { readSection } from "../prompt-sections";
 import { createScriptedModel, instructionText, type ScriptedReply } from "../scripted-model";
+import { singleLine } from "@/lib/plain-text";
 import { commandArgv } from "@/lib/sandbox/command-line";
 import { parseInstructions, type DemoInstructions } from "./instructions";
 
@@ -41,6 +42,33 @@ function label(text: string): string {
   return `"${text.replace(/"/g, "'")}"`;
 }
 
+/** A person's words in a diagram label: one line, cut at a word boundary. */
+function shortLine(text: string, max = 80): string {
+  const line = singleLine(text);
+  if (line.length <= max) return line;
+  const head = line.slice(0, max - 1);
+  const space = head.lastIndexOf(" ");
+  return `${space > max / 2 ? head.slice(0, space) : head}…`;
+}
+
+/** The planning answers the planner was given (<clarifications>: "Q: …" / "A: …" blocks), in order. */
+function planningAnswers(prompt: string): Array<{ question: string; answer: string }> {
+  return (readSection(prompt, "clarifications") ?? "")
+    .split(/\n\n(?=Q: )/)
+    .map((block) => /^Q: ([\s\S]*?)\nA: ([\s\S]*)$/.exec(block.trim()))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ question: singleLine(m[1]!), answer: singleLine(m[2]!) }));
+}
+
+/** The newest feedback a person rejected a plan with (<rejection-feedback>, numbered oldest first); re-plan proposals are not. */
+function latestFeedback(prompt: string): string | null {
+  const items = (readSection(prompt, "rejection-feedback") ?? "")
+    .split(/^\d+\. /m)
+    .map((f) => singleLine(f))
+    .filter((f) => f && !/^Re-plan proposed by /.test(f));
+  return items.at(-1) ?? null;
+}
+
 function planReply(ins: DemoInstructions, prompt: string) {
   const answered = readSection(prompt, "clarifications") ?? "";
   const open = ins.planAsks.find((q) => !answered.includes(q));
@@ -60,7 +88,16 @@ function planReply(ins: DemoInstructions, prompt: string) {
     description: `Create ${f.path} with the content given in the request.`,
     files: [f.path],
   }));
-  const noteTask = { title: "Write the request note", description: `Describe the request in ${ins.notePath}.`, files: [ins.notePath] };
+  // What a person told the planner — the planning answers and the newest rejection feedback — shows in the plan: lines
+  // of the note task and nodes of the diagram, so a re-plan after a rejection differs visibly from the rejected one.
+  const answers = planningAnswers(prompt);
+  const feedback = latestFeedback(prompt);
+  const heard = [...answers.map((a) => `Planning answer: ${a.question} — ${a.answer}`), ...(feedback ? [`Feedback: ${feedback}`] : [])];
+  const noteTask = {
+    title: "Write the request note",
+    description: [`Describe the request in ${ins.notePath}.`, ...heard].join("\n"),
+    files: [ins.notePath],
+  };
   const ordered = noteFirst ? [noteTask, ...fileTasks] : [...fileTasks, noteTask];
   // A re-plan the implementer proposed ([replan:]): the new plan has a task to handle the observation.
   if (ins.replan && (readSection(prompt, "rejection-feedback") ?? "").includes("Re-plan proposed by the implementer")) {
@@ -79,6 +116,7 @@ function planReply(ins: DemoInstructions, prompt: string) {
   }));
   const replanTask = tasks.find((t) => t.title === "Handle what the implementer observed");
   if (replanTask) Object.assign(replanTask, { id: "R1", dependsOn: [] });
+  const noteId = tasks.find((t) => t.title === noteTask.title)!.id;
   const headline = ins.description.split("\n").find((l) => l.trim())?.replace(/^#+\s*/, "").trim() || ins.title;
   const diagramsSoFar = Number(readSection(prompt, "diagram-attempt") ?? "0") || 0;
   const mermaid =
@@ -89,11 +127,13 @@ function planReply(ins: DemoInstructions, prompt: string) {
           `  R[${label(approach ? `${ins.title} (approach ${approach})` : ins.title)}]`,
           ...tasks.map((t) => `  ${t.id}[${label(t.title)}]`),
           ...tasks.map((t) => (t.dependsOn.length ? t.dependsOn.map((d) => `  ${d} --> ${t.id}`).join("\n") : `  R --> ${t.id}`)),
+          ...answers.map((a, i) => `  A${i + 1}[${label(`Answer: ${shortLine(a.answer)}`)}] --> ${noteId}`),
+          ...(feedback ? [`  F[${label(`Feedback: ${shortLine(feedback)}`)}] --> ${noteId}`] : []),
         ].join("\n");
   return {
     kind: "plan",
     clarification: null,
-    summary: `Demo plan (scripted${approach ? `, approach ${approach}` : ""}${noteFirst ? ", request note first" : ""}): ${headline}`,
+    summary: `Demo plan (scripted${approach ? `, approach ${approach}` : ""}${noteFirst ? ", request note first" : ""}${feedback ? ", revised for your feedback" : ""}): ${headline}`,
     mermaid,
     tasks,
     acceptanceCriteria: [

@@ -2,7 +2,7 @@ import { and, asc, desc, eq, inArray, lt, or, sql, type SQL } from "drizzle-orm"
 import { getDb, write, type Tx } from "@/lib/db";
 import { listEvents, rowToState, stateToRow } from "@/lib/db/event-store";
 import { workflowEvents, workflowRuns } from "@/lib/db/schema";
-import { newId, slugify } from "@/lib/ids";
+import { newId, requestSlug } from "@/lib/ids";
 import { redact, redactDeep } from "@/lib/redact";
 import { apply, type RunEvent, type RunState, type RunStatus } from "@/lib/workflow";
 
@@ -12,8 +12,12 @@ import { apply, type RunEvent, type RunState, type RunStatus } from "@/lib/workf
 // ---------------------------------------------------------------------------------------------------------------------
 // Writes
 
+/**
+ * A new run's branch: `autonomous/<run-id>-<slug of the request>`. Computed once, at creation, and stored in the run
+ * (RUN_CREATED): later steps use the stored name, so a change to the slug never renames an existing run's branch.
+ */
 export function branchNameFor({ runId, request }: { runId: string; request: string }): string {
-  return `autonomous/${runId}-${slugify(request, 32)}`;
+  return `autonomous/${runId}-${requestSlug(request)}`;
 }
 
 /** Create a run: the workflow_runs row and its RUN_CREATED event, in one transaction. */

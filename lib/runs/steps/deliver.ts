@@ -1,8 +1,12 @@
+import { eq } from "drizzle-orm";
+import { write } from "@/lib/db";
+import { projects } from "@/lib/db/schema";
 import { getRunState, listEvents } from "@/lib/db/event-store";
+import { log } from "@/lib/log";
 import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
-import { squashMerge, updateMemory } from "@/lib/git";
-import { append, firstLine, loadRun } from "./context";
+import { readMemorySnapshot, squashMerge, updateMemory } from "@/lib/git";
+import { append, firstLine, loadRun, type RunContext } from "./context";
 import { mergePullRequestByDecision } from "./github";
 import { decisionsOf, lastValidationReport, writeRecords } from "./records";
 import { sandboxOptions } from "./workspace";
@@ -24,19 +28,44 @@ export async function deliver({ runId, stepKey, merge }: { runId: string; stepKe
     outcome: `Delivered on ${run.branch}${state?.lastValidation === "passed" ? " (validation passed)" : " (accepted without passing validation)"}`,
     decisions: await decisionsOf(runId),
   });
-  if (!merge) return { merge: "skipped" as const, files: [] as string[] };
+  const merged = await mergeIfAllowed({ run, merge, validated: state?.lastValidation === "passed", stepKey });
+  await refreshLocalMemory(run);
+  return merged;
+}
+
+async function mergeIfAllowed({ run, merge, validated, stepKey }: { run: RunContext; merge: boolean; validated: boolean; stepKey: string }) {
   // Only work that passed validation is merged automatically; "accept anyway" delivers the branch, never a merge.
-  if (state?.lastValidation !== "passed") return { merge: "skipped" as const, files: [] as string[] };
+  if (!merge || !validated) return { merge: "skipped" as const, files: [] as string[] };
   const result = await squashMerge({
     repoPath: run.repoPath,
     branch: run.branch,
     baseBranch: run.config.git.baseBranch,
-    runId,
+    runId: run.runId,
     title: firstLine(run.request),
   });
   if (result.status === "conflict") return { merge: "conflict" as const, files: result.files, reason: result.reason };
-  await append(runId, stepKey, [{ type: "PR_MERGED", payload: { number: null, sha: result.sha, method: "squash" } }]);
+  await append(run.runId, stepKey, [{ type: "PR_MERGED", payload: { number: null, sha: result.sha, method: "squash" } }]);
   return { merge: result.status, files: [] as string[] };
+}
+
+/**
+ * Keep a local project's cached memory (projects.memory, what the Projects page and GET /api/projects show) equal to
+ * `.autonomous/memory.md` on its base branch. Refreshed here — after every local delivery and merge — rather than read
+ * on GET, so listing projects runs no git; a delivery also picks up a merge someone made by hand since the last one.
+ * A GitHub project's copy is refreshed by the pull request's merge webhook (lib/github/handlers.ts). Git stays the
+ * source of truth: a failure only logs.
+ */
+async function refreshLocalMemory(run: RunContext): Promise<void> {
+  if (run.github) return;
+  try {
+    const memory = await readMemorySnapshot({ repoPath: run.repoPath, ref: `refs/heads/${run.config.git.baseBranch}` });
+    if (memory === null) return;
+    await write(async (tx) => {
+      await tx.update(projects).set({ memory, updatedAt: new Date() }).where(eq(projects.id, run.projectId));
+    });
+  } catch (error) {
+    log.warn("could not refresh the project memory after a delivery", { projectId: run.projectId, error: String(error) });
+  }
 }
 
 /**
@@ -64,6 +93,7 @@ export async function mergeByDecision({ runId }: { runId: string }) {
   const result = await squashMerge({ repoPath: run.repoPath, branch: run.branch, baseBranch: run.config.git.baseBranch, runId, title: firstLine(run.request) });
   if (result.status === "conflict") return failed(result.reason, result.files);
   await append(runId, stepKey, [{ type: "PR_MERGED", payload: { number: null, sha: result.sha, method: "squash", by } }], { afterEnd: true });
+  await refreshLocalMemory(run);
   return { outcome: "merged" as const };
 }
 

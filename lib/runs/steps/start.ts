@@ -96,6 +96,7 @@ export async function createBranch({ runId }: { runId: string }) {
     repoPath: run.repoPath,
     runId,
     request: run.request,
+    branch: run.branch,
     baseBranch: run.config.git.baseBranch,
     ...(followUp ? { existingBranch: run.branch } : {}),
   });
