@@ -13,14 +13,17 @@ import {
   type Executor,
 } from "@/lib/executor";
 import { eventKeyFromPath, handleKeyedEventRequest } from "@/lib/security/event-endpoint";
+import { workerEnvRefusal, workerKeyLines } from "@/lib/security/worker-start";
 
 /**
  * `npm run worker` — the executor on its own, like `inngest dev -u <url>`:
  *   npm run worker -- --app http://127.0.0.1:4000/api/inngest [--app …] [--port 8288]
  * Drives the apps given with --app and in GATEHOUSE_EXECUTOR_APPS (default: Gatehouse's own /api/inngest), and serves
  * the event API (POST /e/:key) and the checkpoint API (POST /v1/checkpoint/:runId/async) on --port, so those apps
- * can send events and checkpoint steps (point them at it with INNGEST_DEV=<origin>). With --checkpointing the --app
- * apps are told to checkpoint (their checkpoint calls must reach this worker or another endpoint on this database).
+ * can send events and checkpoint steps (point them at it with INNGEST_DEV=<origin> and INNGEST_EVENT_KEY=<executor key>;
+ * it prints both at start, and refuses to start with an app's INNGEST_EVENT_KEY / _SIGNING_KEY / _BASE_URL). With
+ * --checkpointing the --app apps are told to checkpoint (their checkpoint calls must reach this worker or another
+ * endpoint on this database).
  * Several workers may share one database: each run is driven by one worker at a time.
  */
 const { values } = parseArgs({
@@ -43,6 +46,13 @@ function positive(name: string, value: string | undefined): number | undefined {
 }
 
 const env = getEnv();
+// The worker is the Inngest server for its apps: with an app's INNGEST_* settings it would drive them but refuse every
+// event (Inngest mode), so it says why and stops instead.
+const refusal = workerEnvRefusal(env);
+if (refusal) {
+  console.error(refusal);
+  process.exit(2);
+}
 const urls = [...new Set([...(values.app ?? []), ...configuredAppUrls()])];
 if (urls.length === 0) urls.push(`${env.publicUrl}/api/inngest`);
 for (const url of urls) {
@@ -101,7 +111,9 @@ executor = await startExecutor({
   pollMs,
 });
 const status = await executor.status();
-console.log(`worker ${executor.workerId} · events at http://${values.host}:${port}/e/<key>, checkpoints at /v1/checkpoint/<run>/async`);
+const origin = `http://${values.host}:${port}`;
+console.log(`worker ${executor.workerId} · events at ${origin}/e/<key>, checkpoints at /v1/checkpoint/<run>/async`);
+for (const line of workerKeyLines(origin, env)) console.log(line);
 for (const app of status.apps) {
   console.log(`  ${app.url} → ${app.error ? `sync failed: ${app.error} (retrying)` : `${app.appId}, ${app.functions} functions`}`);
 }
