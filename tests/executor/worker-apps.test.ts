@@ -126,6 +126,10 @@ describe("npm run worker with other Inngest apps", () => {
     );
     await dev.inngest.send({ name: "dev-app/hello", data: { n: 1 } });
     await signed.inngest.send({ name: "signed-app/hello", data: { n: 2 } });
+    // INNGEST_DEV alone (what the README used to say): the SDK sends to a placeholder key, refused.
+    const keyless = new Inngest({ id: "keyless-app", isDev: true, baseUrl: started.origin });
+    await expect(keyless.send({ name: "dev-app/hello", data: { n: 3 } })).rejects.toThrow(/401|not recognised/i);
     await waitFor(async () => ran.includes("dev-app:1") && ran.includes("signed-app:2"), { what: "both events to start a run", timeoutMs: 40_000 });
+    expect(ran).not.toContain("dev-app:3");
   });
 });
