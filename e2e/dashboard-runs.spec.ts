@@ -5,8 +5,14 @@ import { E2E_REPO } from "./global-setup";
 const SHOTS = "e2e/.artifacts/screenshots";
 
 async function chooseOption(page: Page, label: string, option: string) {
-  await page.getByRole("combobox", { name: label }).click();
-  await page.getByRole("option", { name: option, exact: true }).click();
+  const combobox = page.getByRole("combobox", { name: label });
+  // Radix's Select can drop a click that lands while its list is still opening (seen on a loaded machine: the list
+  // stayed open on the old choice); open and choose again until the choice shows.
+  await expect(async () => {
+    if (!(await page.getByRole("listbox").isVisible())) await combobox.click();
+    await page.getByRole("option", { name: option, exact: true }).click({ timeout: 2_000 });
+    await expect(combobox).toContainText(option, { timeout: 2_000 });
+  }).toPass({ timeout: 15_000 });
 }
 
 test("the New run form shows validation errors, then starts a run and opens its page", async ({ page, request }) => {
