@@ -9,6 +9,10 @@ import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/projects/queries";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
+import { listEvents } from "@/lib/db/event-store";
+import { readProjectConfig } from "@/lib/git/memory";
+import { getEnv } from "@/lib/env";
+import designConfig from "./fixtures/design-config.json";
 
 /** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
 
@@ -65,6 +69,41 @@ describe("repository config (.autonomous/config.json)", () => {
     await waitForWorkflow(run.id);
     expect(committed().filter((f) => f.startsWith("secrets/") || f.endsWith(".log"))).toEqual([]);
     expect(git(repo, "show", `${run.branch}:kept.txt`)).toBe("ok");
+  });
+
+  it("the seed design's own example is accepted verbatim: defaultRunConfig applies, requireApprovalFor gates, bare model names resolve", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, designConfig);
+    const file = await readProjectConfig({ repoPath: repo, ref: "main" });
+    expect(file.excludePaths).toEqual(["node_modules/", ".env", "*.log"]);
+    expect(file.defaults).toMatchObject({ maxClarifications: 3, git: { autoMerge: false, requireApprovalFor: ["planning", "implementation"] } });
+
+    const run = await startRun({ user: h.user, projectId: project.id, request: "x" });
+    // defaultRunConfig's trustMode, with "implementation" turned manual by git.requireApprovalFor.
+    expect(run.config.trustMode).toEqual({ planning: "manual", implementation: "manual", fixes: "manual" });
+    expect(run.config.maxClarifications).toBe(3);
+    expect(run.config.git).toMatchObject({ autoMerge: false, requireApprovalFor: ["planning", "implementation"] });
+    // No provider keys in the test environment: each bare name resolved to its provider, then fell back, with a note.
+    const env = getEnv();
+    expect(env.DEEPSEEK_API_KEY && env.ANTHROPIC_API_KEY && env.OPENAI_API_KEY).toBeFalsy();
+    expect(run.config.modelRouting).toEqual({ planner: "demo:default", implementer: "demo:default", validator: "demo:default" });
+    const created = (await listEvents({ runId: run.id })).find((e) => e.type === "RUN_CREATED")!;
+    const notes = (created.payload as { notes?: string[] }).notes ?? [];
+    expect(notes.join("\n")).toMatch(/deepseek:deepseek-reasoner/);
+    expect(notes.join("\n")).toMatch(/anthropic:claude-3-5-sonnet-20241022/);
+    expect(notes.join("\n")).toMatch(/openai:gpt-4o-mini/);
+
+    // A run's own routing naming a provider without its key stays a 400.
+    await expect(startRun({ user: h.user, projectId: project.id, request: "x", config: { modelRouting: { planner: "deepseek-reasoner" } } })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/modelRouting\.planner: "deepseek:deepseek-reasoner" uses .* set DEEPSEEK_API_KEY/),
+    });
+
+    // The flat shape of the same file is accepted too.
+    const flat = await newProject(h.user);
+    withConfigFile(flat.repo, { ...designConfig.defaultRunConfig, git: designConfig.git, excludePaths: designConfig.excludePaths });
+    const flatRun = await startRun({ user: h.user, projectId: flat.project.id, request: "x" });
+    expect(flatRun.config.trustMode).toEqual({ planning: "manual", implementation: "manual", fixes: "manual" });
   });
 
   it("a malformed file is a 400 that names the file", async () => {
