@@ -106,6 +106,22 @@ describe("repository config (.autonomous/config.json)", () => {
     expect(flatRun.config.trustMode).toEqual({ planning: "manual", implementation: "manual", fixes: "manual" });
   });
 
+  it("the design's excludePaths (node_modules/, .env, *.log) never reach the branch, at any depth, whoever writes them", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { excludePaths: designConfig.excludePaths });
+    const run = await launch(
+      h.user,
+      project.id,
+      "Write some build output\n[run: mkdir -p node_modules/a sub/node_modules && echo x > node_modules/a/f.js && echo y > sub/node_modules/g.js && echo S=1 > .env && echo noise > build.log && echo ok > kept.txt]",
+      { trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } },
+    );
+    // Wherever the run comes to rest (the demo validator may ask for a fix decision), its implementation is committed.
+    await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 150_000);
+    const committed = git(repo, "log", "--name-only", "--format=", run.branch!).split("\n").filter(Boolean);
+    expect(committed).toContain("kept.txt");
+    expect(committed.filter((f) => f.includes("node_modules/") || f === ".env" || f.endsWith(".log"))).toEqual([]);
+  }, 200_000);
+
   it("a malformed file is a 400 that names the file", async () => {
     const { project, repo } = await newProject(h.user);
     withConfigFile(repo, { excludePaths: "not-a-list" });
