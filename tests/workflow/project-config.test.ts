@@ -106,6 +106,18 @@ describe("repository config (.autonomous/config.json)", () => {
     expect(flatRun.config.trustMode).toEqual({ planning: "manual", implementation: "manual", fixes: "manual" });
   });
 
+  it("git.requireApprovalFor [\"implementation\"] opens the implementation gate though trustMode.implementation is auto", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { defaultRunConfig: { trustMode: { planning: "auto", implementation: "auto" } }, git: { requireApprovalFor: ["implementation"] } });
+    const run = await launch(h.user, project.id, "Write a file\n[run: echo ok > kept.txt]", {
+      modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" },
+    });
+    expect(run.config.trustMode).toMatchObject({ planning: "auto", implementation: "manual" });
+    const gate = await waitForPendingGate(run.id, 120_000);
+    expect(gate.kind).toBe("implementation");
+    expect((await waitForStatus(run.id, ["awaiting_approval"], 30_000)).status).toBe("awaiting_approval");
+  }, 200_000);
+
   it("the design's excludePaths (node_modules/, .env, *.log) never reach the branch, at any depth, whoever writes them", async () => {
     const { project, repo } = await newProject(h.user);
     withConfigFile(repo, { excludePaths: designConfig.excludePaths });
