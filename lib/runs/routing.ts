@@ -7,10 +7,6 @@ export function routingForNewRun(): StageRouting {
   return defaultRouting();
 }
 
-export function routingProblems(routing: StageRouting): string[] {
-  return checkRouting(routing).map((p) => p.message);
-}
-
 /**
  * A new run's routing with the unusable project defaults replaced: a stage whose model came from a default (the
  * project's config or the repository's .autonomous/config.json) and whose provider has no key falls back to the default
