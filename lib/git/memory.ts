@@ -219,6 +219,15 @@ export const projectFileConfigSchema = z
     /** Paths (git pathspec globs) agents' work never commits and diffs never show: secrets, build output … */
     excludePaths: z.array(z.string().min(1).max(300)).max(200).default([]),
     sandbox: z.object({ allowInternet: z.boolean().default(false) }).prefault({}),
+    /** The seed design's wrapper: only run-config keys, so a typo in it is refused rather than silently ignored. */
+    defaultRunConfig: z
+      .record(z.string(), z.unknown(), { error: "must be an object of run config keys" })
+      .superRefine((wrapper, ctx) => {
+        for (const key of Object.keys(wrapper)) {
+          if (!(RUN_CONFIG_KEYS as string[]).includes(key)) ctx.addIssue({ code: "custom", path: [key], message: `is not a run config key (one of ${RUN_CONFIG_KEYS.join(", ")})` });
+        }
+      })
+      .optional(),
   })
   .catchall(z.unknown());
 

@@ -141,6 +141,13 @@ describe("repository config (.autonomous/config.json)", () => {
       status: 400,
       message: expect.stringMatching(/\.autonomous\/config\.json/),
     });
+    // A typo inside the design's defaultRunConfig wrapper is refused, not silently ignored.
+    const typo = await newProject(h.user);
+    withConfigFile(typo.repo, { defaultRunConfig: { trustmode: { planning: "auto" } } });
+    await expect(startRun({ user: h.user, projectId: typo.project.id, request: "x" })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/defaultRunConfig\.trustmode: is not a run config key/),
+    });
   });
 
   it("sandbox.allowInternet opens the sandbox's network; without it there is none", async () => {
