@@ -27,6 +27,12 @@ describe("timeline", () => {
     expect(merged.map((e) => e.sequence)).toEqual([a[0]!.sequence, a[1]!.sequence, b[0]!.sequence, b[1]!.sequence]);
   });
 
+  it("shows a run's set-up notes (a default model replaced for lack of its key) on its creation", () => {
+    const note = 'The project\'s default modelRouting.planner: "deepseek:deepseek-reasoner" uses DeepSeek, which is not configured: set DEEPSEEK_API_KEY. The planner uses demo:default instead.';
+    expect(describeEvent(ev("RUN_CREATED", { notes: [note] }))).toMatchObject({ title: "Run created, with notes", detail: note, tone: "warning" });
+    expect(describeEvent(ev("RUN_CREATED"))).toMatchObject({ title: "Run created", tone: "info" });
+  });
+
   it("shows per-task verification, the debug step's verdict and a summarised context on the timeline", () => {
     expect(describeEvent(ev("TASK_VERIFY_FAILED", { taskId: "T1", command: "sh test-add.sh", exitCode: 1, output: "x", attempt: 1 }))).toMatchObject({
       title: "Task T1 failed its check",

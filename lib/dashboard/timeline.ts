@@ -32,8 +32,11 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
   const base = { sequence: event.sequence, type: event.type, timestamp: event.timestamp };
   const item = (title: string, tone: Tone, detail?: string): TimelineItem => ({ ...base, title, tone, ...(detail ? { detail } : {}) });
   switch (event.type) {
-    case "RUN_CREATED":
-      return item("Run created", "info");
+    case "RUN_CREATED": {
+      // Notes on the set-up (a project default's model replaced for lack of its key) show with a warning tone.
+      const notes = (p(event, "RUN_CREATED").notes ?? []).filter((n) => text(n));
+      return notes.length ? item("Run created, with notes", "warning", notes.join(" ")) : item("Run created", "info");
+    }
     case "RUN_STARTED":
       return item("Run started", "info");
     case "RUN_QUEUED":

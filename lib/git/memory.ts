@@ -2,7 +2,7 @@ import path from "node:path";
 import { z } from "zod";
 import { AppError, describeIssues } from "@/lib/errors";
 import { redact } from "@/lib/redact";
-import { runConfigSchema } from "@/lib/workflow";
+import { mergeConfig, runConfigSchema } from "@/lib/workflow";
 import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
 import { git } from "./run";
 import { AUTONOMOUS_DIR } from "./records";
@@ -219,6 +219,15 @@ export const projectFileConfigSchema = z
     /** Paths (git pathspec globs) agents' work never commits and diffs never show: secrets, build output … */
     excludePaths: z.array(z.string().min(1).max(300)).max(200).default([]),
     sandbox: z.object({ allowInternet: z.boolean().default(false) }).prefault({}),
+    /** The seed design's wrapper: only run-config keys, so a typo in it is refused rather than silently ignored. */
+    defaultRunConfig: z
+      .record(z.string(), z.unknown(), { error: "must be an object of run config keys" })
+      .superRefine((wrapper, ctx) => {
+        for (const key of Object.keys(wrapper)) {
+          if (!(RUN_CONFIG_KEYS as string[]).includes(key)) ctx.addIssue({ code: "custom", path: [key], message: `is not a run config key (one of ${RUN_CONFIG_KEYS.join(", ")})` });
+        }
+      })
+      .optional(),
   })
   .catchall(z.unknown());
 
@@ -241,8 +250,15 @@ export async function readProjectConfig({ repoPath, ref }: { repoPath: string; r
   }
   const parsed = projectFileConfigSchema.safeParse(json);
   if (!parsed.success) throw new AppError("bad_request:config", `${CONFIG_PATH}: ${describeIssues(parsed.error.issues)}`);
-  const defaults: Record<string, unknown> = {};
-  const source = (typeof (json as { defaults?: unknown }).defaults === "object" ? (json as { defaults: Record<string, unknown> }).defaults : json) as Record<string, unknown>;
-  for (const key of RUN_CONFIG_KEYS) if (source[key] !== undefined) defaults[key] = source[key];
+  // Both shapes: run-config keys at the top (flat), and the seed design's `defaultRunConfig` wrapper (or `defaults`)
+  // over them; other top-level keys (`projectName` …) are descriptive and ignored.
+  const file = json as Record<string, unknown>;
+  let defaults: Record<string, unknown> = {};
+  for (const source of [file, file.defaults, file.defaultRunConfig]) {
+    if (typeof source !== "object" || source === null || Array.isArray(source)) continue;
+    const picked: Record<string, unknown> = {};
+    for (const key of RUN_CONFIG_KEYS) if ((source as Record<string, unknown>)[key] !== undefined) picked[key] = (source as Record<string, unknown>)[key];
+    defaults = mergeConfig(defaults, picked) as Record<string, unknown>;
+  }
   return { defaults, excludePaths: parsed.data.excludePaths, allowInternet: parsed.data.sandbox.allowInternet };
 }

@@ -3,9 +3,10 @@
  * and by checkpoints (what is never staged), so it lives in git, below the sandbox.
  */
 export function excludePathspecs(excludePaths: string[] = []): string[] {
-  // Like .gitignore: a pattern without a slash matches at any depth ("*.log", "secrets").
+  // Like .gitignore: a pattern without a slash, or with only a trailing one ("node_modules/"), matches at any depth
+  // ("*.log", "secrets", "node_modules/").
   return excludePaths
     .map((p) => p.trim().replace(/^\/+/, ""))
     .filter((p) => p !== "")
-    .flatMap((p) => (p.includes("/") ? [`:(exclude,glob)${p}`] : [`:(exclude,glob)${p}`, `:(exclude,glob)**/${p}`]));
+    .flatMap((p) => (p.replace(/\/+$/, "").includes("/") ? [`:(exclude,glob)${p}`] : [`:(exclude,glob)${p}`, `:(exclude,glob)**/${p}`]));
 }

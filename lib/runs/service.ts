@@ -19,7 +19,7 @@ import { sandboxCapabilities } from "@/lib/sandbox";
 import { costBreakdownForRun } from "./costs";
 import { estimateReport } from "./estimate";
 import { toRunDto } from "./dto";
-import { routingForNewRun, routingProblems, type StageRouting } from "./routing";
+import { routingForNewRun, routingWithFallbacks, type StageRouting } from "./routing";
 
 type NewRun = {
   user: SessionUser;
@@ -51,10 +51,16 @@ async function resolveNewRun({ user, projectId, config }: Omit<NewRun, "request"
       `Agent commands cannot be isolated on this server (${sandbox.warning}) Set "sandbox": {"allowUnisolated": true} in the project's default config to run them anyway.`,
     );
   }
-  const problems = routingProblems(resolved.data.modelRouting);
+  // A run's own routing without its key is a 400; a default's falls back, noted on the run (RUN_CREATED notes).
+  const explicit = (config as { modelRouting?: Record<string, unknown> } | undefined)?.modelRouting;
+  const { routing, notes, problems } = routingWithFallbacks({
+    routing: resolved.data.modelRouting,
+    explicit: typeof explicit === "object" && explicit !== null ? explicit : {},
+    fallback: defaultRouting,
+  });
   if (problems.length) throw new AppError("bad_request:config", problems.join(" "));
   // The owner's policy and budgets are a floor a run's config can only tighten (lib/workflow/owner-floor.ts).
-  return applyOwnerFloor({ config: resolved.data, owner: project.defaultConfig, input: config });
+  return { config: applyOwnerFloor({ config: { ...resolved.data, modelRouting: routing }, owner: project.defaultConfig, input: config }), notes };
 }
 
 /** Start a run for a user: authorization, config resolution and validation, then the run row and its first event. */
@@ -68,11 +74,11 @@ export async function startRun({
   /** A follow-up to a pull request review: work on that pull request's branch and push to it (see RUN_CREATED). */
   followUp?: { runId: string; pullRequest: number | null; branch: string };
 }) {
-  const config = await resolveNewRun(input);
+  const { config, notes } = await resolveNewRun(input);
   // A tasks.md pasted into the request becomes the plan: a malformed one is the caller's to fix, before anything starts.
   const pasted = config.tasks.source === "none" ? null : pastedTasksMd(input.request);
   if (pasted !== null) parseTasksMd(pasted);
-  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, ...(id ? { id } : {}), ...(followUp ? { followUp } : {}) });
+  return createRun({ projectId: input.projectId, userId: input.user.id, request: input.request, config, notes, ...(id ? { id } : {}), ...(followUp ? { followUp } : {}) });
 }
 
 /**
@@ -80,14 +86,14 @@ export async function startRun({
  * take a different route for each), created in one transaction under one group id: all of them or none.
  */
 export async function startApproaches({ approaches, approachNotes = [], ...input }: NewRun & { approaches: number; approachNotes?: string[] }) {
-  const config = await resolveNewRun(input);
+  const { config, notes } = await resolveNewRun(input);
   const groupId = newId("grp");
   const runs = await write(async (tx) => {
     const created = [];
     for (let i = 1; i <= approaches; i++) {
       const note = approachNotes[i - 1]?.trim();
       const request = `${input.request}\n\nApproach ${i}${note ? `: ${note}` : ` of ${approaches}`}`;
-      created.push(await createRun({ projectId: input.projectId, userId: input.user.id, request, config, groupId, tx }));
+      created.push(await createRun({ projectId: input.projectId, userId: input.user.id, request, config, notes, groupId, tx }));
     }
     return created;
   });

@@ -1,10 +1,29 @@
 import { z } from "zod";
 
-/** A model id: `provider:model`, e.g. `anthropic:claude-sonnet-4-5`, `demo:default`. */
-export const modelIdSchema = z
+/**
+ * The provider of a model named without one (the seed design's `deepseek-reasoner`, `claude-3-5-sonnet-20241022`,
+ * `gpt-4o-mini`), by the model family's name; undefined when the name says nothing about its provider.
+ */
+const PROVIDER_BY_FAMILY: Array<[RegExp, string]> = [
+  [/^deepseek-/, "deepseek"],
+  [/^claude-/, "anthropic"],
+  [/^(gpt-|o\d(-|$)|chatgpt-)/, "openai"],
+  [/^gemini-/, "google"],
+];
+/** `provider:model` as is; a bare model name of a known family gets its provider (`gpt-4o-mini` → `openai:gpt-4o-mini`). */
+export function qualifyModelId(id: unknown): unknown {
+  if (typeof id !== "string") return id;
+  const name = id.trim();
+  if (name.includes(":")) return name;
+  const family = PROVIDER_BY_FAMILY.find(([re]) => re.test(name));
+  return family ? `${family[1]}:${name}` : name;
+}
+
+/** A model id: `provider:model`, e.g. `anthropic:claude-sonnet-4-5`, `demo:default` (or a bare name of a known family). */
+export const modelIdSchema = z.preprocess(qualifyModelId, z
   .string()
   .trim()
-  .regex(/^[a-z][a-z0-9-]*:[^\s]+$/, "must be a model id of the form provider:model (e.g. demo:default)");
+  .regex(/^[a-z][a-z0-9-]*:[^\s]+$/, "must be a model id of the form provider:model (e.g. demo:default), or a model name of a known family (deepseek-…, claude-…, gpt-…, gemini-…)"));
 
 const trust = z.enum(["auto", "manual"], { error: 'must be "auto" or "manual"' });
 const minutes = z
@@ -152,6 +171,15 @@ export const runConfigSchema = z.strictObject({
         .max(200)
         .regex(/^(?!-)(?!.*\.\.)[A-Za-z0-9._/-]+$/, "must be a valid git branch name")
         .default("main"),
+      /**
+       * The seed design's stages a person approves before their work lands: "planning" → the plan gate
+       * (trustMode.planning manual), "implementation" → the implementation gate on the diff before validation and
+       * delivery (trustMode.implementation manual), "fixes" → the fix gate (trustMode.fixes manual). See resolveRunConfig.
+       */
+      requireApprovalFor: z
+        .array(z.enum(["planning", "implementation", "fixes"], { error: 'must be "planning", "implementation" or "fixes"' }), { error: "must be a list of stages" })
+        .max(3)
+        .optional(),
     })
     .prefault({}),
   limits: z
@@ -313,10 +341,14 @@ export function resolveRunConfig({
   const parsed = runConfigSchema.safeParse(merged);
   if (!parsed.success) return parsed as z.ZodSafeParseResult<RunConfig>;
   const routing = parsed.data.modelRouting;
+  // git.requireApprovalFor: a stage named there waits for a person whatever trustMode says for it.
+  const trustMode = { ...parsed.data.trustMode };
+  for (const stage of parsed.data.git.requireApprovalFor ?? []) trustMode[stage] = "manual";
   return {
     success: true,
     data: {
       ...parsed.data,
+      trustMode,
       modelRouting: {
         planner: routing.planner ?? defaultRouting.planner,
         implementer: routing.implementer ?? defaultRouting.implementer,

@@ -37,6 +37,8 @@ export type RunEventPayloads = {
     branch?: string | null;
     /** Runs started together to explore approaches share a group (GET /api/run-groups/:id). */
     groupId?: string | null;
+    /** Notes on how the run was set up, shown with its creation (a project default's model replaced for lack of its key). */
+    notes?: string[];
     /**
      * A follow-up to a pull request review: the run works on the pull request's existing branch (`branch`) from its
      * current tip and pushes to the same pull request, instead of branching from the base.

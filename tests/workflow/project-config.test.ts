@@ -9,6 +9,10 @@ import { startRun } from "@/lib/runs/service";
 import { createProject } from "@/lib/projects/queries";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
+import { listEvents } from "@/lib/db/event-store";
+import { readProjectConfig } from "@/lib/git/memory";
+import { getEnv } from "@/lib/env";
+import designConfig from "./fixtures/design-config.json";
 
 /** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
 
@@ -67,12 +71,82 @@ describe("repository config (.autonomous/config.json)", () => {
     expect(git(repo, "show", `${run.branch}:kept.txt`)).toBe("ok");
   });
 
+  it("the seed design's own example is accepted verbatim: defaultRunConfig applies, requireApprovalFor gates, bare model names resolve", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, designConfig);
+    const file = await readProjectConfig({ repoPath: repo, ref: "main" });
+    expect(file.excludePaths).toEqual(["node_modules/", ".env", "*.log"]);
+    expect(file.defaults).toMatchObject({ maxClarifications: 3, git: { autoMerge: false, requireApprovalFor: ["planning", "implementation"] } });
+
+    const run = await startRun({ user: h.user, projectId: project.id, request: "x" });
+    // defaultRunConfig's trustMode, with "implementation" turned manual by git.requireApprovalFor.
+    expect(run.config.trustMode).toEqual({ planning: "manual", implementation: "manual", fixes: "manual" });
+    expect(run.config.maxClarifications).toBe(3);
+    expect(run.config.git).toMatchObject({ autoMerge: false, requireApprovalFor: ["planning", "implementation"] });
+    // No provider keys in the test environment: each bare name resolved to its provider, then fell back, with a note.
+    const env = getEnv();
+    expect(env.DEEPSEEK_API_KEY && env.ANTHROPIC_API_KEY && env.OPENAI_API_KEY).toBeFalsy();
+    expect(run.config.modelRouting).toEqual({ planner: "demo:default", implementer: "demo:default", validator: "demo:default" });
+    const created = (await listEvents({ runId: run.id })).find((e) => e.type === "RUN_CREATED")!;
+    const notes = (created.payload as { notes?: string[] }).notes ?? [];
+    expect(notes.join("\n")).toMatch(/deepseek:deepseek-reasoner/);
+    expect(notes.join("\n")).toMatch(/anthropic:claude-3-5-sonnet-20241022/);
+    expect(notes.join("\n")).toMatch(/openai:gpt-4o-mini/);
+
+    // A run's own routing naming a provider without its key stays a 400.
+    await expect(startRun({ user: h.user, projectId: project.id, request: "x", config: { modelRouting: { planner: "deepseek-reasoner" } } })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/modelRouting\.planner: "deepseek:deepseek-reasoner" uses .* set DEEPSEEK_API_KEY/),
+    });
+
+    // The flat shape of the same file is accepted too.
+    const flat = await newProject(h.user);
+    withConfigFile(flat.repo, { ...designConfig.defaultRunConfig, git: designConfig.git, excludePaths: designConfig.excludePaths });
+    const flatRun = await startRun({ user: h.user, projectId: flat.project.id, request: "x" });
+    expect(flatRun.config.trustMode).toEqual({ planning: "manual", implementation: "manual", fixes: "manual" });
+  });
+
+  it("git.requireApprovalFor [\"implementation\"] opens the implementation gate though trustMode.implementation is auto", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { defaultRunConfig: { trustMode: { planning: "auto", implementation: "auto" } }, git: { requireApprovalFor: ["implementation"] } });
+    const run = await launch(h.user, project.id, "Write a file\n[run: echo ok > kept.txt]", {
+      modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" },
+    });
+    expect(run.config.trustMode).toMatchObject({ planning: "auto", implementation: "manual" });
+    const gate = await waitForPendingGate(run.id, 120_000);
+    expect(gate.kind).toBe("implementation");
+    expect((await waitForStatus(run.id, ["awaiting_approval"], 30_000)).status).toBe("awaiting_approval");
+  }, 200_000);
+
+  it("the design's excludePaths (node_modules/, .env, *.log) never reach the branch, at any depth, whoever writes them", async () => {
+    const { project, repo } = await newProject(h.user);
+    withConfigFile(repo, { excludePaths: designConfig.excludePaths });
+    const run = await launch(
+      h.user,
+      project.id,
+      "Write some build output\n[run: mkdir -p node_modules/a sub/node_modules && echo x > node_modules/a/f.js && echo y > sub/node_modules/g.js && echo S=1 > .env && echo noise > build.log && echo ok > kept.txt]",
+      { trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } },
+    );
+    // Wherever the run comes to rest (the demo validator may ask for a fix decision), its implementation is committed.
+    await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision"], 150_000);
+    const committed = git(repo, "log", "--name-only", "--format=", run.branch!).split("\n").filter(Boolean);
+    expect(committed).toContain("kept.txt");
+    expect(committed.filter((f) => f.includes("node_modules/") || f === ".env" || f.endsWith(".log"))).toEqual([]);
+  }, 200_000);
+
   it("a malformed file is a 400 that names the file", async () => {
     const { project, repo } = await newProject(h.user);
     withConfigFile(repo, { excludePaths: "not-a-list" });
     await expect(startRun({ user: h.user, projectId: project.id, request: "x" })).rejects.toMatchObject({
       status: 400,
       message: expect.stringMatching(/\.autonomous\/config\.json/),
+    });
+    // A typo inside the design's defaultRunConfig wrapper is refused, not silently ignored.
+    const typo = await newProject(h.user);
+    withConfigFile(typo.repo, { defaultRunConfig: { trustmode: { planning: "auto" } } });
+    await expect(startRun({ user: h.user, projectId: typo.project.id, request: "x" })).rejects.toMatchObject({
+      status: 400,
+      message: expect.stringMatching(/defaultRunConfig\.trustmode: is not a run config key/),
     });
   });
 

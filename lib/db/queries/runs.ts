@@ -30,6 +30,7 @@ export async function createRun({
   tx,
   groupId,
   followUp,
+  notes = [],
 }: {
   projectId: string;
   userId: string;
@@ -40,6 +41,8 @@ export async function createRun({
   groupId?: string;
   /** A follow-up works on an existing branch (a pull request's), not a new one. */
   followUp?: { runId: string; pullRequest: number | null; branch: string };
+  /** What a person should know about how the run was set up (a default model replaced for lack of its key). */
+  notes?: string[];
 }): Promise<RunState> {
   // A secret in the request never reaches the run row, the RUN_CREATED event viewers read, the branch name, a model
   // prompt or a committed file: everything downstream is derived from the redacted text.
@@ -55,6 +58,7 @@ export async function createRun({
         config,
         branch: followUp?.branch ?? branchNameFor({ runId: id, request }),
         ...(groupId ? { groupId } : {}),
+        ...(notes.length ? { notes: notes.map((n) => redact(n)) } : {}),
         ...(followUp ? { followUp: { runId: followUp.runId, pullRequest: followUp.pullRequest } } : {}),
       },
       timestamp: Date.now(),
