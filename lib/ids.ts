@@ -38,6 +38,12 @@ export function stableId(prefix: "run", { key, time }: { key: string; time: numb
 }
 
 /**
+ * The demo model's instruction markers (lib/ai/demo/instructions.ts), left out of a branch's slug. Only these, in their
+ * own lower case: a redaction marker such as `[REDACTED:github-token]` stays, so a branch says a secret was there.
+ */
+const DEMO_MARKER = /\[(?:plan-ask|ask|ask-multi|ask-file|run|check|verify|debug|replan|scope|fail-validation|invalid-mermaid):[^\]\n]*\]/g;
+
+/**
  * The slug of a run's branch: the words of its request without fenced blocks (```file:…```) and bracketed markers
  * ([ask: …], [run: …], [fail-validation: 1] …, the demo model's instructions), cut at a word boundary so no word is
  * left half. Only new runs use it: a run's branch name is computed once, when the run is created, and stored.
@@ -45,7 +51,7 @@ export function stableId(prefix: "run", { key, time }: { key: string; time: numb
 export function requestSlug(request: string, maxLength = 40): string {
   const words = request
     .replace(/^[ \t]*(`{3,}|~{3,})[^\n]*\n[\s\S]*?^[ \t]*\1[ \t]*$/gm, " ")
-    .replace(/\[[a-z][a-z-]*:[^\]\n]*\]/gi, " ");
+    .replace(DEMO_MARKER, " ");
   const slug = slugify(words, Number.MAX_SAFE_INTEGER);
   if (slug.length <= maxLength) return slug;
   const head = slug.slice(0, maxLength + 1);
