@@ -228,6 +228,10 @@ const schema = z.object({
   GATEHOUSE_SLACK_API_URL: url("GATEHOUSE_SLACK_API_URL"),
   /** Telegram Bot API root (default https://api.telegram.org), e.g. a self-hosted Bot API server. */
   GATEHOUSE_TELEGRAM_API_ROOT: url("GATEHOUSE_TELEGRAM_API_ROOT"),
+  /** The Slack app's signing secret (Basic Information → App Credentials): verifies /api/slack/* requests. */
+  SLACK_SIGNING_SECRET: optionalString,
+  /** Largest Slack or Telegram request body accepted (form-encoded interactions, updates), in bytes. */
+  GATEHOUSE_CHAT_MAX_BYTES: positiveInt("GATEHOUSE_CHAT_MAX_BYTES", 256 * 1024),
   /**
    * Whether project owners' webhooks and SMTP servers may be private addresses (loopback, 10/8, 192.168/16,
    * link-local such as cloud metadata …). deny (default): only public unicast addresses; allow: an internal relay or a
@@ -369,6 +373,7 @@ export const SECRET_ENV_NAMES = [
   "AUTH_GITHUB_SECRET",
   "AUTH_OIDC_CLIENT_SECRET",
   "GATEHOUSE_SECRETS_KEY",
+  "SLACK_SIGNING_SECRET",
 ] as const satisfies readonly (keyof RawEnv)[];
 
 const secretValuesOf = new WeakMap<Env, readonly string[]>();

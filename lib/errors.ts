@@ -32,7 +32,8 @@ export type Surface =
   | "mermaid"
   | "token"
   | "backup"
-  | "notification";
+  | "notification"
+  | "chat";
 
 export type ErrorCode = `${ErrorType}:${Surface}`;
 

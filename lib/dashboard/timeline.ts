@@ -219,7 +219,7 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "NOTIFICATION_FAILED": {
       const { channel, personal, subject, attempts, error } = p(event, "NOTIFICATION_FAILED");
-      const what = subject?.type === "clarification" ? "question" : "gate";
+      const what = subject?.type === "clarification" ? "question" : subject?.type === "run" ? "run" : "gate";
       return item("Notification failed", "warning", `${personal ? "A personal " : "The "}${channel ?? ""} notice about the ${what} was not delivered after ${attempts ?? "?"} attempt(s): ${error ?? "unknown error"}. See the project's delivery log.`);
     }
     default:

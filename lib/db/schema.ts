@@ -436,6 +436,7 @@ export const inboxItemStates = sqliteTable(
 // Notifications out (lib/notifications)
 
 export type NotificationKind = "webhook" | "email" | "slack" | "telegram";
+export type NoticeLevel = "decisions" | "run_ends" | "everything";
 
 /**
  * Where a decision's notice goes. A project channel (project_id set) is configured by the project's owners: a webhook,
@@ -455,6 +456,8 @@ export const notificationChannels = sqliteTable(
     config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     /** `v1.<iv>.<tag>.<ciphertext>` (base64url); null when the kind needs none (personal channels). */
     secret: text("secret"),
+    /** What this channel (or person) receives: decisions only, also run ends, or everything (pauses too). */
+    notices: text("notices").$type<NoticeLevel>().notNull().default("decisions"),
     createdAt: createdAt(),
     updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
   },
@@ -482,7 +485,8 @@ export const notificationDeliveries = sqliteTable(
     recipientUserId: text("recipient_user_id").references(() => users.id, { onDelete: "set null" }),
     /** What it went to, fit to show: "hooks.example.com", "#approvals", "2 addresses", "chat 12345". */
     target: text("target").notNull(),
-    subjectType: text("subject_type").$type<"gate" | "clarification">().notNull(),
+    /** A decision's gate or question, or the run itself for a run notice (completed, failed, paused). */
+    subjectType: text("subject_type").$type<"gate" | "clarification" | "run">().notNull(),
     subjectId: text("subject_id").notNull(),
     reason: text("reason").notNull(),
     message: text("message", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
@@ -496,4 +500,55 @@ export const notificationDeliveries = sqliteTable(
     deliveredAt: integer("delivered_at", { mode: "timestamp_ms" }),
   },
   (t) => [index("notification_deliveries_project_idx").on(t.projectId, t.createdAt), index("notification_deliveries_run_idx").on(t.workflowRunId)],
+);
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Chat: Slack and Telegram accounts linked to users, and the decisions made from chat (lib/chat)
+
+export type ChatProvider = "slack" | "telegram";
+
+/** A one-time code from the Settings page, redeemed in chat to link that chat account; only its hash is stored. */
+export const chatLinkCodes = sqliteTable("chat_link_codes", {
+  codeHash: text("code_hash").primaryKey(),
+  userId: text("user_id")
+    .notNull()
+    .references(() => users.id, { onDelete: "cascade" }),
+  expiresAt: integer("expires_at", { mode: "timestamp_ms" }).notNull(),
+  createdAt: createdAt(),
+});
+
+/** A chat account acting as a user: Slack `<team>:<user>`, Telegram's numeric user id. */
+export const chatIdentities = sqliteTable(
+  "chat_identities",
+  {
+    id: text("id").primaryKey(),
+    provider: text("provider").$type<ChatProvider>().notNull(),
+    externalId: text("external_id").notNull(),
+    displayName: text("display_name"),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("chat_identities_provider_external_uq").on(t.provider, t.externalId), index("chat_identities_user_idx").on(t.userId)],
+);
+
+/** Every decision applied from chat: who (user and chat account), from where, what, when. */
+export const chatDecisions = sqliteTable(
+  "chat_decisions",
+  {
+    id: text("id").primaryKey(),
+    provider: text("provider").$type<ChatProvider>().notNull(),
+    externalId: text("external_id").notNull(),
+    /** Where it was pressed: "slack T1/C2", "telegram chat 42". */
+    place: text("place").notNull(),
+    userId: text("user_id")
+      .notNull()
+      .references(() => users.id, { onDelete: "cascade" }),
+    workflowRunId: text("workflow_run_id").references(() => workflowRuns.id, { onDelete: "cascade" }),
+    subjectId: text("subject_id").notNull(),
+    action: text("action").notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [index("chat_decisions_run_idx").on(t.workflowRunId)],
 );

@@ -159,7 +159,8 @@ export type RunEventPayloads = {
     deliveryId: string;
     channel: "webhook" | "email" | "slack" | "telegram";
     personal: boolean;
-    subject: { type: "gate" | "clarification"; id: string };
+    /** The decision a notice was about, or the run itself for a run notice (completed, failed, paused). */
+    subject: { type: "gate" | "clarification" | "run"; id: string };
     reason: string;
     attempts: number;
     error: string;

@@ -1,4 +1,5 @@
 import { ApiTokens } from "@/components/settings/api-tokens";
+import { ChatAccounts } from "@/components/settings/chat-accounts";
 import { PersonalNotifications } from "@/components/settings/personal-notifications";
 
 export const dynamic = "force-dynamic";
@@ -12,6 +13,7 @@ export default function SettingsPage() {
       </div>
       <ApiTokens />
       <PersonalNotifications />
+      <ChatAccounts />
     </div>
   );
 }

@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { POST as commands } from "@/app/api/slack/commands/route";
+import { POST as interactions } from "@/app/api/slack/interactions/route";
+import { createLinkCode } from "@/lib/chat/link";
+import { resetEnvCache } from "@/lib/env";
+import { saveProjectChannel } from "@/lib/notifications/store";
+import { getDb } from "@/lib/db";
+import { workflowRuns } from "@/lib/db/schema";
+import { eq } from "drizzle-orm";
+import { gateWorld, startHttpReceiver } from "../notifications/receivers";
+import { runAtPlanGate } from "../api/helpers";
+import { buttonBody, chatDecisionsOf, commandBody, gateRow, SIGNING_SECRET, slackRequest, submissionBody } from "./helpers";
+
+/*
+ * Slack, both ways, against Slack's own request shapes: slash commands as form fields and interactions as
+ * payload=<JSON>, each signed as Slack signs them (v0 HMAC over the timestamp and the raw body). Slack's side (the
+ * response_url and the Web API's views.open) is a local HTTP receiver.
+ */
+
+type World = Awaited<ReturnType<typeof gateWorld>>;
+let w: World;
+let slack: Awaited<ReturnType<typeof startHttpReceiver>>;
+const ctx = { params: Promise.resolve({}) };
+
+beforeAll(async () => {
+  slack = await startHttpReceiver(() => ({ status: 200, json: { ok: true } }));
+  process.env.SLACK_SIGNING_SECRET = SIGNING_SECRET;
+  process.env.GATEHOUSE_SLACK_API_URL = `${slack.url}/api/`;
+  resetEnvCache();
+  w = await gateWorld();
+  await saveProjectChannel({ user: w.owner, projectId: w.project.id, kind: "slack", input: { enabled: true, config: { channel: "#approvals" }, secret: "xoxb-1234-5678-abcdefghijkl" } });
+});
+afterAll(async () => {
+  await slack.close();
+  delete process.env.SLACK_SIGNING_SECRET;
+  delete process.env.GATEHOUSE_SLACK_API_URL;
+  resetEnvCache();
+});
+
+async function command(user: string, text: string) {
+  const response = await commands(slackRequest("/api/slack/commands", commandBody({ user, text })), ctx);
+  return { status: response.status, json: await response.json() };
+}
+
+async function press(user: string, value: string) {
+  const responseUrl = `${slack.url}/respond/${crypto.randomUUID()}`;
+  const response = await interactions(slackRequest("/api/slack/interactions", buttonBody({ user, value, responseUrl, blocks: [{ type: "section", text: { type: "mrkdwn", text: "notice" } }, { type: "actions", elements: [] }] })), ctx);
+  const answers = slack.requests.filter((r) => r.path === new URL(responseUrl).pathname).map((r) => JSON.parse(r.body));
+  return { status: response.status, answers };
+}
+
+async function link(user: World["approver"], slackUser: string) {
+  const { code } = await createLinkCode({ user });
+  const linked = await command(slackUser, `link ${code}`);
+  expect(linked.json.text).toMatch(new RegExp(`now acts as ${user.name}`));
+}
+
+describe("Slack requests are verified before anything is read", () => {
+  it("a forged signature, a stale timestamp or no signature is a 401, and the gate stays pending", async () => {
+    const body = buttonBody({ user: "UAPPROVER", value: `ap:${w.gateId}`, responseUrl: `${slack.url}/respond/x` });
+    const forged = await interactions(slackRequest("/api/slack/interactions", body, { secret: "not-the-signing-secret" }), ctx);
+    expect(forged.status).toBe(401);
+    const stale = await interactions(slackRequest("/api/slack/interactions", body, { at: Math.floor(Date.now() / 1000) - 6 * 60 }), ctx);
+    expect(stale.status).toBe(401);
+    expect((await stale.json()).error.message).toMatch(/more than 5 minutes old/);
+    const unsigned = await interactions(new Request("http://127.0.0.1:3000/api/slack/interactions", { method: "POST", body }), ctx);
+    expect(unsigned.status).toBe(401);
+    // The body altered after signing.
+    const good = slackRequest("/api/slack/interactions", body);
+    const altered = await interactions(new Request(good.url, { method: "POST", headers: good.headers, body: body.replace("UAPPROVER", "UOWNER00") }), ctx);
+    expect(altered.status).toBe(401);
+    expect((await gateRow(w.gateId)).status).toBe("pending");
+  });
+
+  it("an unlinked Slack account's press changes nothing and is told how to link", async () => {
+    const pressed = await press("UNOBODY", `ap:${w.gateId}`);
+    expect(pressed.status).toBe(200);
+    expect(pressed.answers[0]).toMatchObject({ response_type: "ephemeral", replace_original: false });
+    expect(pressed.answers[0].text).toMatch(/not linked to a Gatehouse user/);
+    expect((await gateRow(w.gateId)).status).toBe("pending");
+  });
+
+  it("a body past GATEHOUSE_CHAT_MAX_BYTES is refused with 413", async () => {
+    const big = `payload=${"x".repeat(300 * 1024)}`;
+    const response = await interactions(slackRequest("/api/slack/interactions", big), ctx);
+    expect(response.status).toBe(413);
+  });
+});
+
+describe("deciding from Slack as the linked user", () => {
+  it("link → approve: applied once as that user, recorded with where, the notice loses its buttons; a second press says who decided when", async () => {
+    await link(w.approver, "UAPPROVER");
+    const first = await press("UAPPROVER", `ap:${w.gateId}`);
+    expect(first.status).toBe(200);
+    expect(first.answers[0]).toMatchObject({ replace_original: true });
+    expect(first.answers[0].blocks.map((b: { type: string }) => b.type)).toEqual(["section", "context"]);
+    const gate = await gateRow(w.gateId);
+    expect(gate).toMatchObject({ status: "approved", decidedBy: w.approver.id });
+    expect(await chatDecisionsOf(w.runId)).toEqual([
+      expect.objectContaining({ provider: "slack", externalId: "T0001:UAPPROVER", place: "slack T0001/C2147483705", userId: w.approver.id, subjectId: w.gateId, action: "approve" }),
+    ]);
+
+    const again = await press("UAPPROVER", `ap:${w.gateId}`);
+    expect(again.answers[0].text).toMatch(/^Already decided by Approver at \d{4}-\d\d-\d\d \d\d:\d\d UTC: approved\.$/);
+    expect(await chatDecisionsOf(w.runId)).toHaveLength(1);
+  });
+
+  it("a viewer's press is refused with why, and changes nothing", async () => {
+    const { runId, gateId } = await runAtPlanGate({ projectId: w.project.id, userId: w.owner.id, request: "Viewer tries" });
+    await link(w.viewer, "UVIEWER");
+    const pressed = await press("UVIEWER", `ap:${gateId}`);
+    expect(pressed.answers[0].text).toBe("Refused: you are a viewer on this project; only approvers and owners may decide.");
+    expect((await gateRow(gateId)).status).toBe("pending");
+    expect(await chatDecisionsOf(runId)).toEqual([]);
+  });
+
+  it("reject opens a modal through the Web API; its submission rejects with the feedback", async () => {
+    const { gateId } = await runAtPlanGate({ projectId: w.project.id, userId: w.owner.id, request: "Reject me" });
+    const pressed = await press("UAPPROVER", `rj:${gateId}`);
+    expect(pressed.status).toBe(200);
+    const opened = slack.requests.filter((r) => r.path === "/api/views.open").at(-1)!;
+    expect(opened.headers.authorization).toBe("Bearer xoxb-1234-5678-abcdefghijkl");
+    const form = new URLSearchParams(opened.body);
+    const view = JSON.parse(form.get("view")!);
+    expect(form.get("trigger_id")).toBe("12321423423.333649436676.d8c1bb837935619ccad0f624c448ffb3");
+    expect(view).toMatchObject({ type: "modal", callback_id: "gatehouse-decision" });
+    expect((await gateRow(gateId)).status).toBe("pending");
+
+    const submitted = await interactions(slackRequest("/api/slack/interactions", submissionBody({ user: "UAPPROVER", metadata: view.private_metadata, value: "Split the task in two" })), ctx);
+    expect(submitted.status).toBe(200);
+    expect(await submitted.json()).toEqual({ response_action: "clear" });
+    expect(await gateRow(gateId)).toMatchObject({ status: "rejected", notes: "Split the task in two", decidedBy: w.approver.id });
+  });
+});
+
+describe("slash commands", () => {
+  it("/gatehouse waiting lists the open decisions of the linked user; an unknown code links nothing", async () => {
+    const { gateId } = await runAtPlanGate({ projectId: w.project.id, userId: w.owner.id, request: "Still waiting here" });
+    const waiting = await command("UAPPROVER", "waiting");
+    expect(waiting.status).toBe(200);
+    expect(waiting.json.response_type).toBe("ephemeral");
+    expect(waiting.json.text).toContain(`#gate-${gateId}`);
+    expect(waiting.json.text).toContain("Still waiting here");
+    const bad = await command("USTRANGER", "link ZZZZZZZZZZ");
+    expect(bad.json.text).toMatch(/unknown, used or expired/);
+    expect((await command("USTRANGER", "waiting")).json.text).toMatch(/not linked/);
+  });
+
+  it("/gatehouse run <project> <request> starts a run as the linked user; a viewer is refused", async () => {
+    const started = await command("UAPPROVER", "run notify Add a CHANGELOG entry for 1.2");
+    expect(started.json.text).toMatch(/^Run started on notify: http:\/\/127\.0\.0\.1:3000\/runs\/run_/);
+    const runId = /runs\/(run_\w+)/.exec(started.json.text)![1]!;
+    const db = await getDb();
+    const run = await db.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
+    expect(run).toMatchObject({ userId: w.approver.id, originalRequest: "Add a CHANGELOG entry for 1.2", projectId: w.project.id });
+    const refused = await command("UVIEWER", "run notify Do something");
+    expect(refused.json.text).toBe("Refused: you are a viewer on notify; only approvers and owners start runs.");
+  });
+});
