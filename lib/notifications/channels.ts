@@ -7,6 +7,7 @@ import { getEnv } from "@/lib/env";
 import type { NotificationKind } from "@/lib/db/schema";
 import { holdsSecret } from "@/lib/redact";
 import { assertReachableHost, literalHostProblem } from "./address-policy";
+import type { ChatButton } from "./buttons";
 
 /*
  * The four channels, each on its field's standard library: Standard Webhooks signatures (standardwebhooks), SMTP
@@ -96,7 +97,7 @@ export const SECRET_RULES: Record<NotificationKind, { required: boolean; schema:
   },
 };
 
-/** A notice about a decision someone has to make; holds no secret, so it is stored and can be sent again. */
+/** A notice about a decision someone has to make, or about a run; holds no secret, so it is stored and can be sent again. */
 export type NotificationMessage = {
   /** One line: what is asked, on which run. */
   title: string;
@@ -108,8 +109,11 @@ export type NotificationMessage = {
   runTitle: string;
   projectId: string;
   projectName: string;
-  subject: { type: "gate" | "clarification"; id: string; kind: string };
-  reason: "opened" | "reminder" | "escalated" | "defaulted";
+  /** The gate or question; for a run notice, the run (kind: completed, failed, paused). */
+  subject: { type: "gate" | "clarification" | "run"; id: string; kind: string };
+  reason: "opened" | "reminder" | "escalated" | "defaulted" | "completed" | "failed" | "paused";
+  /** Decisions that can be made from chat (Slack buttons, Telegram inline keyboard); absent on older stored notices. */
+  buttons?: ChatButton[];
   /** When the decision is due (config.deadlines), ISO; absent or null without a deadline. */
   deadline?: string | null;
 };
@@ -185,8 +189,22 @@ export async function sendSlack({ config, secret, message }: Send<ProjectConfig<
     text: `${message.title}\n${message.url}`,
     blocks: [
       { type: "section", text: { type: "mrkdwn", text: `*${escapeSlack(message.title)}*\n${escapeSlack(message.text)}` } },
-      { type: "actions", elements: [{ type: "button", text: { type: "plain_text", text: "Open in Gatehouse" }, url: message.url }] },
-    ],
+      {
+        type: "actions",
+        block_id: "gatehouse",
+        elements: [
+          // Pressed, each goes to POST /api/slack/interactions (lib/chat/slack.ts); the code names the decision.
+          ...(message.buttons ?? []).map((b) => ({
+            type: "button",
+            action_id: b.code,
+            value: b.code,
+            text: { type: "plain_text", text: b.label },
+            ...(b.style ? { style: b.style } : {}),
+          })),
+          { type: "button", action_id: "open", text: { type: "plain_text", text: "Open in Gatehouse" }, url: message.url },
+        ],
+      },
+    ] as never,
     unfurl_links: false,
   });
   return { detail: `ts ${result.ts ?? "?"}` };
@@ -202,8 +220,19 @@ export async function sendTelegram({ secret, message, chatId }: Send<unknown> & 
     apiRoot: getEnv().GATEHOUSE_TELEGRAM_API_ROOT ?? "https://api.telegram.org",
     timeoutSeconds: TIMEOUT_MS / 1000,
   });
-  const sent = await api.sendMessage(chatId, `${message.title}\n\n${message.text}`, { link_preview_options: { is_disabled: true } });
+  const buttons = message.buttons ?? [];
+  const sent = await api.sendMessage(chatId, `${message.title}\n\n${message.text}`, {
+    link_preview_options: { is_disabled: true },
+    // Pressed, each comes back to the bot's webhook (POST /api/telegram/webhook/:channelId, lib/chat/telegram.ts).
+    ...(buttons.length ? { reply_markup: { inline_keyboard: chunk(buttons.map((b) => ({ text: b.label, callback_data: b.code })), 3) } } : {}),
+  });
   return { detail: `message ${sent.message_id}` };
+}
+
+function chunk<T>(items: T[], size: number): T[][] {
+  const rows: T[][] = [];
+  for (let i = 0; i < items.length; i += size) rows.push(items.slice(i, i + size));
+  return rows;
 }
 
 /** What a channel goes to, fit to show in the delivery log (a webhook's host only: its path may carry a token). */

@@ -40,3 +40,11 @@ export function decryptSecret(stored: string): string {
     );
   }
 }
+
+/**
+ * A token derived from the same key for one purpose and one id (a Telegram bot's webhook secret_token for its channel):
+ * nothing to store, the same on every replica, different per channel. Telegram allows 1-256 of [A-Za-z0-9_-].
+ */
+export function derivedToken({ purpose, id }: { purpose: string; id: string }): string {
+  return crypto.createHmac("sha256", key()).update(`${purpose}:${id}`).digest("base64url");
+}

@@ -21,6 +21,7 @@ import {
   sendWebhook,
   type NotificationMessage,
 } from "./channels";
+import { gateButtons, questionButtons, type ChatButton } from "./buttons";
 import { findProjectChannel, toDeliveryView, type ChannelRow, type DeliveryRow, type DeliveryView } from "./store";
 
 /*
@@ -30,7 +31,7 @@ import { findProjectChannel, toDeliveryView, type ChannelRow, type DeliveryRow, 
  */
 
 export type NotifySubject = { type: "gate" | "clarification"; id: string };
-export type NotifyReason = NotificationMessage["reason"];
+export type NotifyReason = "opened" | "reminder" | "escalated" | "defaulted";
 
 const REASON_TEXT: Record<NotifyReason, string> = {
   opened: "waits for a decision",
@@ -60,10 +61,12 @@ export async function buildMessage({ runId, subject, reason }: { runId: string; 
   let what: string;
   let detail = "";
   let kind: string;
+  let buttons: ChatButton[] = [];
   if (subject.type === "gate") {
     const gate = await db.query.gates.findFirst({ where: and(eq(gates.id, subject.id), eq(gates.workflowRunId, runId)) });
     if (!gate) throw new AppError("not_found:gate", `Gate ${subject.id} does not exist on run ${runId}.`);
     kind = gate.kind;
+    buttons = gateButtons(gate);
     what = `A ${gate.kind} gate`;
     const question = (gate.context as { question?: unknown } | null)?.question;
     if (typeof question === "string") detail = `Question: ${redact(question).slice(0, 500)}`;
@@ -73,6 +76,7 @@ export async function buildMessage({ runId, subject, reason }: { runId: string; 
     });
     if (!row) throw new AppError("not_found:clarification", `Question ${subject.id} does not exist on run ${runId}.`);
     kind = "question";
+    buttons = questionButtons(row);
     what = `A question (${row.stage})`;
     detail = `Question: ${redact(row.question).slice(0, 500)}`;
   }
@@ -101,6 +105,8 @@ export async function buildMessage({ runId, subject, reason }: { runId: string; 
     subject: { ...subject, kind },
     reason,
     deadline: deadline ? new Date(deadline.at).toISOString() : null,
+    // A default already applied leaves nothing to decide.
+    ...(reason === "defaulted" ? {} : { buttons }),
   };
 }
 

@@ -4,6 +4,7 @@ import { POST as interactions } from "@/app/api/slack/interactions/route";
 import { createLinkCode } from "@/lib/chat/link";
 import { resetEnvCache } from "@/lib/env";
 import { saveProjectChannel } from "@/lib/notifications/store";
+import { attemptDelivery, planDeliveries } from "@/lib/notifications/dispatch";
 import { getDb } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
@@ -130,6 +131,20 @@ describe("deciding from Slack as the linked user", () => {
     expect(submitted.status).toBe(200);
     expect(await submitted.json()).toEqual({ response_action: "clear" });
     expect(await gateRow(gateId)).toMatchObject({ status: "rejected", notes: "Split the task in two", decidedBy: w.approver.id });
+  });
+});
+
+describe("notices out carry the buttons", () => {
+  it("a plan gate's Slack notice has Approve / Reject… / Ask back… buttons; pressing the posted Approve decides", async () => {
+    const { runId, gateId } = await runAtPlanGate({ projectId: w.project.id, userId: w.owner.id, request: "Press the posted button" });
+    const planned = await planDeliveries({ runId, subject: { type: "gate", id: gateId }, reason: "opened" });
+    expect(await attemptDelivery({ deliveryId: planned.find((d) => d.kind === "slack")!.id })).toMatchObject({ status: "delivered" });
+    const posted = slack.requests.filter((r) => r.path === "/api/chat.postMessage").at(-1)!;
+    const blocks = JSON.parse(new URLSearchParams(posted.body).get("blocks")!);
+    const actions = blocks.find((b: { type: string }) => b.type === "actions").elements as Array<{ text: { text: string }; value?: string; url?: string }>;
+    expect(actions.map((a) => a.text.text)).toEqual(["Approve", "Reject…", "Ask back…", "Open in Gatehouse"]);
+    await press("UAPPROVER", actions[0]!.value!);
+    expect(await gateRow(gateId)).toMatchObject({ status: "approved", decidedBy: w.approver.id });
   });
 });
 
