@@ -10,6 +10,8 @@ import { Label } from "@/components/ui/label";
 import { Switch } from "@/components/ui/switch";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
 import { apiGet, apiSend } from "@/components/runs/api";
+import { NoticeLevelSelect } from "@/components/settings/notice-level";
+import type { NoticeLevel } from "@/lib/db/schema";
 import type { ChannelView, DeliveryView } from "@/lib/notifications/store";
 
 type Kind = "webhook" | "email" | "slack" | "telegram";
@@ -79,12 +81,13 @@ function ChannelForm({ projectId, kind, channel }: { projectId: string; kind: Ki
   const [secret, setSecret] = useState("");
   const [generated, setGenerated] = useState(false);
   const [enabled, setEnabled] = useState(channel?.enabled ?? true);
+  const [notices, setNotices] = useState<NoticeLevel>(channel?.notices ?? "decisions");
   const [result, setResult] = useState<{ ok: boolean; detail: string } | null>(null);
   const refresh = () => queryClient.invalidateQueries({ queryKey: keys.channels(projectId) });
 
   const save = useMutation({
     mutationFn: () =>
-      apiSend<{ channel: ChannelView }>(`/api/projects/${projectId}/notifications/${kind}`, { enabled, config: toConfig(kind, form), ...(secret ? { secret } : {}) }, "PUT"),
+      apiSend<{ channel: ChannelView }>(`/api/projects/${projectId}/notifications/${kind}`, { enabled, notices, config: toConfig(kind, form), ...(secret ? { secret } : {}) }, "PUT"),
     onSuccess: async () => {
       setSecret("");
       setGenerated(false);
@@ -146,6 +149,7 @@ function ChannelForm({ projectId, kind, channel }: { projectId: string; kind: Ki
             </Label>
           </div>
         )}
+        <NoticeLevelSelect id={`${projectId}-${kind}-notices`} value={notices} onChange={setNotices} />
         <div className="space-y-1 sm:col-span-2">
           <Label htmlFor={`${projectId}-${kind}-secret`} className="text-xs">
             {SECRET_LABEL[kind]}

@@ -9,6 +9,8 @@ import { Input } from "@/components/ui/input";
 import { Label } from "@/components/ui/label";
 import { apiGet, apiSend } from "@/components/runs/api";
 import type { ChannelView } from "@/lib/notifications/store";
+import type { NoticeLevel } from "@/lib/db/schema";
+import { NoticeLevelSelect } from "./notice-level";
 
 const KEY = ["notifications", "me"] as const;
 
@@ -16,9 +18,10 @@ function PersonalChannel({ kind, channel }: { kind: "email" | "telegram"; channe
   const queryClient = useQueryClient();
   const field = kind === "email" ? "address" : "chatId";
   const [value, setValue] = useState(String(channel?.config[field] ?? ""));
+  const [notices, setNotices] = useState<NoticeLevel>(channel?.notices ?? "decisions");
   const refresh = () => queryClient.invalidateQueries({ queryKey: KEY });
   const save = useMutation({
-    mutationFn: () => apiSend(`/api/me/notifications/${kind}`, { enabled: true, config: { [field]: value.trim() } }, "PUT"),
+    mutationFn: () => apiSend(`/api/me/notifications/${kind}`, { enabled: true, notices, config: { [field]: value.trim() } }, "PUT"),
     onSuccess: async () => {
       toast.success(kind === "email" ? "Email saved" : "Telegram chat saved");
       await refresh();
@@ -57,6 +60,7 @@ function PersonalChannel({ kind, channel }: { kind: "email" | "telegram"; channe
           </Button>
         )}
       </div>
+      <NoticeLevelSelect id={`me-${kind}-notices`} value={notices} onChange={setNotices} />
       {error && (
         <p role="alert" className="text-destructive text-sm">
           {error.message}
@@ -75,7 +79,7 @@ export function PersonalNotifications() {
       <CardHeader>
         <CardTitle>Notifications</CardTitle>
         <CardDescription>
-          When a gate or question opens that you may decide, you are told here too: by email through the project's SMTP server, on Telegram through the
+          When a gate or question opens that you may decide (and, as you choose, when runs end or pause), you are told here too: by email through the project's SMTP server, on Telegram through the
           project's bot (when the project has set them up).
         </CardDescription>
       </CardHeader>

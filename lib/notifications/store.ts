@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull } from "drizzle-orm";
 import { z } from "zod";
 import { getDb, write } from "@/lib/db";
-import { notificationChannels, notificationDeliveries, type NotificationKind } from "@/lib/db/schema";
+import { notificationChannels, notificationDeliveries, type NoticeLevel, type NotificationKind } from "@/lib/db/schema";
 import { requireProjectRole, type SessionUser } from "@/lib/auth/guard";
 import { AppError, describeIssues } from "@/lib/errors";
 import { newId } from "@/lib/ids";
@@ -17,11 +17,22 @@ export type ChannelRow = typeof notificationChannels.$inferSelect;
 export type DeliveryRow = typeof notificationDeliveries.$inferSelect;
 
 /** A channel as the API shows it: its config, and "set" in place of its secret. */
-export type ChannelView = { id: string; kind: NotificationKind; enabled: boolean; config: Record<string, unknown>; secret: "set" | null; updatedAt: string };
+export type ChannelView = {
+  id: string;
+  kind: NotificationKind;
+  enabled: boolean;
+  config: Record<string, unknown>;
+  secret: "set" | null;
+  /** What it receives: decisions only, decisions and run ends, or everything (run pauses too). */
+  notices: NoticeLevel;
+  updatedAt: string;
+};
 
 export function toView(row: ChannelRow): ChannelView {
-  return { id: row.id, kind: row.kind, enabled: row.enabled, config: row.config, secret: row.secret ? "set" : null, updatedAt: row.updatedAt.toISOString() };
+  return { id: row.id, kind: row.kind, enabled: row.enabled, config: row.config, secret: row.secret ? "set" : null, notices: row.notices, updatedAt: row.updatedAt.toISOString() };
 }
+
+const noticesSchema = z.enum(["decisions", "run_ends", "everything"], { error: 'notices: must be "decisions", "run_ends" or "everything"' });
 
 export const kindSchema = z.enum(NOTIFICATION_KINDS, { error: `must be one of ${NOTIFICATION_KINDS.join(", ")}` });
 export const personalKindSchema = z.enum(PERSONAL_KINDS, { error: `must be one of ${PERSONAL_KINDS.join(", ")} (the channels that are personal)` });
@@ -31,11 +42,14 @@ export const saveChannelSchema = z.strictObject({
   enabled: z.boolean().default(true),
   config: z.record(z.string(), z.unknown(), { error: "config: must be an object" }),
   secret: z.string().max(2_000, "secret: at most 2000 characters").optional(),
+  /** Omitted: kept as saved (a new channel gets "decisions"). */
+  notices: noticesSchema.optional(),
 });
 
 export const savePersonalSchema = z.strictObject({
   enabled: z.boolean().default(true),
   config: z.record(z.string(), z.unknown(), { error: "config: must be an object" }),
+  notices: noticesSchema.optional(),
 });
 
 function parseWithPrefix<S extends z.ZodType>(schema: S, value: unknown, prefix: string): z.output<S> {
@@ -89,7 +103,13 @@ export async function saveProjectChannel({
     if (kind === "email" && (config as { username?: string }).username && secret === undefined && !existing?.secret) {
       throw new AppError("bad_request:notification", "secret: config.username is set, so the SMTP password is required.");
     }
-    const values = { enabled: input.enabled, config, ...(secret !== undefined ? { secret: encryptSecret(secret) } : {}), updatedAt: new Date() };
+    const values = {
+      enabled: input.enabled,
+      config,
+      ...(secret !== undefined ? { secret: encryptSecret(secret) } : {}),
+      ...(input.notices ? { notices: input.notices } : {}),
+      updatedAt: new Date(),
+    };
     if (existing) {
       const [row] = await tx.update(notificationChannels).set(values).where(eq(notificationChannels.id, existing.id)).returning();
       return toView(row!);
@@ -144,7 +164,7 @@ export async function savePersonalChannel({
     const existing = await tx.query.notificationChannels.findFirst({
       where: and(eq(notificationChannels.userId, user.id), eq(notificationChannels.kind, kind)),
     });
-    const values = { enabled: input.enabled, config, updatedAt: new Date() };
+    const values = { enabled: input.enabled, config, ...(input.notices ? { notices: input.notices } : {}), updatedAt: new Date() };
     if (existing) {
       const [row] = await tx.update(notificationChannels).set(values).where(eq(notificationChannels.id, existing.id)).returning();
       return toView(row!);

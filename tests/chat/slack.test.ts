@@ -7,6 +7,9 @@ import { saveProjectChannel } from "@/lib/notifications/store";
 import { attemptDelivery, planDeliveries } from "@/lib/notifications/dispatch";
 import { getDb } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
+import { write } from "@/lib/db";
+import { appendEventsTx, listEvents } from "@/lib/db/event-store";
+import { createRun } from "@/lib/db/queries/runs";
 import { eq } from "drizzle-orm";
 import { gateWorld, startHttpReceiver } from "../notifications/receivers";
 import { runAtPlanGate } from "../api/helpers";
@@ -131,6 +134,26 @@ describe("deciding from Slack as the linked user", () => {
     expect(submitted.status).toBe(200);
     expect(await submitted.json()).toEqual({ response_action: "clear" });
     expect(await gateRow(gateId)).toMatchObject({ status: "rejected", notes: "Split the task in two", decidedBy: w.approver.id });
+  });
+});
+
+describe("a paused run from Slack", () => {
+  it("Extend after a timeout resumes it once; a second press says who extended it when", async () => {
+    const run = await createRun({ projectId: w.project.id, userId: w.owner.id, request: "Time out", config: {} });
+    await write((tx) =>
+      appendEventsTx(tx, run.id, [
+        { type: "RUN_STARTED", payload: {} },
+        { type: "STAGE_STARTED", payload: { stage: "implementation" } },
+        { type: "RUN_PAUSED", payload: { reason: "timeout", message: "ran past 30 min", stage: "implementation" } },
+      ] as never),
+    );
+    const first = await press("UAPPROVER", `ex:${run.id}`);
+    expect(first.answers[0].text).toMatch(/^Extended by Approver \(from Slack\)/);
+    const events = await listEvents({ runId: run.id });
+    expect(events.filter((e) => e.type === "RUN_RESUMED")).toEqual([expect.objectContaining({ payload: expect.objectContaining({ action: "extend", by: w.approver.id }) })]);
+    const again = await press("UAPPROVER", `ex:${run.id}`);
+    expect(again.answers[0].text).toMatch(/^Already decided by Approver at .* UTC: the run is running\.$/);
+    expect((await listEvents({ runId: run.id })).filter((e) => e.type === "RUN_RESUMED")).toHaveLength(1);
   });
 });
 

@@ -10,6 +10,7 @@ import { append, firstLine, loadRun, type RunContext } from "./context";
 import { mergePullRequestByDecision } from "./github";
 import { decisionsOf, lastValidationReport, writeRecords } from "./records";
 import { sandboxOptions } from "./workspace";
+import { emitRunNotice } from "./notices";
 
 /* Delivery on the local repository (GitHub's is ./github.ts), a person's merge decision, and the run's completion. */
 
@@ -100,6 +101,7 @@ export async function mergeByDecision({ runId }: { runId: string }) {
 export async function complete({ runId, stepKey }: { runId: string; stepKey: string }) {
   const run = await loadRun({ runId });
   await append(runId, stepKey, [{ type: "RUN_COMPLETED", payload: {} }]);
+  await emitRunNotice({ runId, kind: "completed", key: stepKey });
   await writeRecords(run, await lastValidationReport(runId));
   return { userId: run.userId };
 }

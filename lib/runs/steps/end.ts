@@ -6,6 +6,7 @@ import { TERMINAL_STATUSES } from "@/lib/workflow";
 import { append, loadRun, RunEndedError, workflowClock } from "./context";
 import { lastValidationReport, writeRecords } from "./records";
 import { sandboxOptions } from "./workspace";
+import { emitRunNotice } from "./notices";
 
 /*
  * A run's end: watched for while a long step runs (a cancel stops the step within a poll), and the end of a run that
@@ -82,6 +83,7 @@ export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: 
       },
     );
   }
+  if ((await getRunState({ id: runId }))?.status === "failed") await emitRunNotice({ runId, kind: "failed", key: stepKey });
   const branchExists = await git(run.repoPath, ["rev-parse", "--verify", "--quiet", `refs/heads/${run.branch}`], { allowFailure: true });
   if (branchExists.code === 0) await writeRecords(run, await lastValidationReport(runId));
   return { userId: run.userId };

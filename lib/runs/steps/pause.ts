@@ -6,6 +6,7 @@ import { TERMINAL_STATUSES, type PlanDocument, type Stage } from "@/lib/workflow
 import { acknowledgeDecision, decisionKey, waitCheckHooks } from "../gates/acks";
 import { append, loadRun, workflowClock, type WaitResult } from "./context";
 import { parkSandbox } from "./workspace";
+import { emitRunNotice } from "./notices";
 
 /* Pauses: a run paused (an outage, a timeout, an invalid plan, a person's request) until a person resumes it. */
 
@@ -28,6 +29,7 @@ export async function pause({
   const run = await loadRun({ runId });
   const tree = await parkSandbox(run, `paused: ${reason}`, stepKey);
   await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage, ...(draft ? { plan: draft } : {}) } }]);
+  await emitRunNotice({ runId, kind: "paused", key: stepKey });
   return { tree };
 }
 
