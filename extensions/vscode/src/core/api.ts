@@ -80,6 +80,16 @@ export class GatehouseApi {
     return this.client.post<unknown>(`/api/clarifications/${encodeURIComponent(clarificationId)}/answer`, { response });
   }
 
+  /** Start a run, or `approaches` runs of one request ("Explore N approaches", 2 to 5) under one group. */
+  async startRun({ projectId, request, approaches }: { projectId: string; request: string; approaches?: number }) {
+    return this.client.post<{ run: Run; runs?: Run[]; groupId?: string }>("/api/runs", { projectId, request, ...(approaches ? { approaches } : {}) });
+  }
+
+  /** How many gates and questions wait for this token's user (the inbox's open count). */
+  async waitingCount(): Promise<number> {
+    return (await this.client.get<{ open: number }>("/api/inbox?filter=open&limit=1")).open;
+  }
+
   async validateMermaid({ source }: { source: string }): Promise<Validation> {
     return this.client.post<Validation>("/api/mermaid/validate", { source });
   }

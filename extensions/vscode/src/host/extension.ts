@@ -1,7 +1,8 @@
 import * as vscode from "vscode";
 import { fileAnswer } from "../../../../cli/commands/decide";
 import { GatehouseApi, errorMessage, type Answer, type Run } from "../core/api";
-import { RunTreeModel, needsYou, type RunNode } from "../core/run-tree";
+import { RunTreeModel, needsYou, type ProjectNode, type RunNode } from "../core/run-tree";
+import { checkApproaches, checkRequest, projectItems, startRuns, waitingStatus } from "../core/start-run";
 import { DIFF_SCHEME, DiffDocuments } from "./diff-view";
 import { RunPanel } from "./run-panel";
 import { RunTreeProvider } from "./tree-provider";
@@ -55,6 +56,45 @@ export async function activate(context: vscode.ExtensionContext) {
       }
     });
 
+  /** New run / explore approaches: the project (the tree node's, or picked), the request, and how many approaches. */
+  const startFrom = async (node: ProjectNode | undefined, explore: boolean) => {
+    const client = need();
+    let projectId = node?.kind === "project" ? node.id : undefined;
+    if (!projectId) {
+      const picked = await vscode.window.showQuickPick(projectItems(await client.projects()), { title: explore ? "Explore approaches in which project?" : "New run in which project?" });
+      if (!picked) return;
+      projectId = picked.project.id;
+    }
+    const request = await vscode.window.showInputBox({
+      title: explore ? "Explore approaches: the request" : "New run: the request",
+      prompt: "What should the run do? (the planner reads it as written)",
+      ignoreFocusOut: true,
+      validateInput: checkRequest,
+    });
+    if (!request) return;
+    let approaches: number | undefined;
+    if (explore) {
+      const count = await vscode.window.showInputBox({ title: "How many approaches?", value: "3", prompt: "2 to 5 runs of the same request, each told which approach it is.", validateInput: checkApproaches });
+      if (!count) return;
+      approaches = Number(count.trim());
+    }
+    const { runs, message } = await startRuns({ api: client, projectId, request, approaches });
+    await decided(message);
+    if (runs.length === 1) RunPanel.show({ context, api, runId: runs[0]!.id });
+  };
+
+  // The decisions that wait for you, counted in the status bar (the inbox's open count); a click opens one.
+  const status = vscode.window.createStatusBarItem("gatehouse.waiting", vscode.StatusBarAlignment.Left, 50);
+  status.name = "Gatehouse: decisions waiting";
+  status.command = "gatehouse.openRun";
+  const showStatus = async () => {
+    const client = api();
+    const count = client ? await client.waitingCount().catch(() => null) : null;
+    Object.assign(status, waitingStatus(count));
+    status.show();
+  };
+  model.onDidChange(() => void showStatus());
+
   const decided = async (message: string) => {
     void vscode.window.showInformationMessage(`Gatehouse: ${message}`);
     await model.refresh();
@@ -65,7 +105,10 @@ export async function activate(context: vscode.ExtensionContext) {
     provider,
     { dispose: () => model.dispose() },
     vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, diffs),
+    status,
     command("gatehouse.refresh", () => model.refresh()),
+    command("gatehouse.newRun", (node?: ProjectNode) => startFrom(node, false)),
+    command("gatehouse.exploreApproaches", (node?: ProjectNode) => startFrom(node, true)),
     command("gatehouse.setToken", async () => {
       const value = await vscode.window.showInputBox({
         title: "Gatehouse API token",
@@ -171,6 +214,7 @@ export async function activate(context: vscode.ExtensionContext) {
   const timer = setInterval(() => void model.refresh(), seconds * 1000);
   context.subscriptions.push({ dispose: () => clearInterval(timer) });
   await model.refresh();
+  await showStatus();
   // Runs that already waited before VS Code started are not announced one by one; one summary says how many.
   const waiting = model.waiting();
   if (waiting.length > 0) {
