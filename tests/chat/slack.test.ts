@@ -6,13 +6,15 @@ import { resetEnvCache } from "@/lib/env";
 import { saveProjectChannel } from "@/lib/notifications/store";
 import { attemptDelivery, planDeliveries } from "@/lib/notifications/dispatch";
 import { getDb } from "@/lib/db";
-import { workflowRuns } from "@/lib/db/schema";
+import { clarificationRequests, workflowRuns } from "@/lib/db/schema";
+import { newId } from "@/lib/ids";
+import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { write } from "@/lib/db";
 import { appendEventsTx, listEvents } from "@/lib/db/event-store";
 import { createRun } from "@/lib/db/queries/runs";
 import { eq } from "drizzle-orm";
 import { gateWorld, startHttpReceiver } from "../notifications/receivers";
-import { runAtPlanGate } from "../api/helpers";
+import { ADMIN, call, runAtPlanGate } from "../api/helpers";
 import { buttonBody, chatDecisionsOf, commandBody, gateRow, SIGNING_SECRET, slackRequest, submissionBody } from "./helpers";
 
 /*
@@ -134,6 +136,57 @@ describe("deciding from Slack as the linked user", () => {
     expect(submitted.status).toBe(200);
     expect(await submitted.json()).toEqual({ response_action: "clear" });
     expect(await gateRow(gateId)).toMatchObject({ status: "rejected", notes: "Split the task in two", decidedBy: w.approver.id });
+  });
+});
+
+describe("questions and races from Slack", () => {
+  async function question(responseType: string, options?: string[]) {
+    const run = await createRun({ projectId: w.project.id, userId: w.owner.id, request: `Ask ${responseType}`, config: {} });
+    const id = newId("clr");
+    await write(async (tx) => {
+      await appendEventsTx(tx, run.id, [{ type: "RUN_STARTED", payload: {} }, { type: "STAGE_STARTED", payload: { stage: "implementation" } }] as never);
+      await tx.insert(clarificationRequests).values({ id, workflowRunId: run.id, stage: "implementation", question: "Which colours?", responseType, options });
+      await appendEventsTx(tx, run.id, [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage: "implementation", question: "Which colours?" } }] as never);
+    });
+    return id;
+  }
+  const openedView = () => JSON.parse(new URLSearchParams(slack.requests.filter((r) => r.path === "/api/views.open").at(-1)!.body).get("view")!);
+  const clarification = async (id: string) => (await getDb()).query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, id) });
+
+  it("Answer… opens a modal asking the question; a text answer and a multiple choice (checkboxes) are stored as typed", async () => {
+    const text = await question("text");
+    await press("UAPPROVER", `tx:${text}`);
+    const view = openedView();
+    expect(view.blocks[0]).toMatchObject({ type: "input", block_id: "answer", label: { text: "Which colours?" }, element: { type: "plain_text_input" } });
+    await interactions(slackRequest("/api/slack/interactions", submissionBody({ user: "UAPPROVER", metadata: view.private_metadata, value: "Blue and green" })), ctx);
+    expect(await clarification(text)).toMatchObject({ status: "answered", response: "Blue and green", answeredBy: w.approver.id });
+
+    const multi = await question("multiple_choice", ["red", "green", "blue"]);
+    await press("UAPPROVER", `tx:${multi}`);
+    const checkboxes = openedView();
+    expect(checkboxes.blocks[0].element).toMatchObject({ type: "checkboxes", options: [{ value: "red" }, { value: "green" }, { value: "blue" }] });
+    const wrong = await interactions(slackRequest("/api/slack/interactions", submissionBody({ user: "UAPPROVER", metadata: checkboxes.private_metadata, selected: ["purple"] })), ctx);
+    expect(await wrong.json()).toMatchObject({ response_action: "errors", errors: { answer: expect.stringMatching(/choose one or more distinct options/) } });
+    await interactions(slackRequest("/api/slack/interactions", submissionBody({ user: "UAPPROVER", metadata: checkboxes.private_metadata, selected: ["red", "blue"] })), ctx);
+    expect(await clarification(multi)).toMatchObject({ status: "answered", response: ["red", "blue"] });
+  });
+
+  it("a Slack press and a dashboard approve at once make one decision; the loser is told who decided", async () => {
+    const { gateId, runId } = await runAtPlanGate({ projectId: w.project.id, userId: w.owner.id, request: "Race" });
+    const [slackPress, dashboard] = await Promise.all([
+      press("UAPPROVER", `ap:${gateId}`),
+      call(approveRoute, { method: "POST", path: `/api/runs/${runId}/approve`, params: { id: runId }, headers: ADMIN, body: { gateId } }),
+    ]);
+    const gate = await gateRow(gateId);
+    expect(gate.status).toBe("approved");
+    expect((await listEvents({ runId })).filter((e) => e.type === "APPROVAL_GRANTED")).toHaveLength(1);
+    if (gate.decidedBy === w.approver.id) {
+      expect(dashboard.status).toBe(409);
+      expect(slackPress.answers[0]).toMatchObject({ replace_original: true });
+    } else {
+      expect(dashboard.status).toBe(200);
+      expect(slackPress.answers[0].text).toMatch(/^Already decided by .+ at .+ UTC: approved\.$/);
+    }
   });
 });
 
