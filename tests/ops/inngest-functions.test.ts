@@ -18,6 +18,7 @@ describe("inngest functions", () => {
         "health-check",
         "notify-decision",
         "notify-redeliver",
+        "notify-run",
         "run-cancelled-cleanup",
         "run-decision-reannounce",
         "run-merge",
