@@ -131,8 +131,11 @@ export async function planRunNotice({ runId, kind, dispatchKey }: { runId: strin
     const id = idFor(channel.id);
     rows.push({ ...base, id, channelId: channel.id, kind: channel.kind, target: describeTarget({ kind: channel.kind, config: channel.config }), messageId: `msg_${id.slice(4)}` });
   }
+  // An address already on the project's email list gets the list's copy only (as with decision notices).
+  const listed = new Set(((projectChannels.find((c) => c.kind === "email" && levelAllows(c.notices, kind))?.config.to as string[] | undefined) ?? []).map((a) => a.toLowerCase()));
   for (const channel of personal) {
     if (!levelAllows(channel.notices, kind) || !projectChannels.some((c) => c.kind === channel.kind)) continue;
+    if (channel.kind === "email" && listed.has(String(channel.config.address).toLowerCase())) continue;
     const id = idFor(channel.id);
     const target = channel.kind === "email" ? String(channel.config.address) : `chat ${String(channel.config.chatId)}`;
     rows.push({ ...base, id, channelId: channel.id, kind: channel.kind, recipientUserId: channel.userId, target, messageId: `msg_${id.slice(4)}` });
