@@ -46,7 +46,7 @@ export async function inlineRepo({ files, label }: { files: Record<string, strin
   return dir;
 }
 
-export type CheckResult = { passed: boolean; output: string };
+export type CheckResult = { passed: boolean; exitCode: number | null; output: string };
 
 /**
  * Run `command` (a shell line) in a sandbox on `ref` of `repoPath`, with `hiddenFiles` written into the checkout
@@ -70,7 +70,7 @@ export async function checkInSandbox({
     for (const [file, content] of Object.entries(hiddenFiles)) await sandbox.writeFile(file, content);
     const r = await sandbox.exec("sh", ["-c", command], { timeoutMs });
     const output = `${r.stdout}${r.stderr}`.trim().slice(-2000);
-    return { passed: r.exitCode === 0 && !r.timedOut, output: r.timedOut ? `timed out after ${timeoutMs} ms\n${output}` : output };
+    return { passed: r.exitCode === 0 && !r.timedOut, exitCode: r.timedOut ? null : r.exitCode, output: r.timedOut ? `timed out after ${timeoutMs} ms\n${output}` : output };
   } finally {
     await sandbox.destroy();
   }

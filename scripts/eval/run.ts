@@ -168,7 +168,7 @@ export async function runEval({
         user,
         projectId: project.id,
         request,
-        config: { ...task.config, trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: routing },
+        config: { ...task.config, trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: routing.planner, implementer: routing.implementer, validator: routing.validator } },
       });
       await inngest.send(runStarted.create({ runId: run.id }));
       const { status, interventions } = await driveToEnd(user, run.id, Date.now() + timeoutMs);
