@@ -57,6 +57,8 @@ export type EvalResult = {
   source: EvalTask["source"];
   /** The commit that solved the task (mined tasks), else null. */
   commit: string | null;
+  /** The agent's repository (a fresh snapshot; the run's branch is there). */
+  repoPath: string;
   /** How the run ended: completed, failed, cancelled, or timeout. */
   status: string;
   /** The hidden check passed on the delivered branch. */
@@ -178,6 +180,7 @@ export async function runEval({
         task: task.id,
         source: task.source,
         commit: task.solution ?? null,
+        repoPath: repo,
         status,
         solved: check.solved,
         checkOutput: check.output,

@@ -1,17 +1,32 @@
-import { describe, expect, it } from "vitest";
-import { gitOut } from "@/lib/git/run";
+import fs from "node:fs";
+import path from "node:path";
+import { beforeAll, describe, expect, it } from "vitest";
+import { closeDb } from "@/lib/db";
+import { git, gitOut } from "@/lib/git/run";
 import { mineHistory, type Candidate } from "@/scripts/eval/history";
+import { runEval } from "@/scripts/eval/run";
+import { buildReport } from "@/scripts/eval/report";
 import { testCommand } from "@/scripts/eval/tests-cmd";
 import { buildHistoryFixture, FIXTURE_TEST_COMMAND, HIDDEN_MARKER } from "./history-fixture";
 
 /** `npm run eval -- --from-history`: mining a repository's history for valid tasks (the SWE-bench rule), in the sandbox. */
 
+const DEMO = { name: "demo", planner: "demo:default", implementer: "demo:default", validator: "demo:default" };
+
 describe("eval tasks mined from history", () => {
-  it("keeps the commits whose tests fail at the parent and pass at the commit, and says why it dropped the others", { timeout: 120_000 }, async () => {
-    const { dir, commits } = await buildHistoryFixture();
-    const head = await gitOut(dir, ["rev-parse", "HEAD"]);
-    const seen: Candidate[] = [];
-    const candidates = await mineHistory({ repo: dir, testCommand: FIXTURE_TEST_COMMAND, onCandidate: (c) => seen.push(c) });
+  let dir: string;
+  let commits: Record<string, string>;
+  let head: string;
+  let candidates: Candidate[];
+  const seen: Candidate[] = [];
+  // Mined once (every commit of the fixture), used by the mining test and the full round.
+  beforeAll(async () => {
+    ({ dir, commits } = await buildHistoryFixture());
+    head = await gitOut(dir, ["rev-parse", "HEAD"]);
+    candidates = await mineHistory({ repo: dir, testCommand: FIXTURE_TEST_COMMAND, onCandidate: (c) => seen.push(c) });
+  }, 120_000);
+
+  it("keeps the commits whose tests fail at the parent and pass at the commit, and says why it dropped the others", async () => {
     expect(seen).toEqual(candidates);
     const by = (name: string) => candidates.find((c) => c.commit === commits[name])!;
     // Newest first, every commit of main decided once.
@@ -25,6 +40,7 @@ describe("eval tasks mined from history", () => {
     expect(by("start").reason).toBe("the first commit: there is no parent to start from");
 
     const mul = by("add-mul").task!;
+    expect(candidates.filter((c) => c.valid)).toHaveLength(3);
     expect(mul).toMatchObject({
       source: "history",
       repo: { path: dir, commit: commits["start"] },
@@ -43,8 +59,47 @@ describe("eval tasks mined from history", () => {
     expect((await gitOut(dir, ["worktree", "list"])).split("\n")).toHaveLength(1);
   });
 
+  it("runs the mined tasks through the real workflow: the demo solves the two it is scripted for, and never sees the withheld tests", { timeout: 180_000 }, async () => {
+    const tasks = candidates.filter((c) => c.valid).map((c) => c.task!);
+    const results = await runEval({ tasks, routing: DEMO, timeoutMs: 120_000 });
+    const by = (name: string) => results.find((r) => r.commit === commits[name])!;
+    expect(by("add-mul")).toMatchObject({ source: "history", status: "completed", solved: true });
+    expect(by("add-greet")).toMatchObject({ source: "history", status: "completed", solved: true });
+    // clamp's request carries no file block: the demo writes only its note, and the hidden tests say so.
+    expect(by("add-clamp")).toMatchObject({ status: "completed", solved: false });
+    expect(by("add-clamp").checkOutput).toMatch(/Cannot find module '\.\.\/clamp\.js'/);
+
+    const dropped = candidates.filter((c) => !c.valid).map((c) => ({ id: `h-${c.commit.slice(0, 8)}`, source: "history" as const, commit: c.commit, reason: c.reason! }));
+    const report = buildReport({ tasks, runs: [{ routing: DEMO, results }], dropped });
+    expect(report.routings).toEqual([expect.objectContaining({ name: "demo", tasks: 3, solved: 2, interventions: 0 })]);
+    expect(report.tasks).toHaveLength(9);
+    expect(report.tasks.filter((t) => !t.valid)).toHaveLength(6);
+    expect(report.tasks.find((t) => t.commit === commits["add-mul"])).toMatchObject({ source: "history", valid: true, solved: true, routing: "demo" });
+    expect(report.demo).toMatch(/scripted, not AI: it solves only tasks whose request carries its file blocks — 2 of 3 here/);
+
+    // Safe: the withheld tests reach neither the agent's repository (any branch, any commit, any file on disk) nor what
+    // the run stored. (Tests older than the task's commit are part of its parent and may be seen; the hidden ones not.)
+    for (const r of results) {
+      const task = tasks.find((t) => t.id === r.task)!;
+      const revs = (await gitOut(r.repoPath, ["rev-list", "--all"])).split("\n");
+      expect(revs.length).toBeGreaterThanOrEqual(2); // the snapshot and the delivered branch's commits
+      for (const [file, content] of Object.entries(task.hiddenFiles!)) {
+        const marker = content.split("\n")[0]!; // "// HIDDEN-TEST-7f3a <name>"
+        expect(marker).toContain(HIDDEN_MARKER);
+        expect((await git(r.repoPath, ["grep", "-q", "-F", marker, ...revs], { allowFailure: true })).code).toBe(1);
+        expect((await git(r.repoPath, ["grep", "-q", "-F", "--untracked", marker], { allowFailure: true })).code).toBe(1);
+        expect(fs.existsSync(path.join(r.repoPath, file))).toBe(false);
+        expect(task.request).not.toContain(marker);
+      }
+    }
+    closeDb();
+    const dbFiles = fs.readdirSync(process.env.GATEHOUSE_DATA_DIR!).filter((f) => f.startsWith("test.db"));
+    const stored = Buffer.concat(dbFiles.map((f) => fs.readFileSync(path.join(process.env.GATEHOUSE_DATA_DIR!, f))));
+    expect(stored.includes("Add clamp(x, lo, hi)")).toBe(true); // the requests are stored in plain text...
+    expect(stored.includes(`${HIDDEN_MARKER} greet`)).toBe(false); // ...the newest hidden test (in no task's repository) is not
+  });
+
   it("reads only the commits since a date and stops at --count valid tasks", { timeout: 60_000 }, async () => {
-    const { dir, commits } = await buildHistoryFixture();
     const candidates = await mineHistory({ repo: dir, since: "2024-01-07T00:00:00Z", count: 1, testCommand: FIXTURE_TEST_COMMAND });
     expect(candidates.map((c) => [c.commit, c.valid])).toEqual([
       [commits["break-sum"], false],
