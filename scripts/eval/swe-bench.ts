@@ -15,16 +15,18 @@ import { testCommand } from "./tests-cmd";
  * FAIL_TO_PASS then PASS_TO_PASS. An instance is kept when its FAIL_TO_PASS tests fail at the base (in the sandbox).
  */
 
-const testList = z.union([z.array(z.string()), z.string().transform((s, ctx) => {
-  try {
-    const parsed = JSON.parse(s) as unknown;
-    if (Array.isArray(parsed) && parsed.every((x) => typeof x === "string")) return parsed as string[];
-  } catch {
-    // fall through
-  }
-  ctx.addIssue({ code: "custom", message: "must be a list of test ids (or a JSON string of one)" });
-  return z.NEVER;
-})]);
+/** A list of test ids; SWE-bench's own files carry it as a JSON-encoded string. */
+const testList = z.preprocess(
+  (v) => {
+    if (typeof v !== "string") return v;
+    try {
+      return JSON.parse(v) as unknown;
+    } catch {
+      return v;
+    }
+  },
+  z.array(z.string(), { error: "must be a list of test ids (or a JSON string of one)" }),
+);
 
 const instanceSchema = z.object({
   instance_id: z.string().min(1),
