@@ -3,6 +3,8 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import * as projectsRoute from "@/app/api/projects/route";
 import * as evalsRoute from "@/app/api/projects/[id]/evals/route";
+import { resetEnvCache } from "@/lib/env";
+import { projectRepository } from "@/scripts/eval/project";
 import { listEvalReports, saveEvalReport, type EvalReport } from "@/lib/evals/results";
 import { buildReport, parseRouting } from "@/scripts/eval/report";
 import type { EvalResult, EvalTask } from "@/scripts/eval/run";
@@ -72,5 +74,21 @@ describe("eval results", () => {
     expect(other.status).toBe(404);
     const anonymous = await call(evalsRoute.GET, { path: `/api/projects/${projectId}/evals`, params: { id: projectId } });
     expect(anonymous.status).toBe(401);
+  });
+
+  it("finds a project's repository in the app's database for --from-history <project id>, read-only", async () => {
+    const repo = makeRepo();
+    const created = await call(projectsRoute.POST, { method: "POST", headers: ADMIN, body: { name: "mine me", repository: { type: "local", path: repo } } });
+    const projectId = created.json.project.id as string;
+    process.env.GATEHOUSE_EVAL_APP_DATABASE_URL = process.env.DATABASE_URL;
+    resetEnvCache();
+    try {
+      expect(await projectRepository(projectId)).toEqual({ projectId, path: fs.realpathSync(repo) });
+      await expect(projectRepository("prj_nope")).rejects.toThrow(/No project prj_nope in the app's database/);
+    } finally {
+      delete process.env.GATEHOUSE_EVAL_APP_DATABASE_URL;
+      resetEnvCache();
+    }
+    await expect(projectRepository(projectId)).rejects.toThrow(/the app's database is unknown: run through `npm run eval`/);
   });
 });
