@@ -8,6 +8,9 @@ import { loadTasks, runEval, TASKS_DIR, type EvalResult, type EvalTask, type Rou
 import { mineHistory, writeTasks } from "./eval/history";
 import { importSweBench } from "./eval/swe-bench";
 import { appDataDir, projectRepository } from "./eval/project";
+import { mergedPullRequests, type PullRequest } from "./eval/pulls";
+import { repoOctokit } from "@/lib/github/app";
+import { repositoryInfo, syncRepository } from "@/lib/github/git";
 import { buildReport, demoScripted, isDemoRouting, parseRouting, summaryLines, tableHeader, taskLine, type Dropped, type NamedRouting } from "./eval/report";
 
 /**
@@ -76,17 +79,28 @@ try {
   if (values["from-history"]) {
     const from = values["from-history"];
     let repo = from;
+    let branch = values.branch;
+    let pullRequests: PullRequest[] | undefined;
     if (!fs.existsSync(from)) {
       const project = await projectRepository(from);
-      repo = project.path;
       projectId ??= project.projectId;
+      if (project.github) {
+        // A GitHub project: its cache clone (fetched with the app's installation token) and its merged pull requests.
+        const ref = project.github;
+        const info = await repositoryInfo(ref);
+        branch ??= info.defaultBranch;
+        repo = (await syncRepository({ ref, baseBranch: branch })).repoPath;
+        pullRequests = await mergedPullRequests({ client: repoOctokit(ref), owner: ref.owner, repo: ref.repo, base: branch, since: values.since, limit: 100 });
+        console.log(`${pullRequests.length} merged pull requests into ${ref.owner}/${ref.repo} ${branch}`);
+      } else repo = project.path;
     }
     console.log(`mining ${repo}${values.since ? ` since ${values.since}` : ""} for ${count ?? 10} tasks (checks run in the sandbox)`);
     const candidates = await mineHistory({
       repo,
       count,
       since: values.since,
-      branch: values.branch,
+      branch,
+      pullRequests,
       testCommand: values["test-command"],
       onCandidate: (c) => console.log(`  ${c.valid ? "kept   " : "dropped"} ${c.commit.slice(0, 8)} ${c.subject.slice(0, 60)}${c.reason ? ` — ${c.reason}` : ""}`),
     });

@@ -5,6 +5,7 @@ import { git, gitOut, resolveCommit } from "@/lib/git/run";
 import type { EvalTask } from "./run";
 import { checkInSandbox } from "./checkout";
 import { isDocPath, isTestPath, testCommand } from "./tests-cmd";
+import type { PullRequest } from "./pulls";
 
 /*
  * `--from-history`: turn a repository's own history into eval tasks. Every commit on the main branch (first parent)
@@ -35,6 +36,8 @@ export type MineOptions = {
   branch?: string;
   /** A shell line running tests; `{tests}` is replaced by the quoted test files (default: by file kind). */
   testCommand?: string;
+  /** Merged pull requests (a GitHub project): these are the candidates instead of the branch's commits. */
+  pullRequests?: PullRequest[];
   /** Called with each candidate as it is decided (the CLI prints it). */
   onCandidate?: (candidate: Candidate) => void;
 };
@@ -72,8 +75,11 @@ function lastLines(output: string): string {
 }
 
 /** Decide one commit: a kept task or the reason it was dropped. `clone` is the private clone the checks run on. */
-async function decide({ source, clone, commit, template }: { source: string; clone: string; commit: string; template?: string }): Promise<Candidate> {
-  const subject = await gitOut(clone, ["log", "-1", "--format=%s", commit]);
+async function decide({ source, clone, commit, template, pr }: { source: string; clone: string; commit: string; template?: string; pr?: PullRequest }): Promise<Candidate> {
+  if (pr && !(await resolveCommit(clone, commit))) {
+    return { commit, subject: pr.title, valid: false, reason: `pull request #${pr.number}'s merge commit is not in the repository (fetch it)`, task: null };
+  }
+  const subject = pr ? pr.title : await gitOut(clone, ["log", "-1", "--format=%s", commit]);
   const drop = (reason: string): Candidate => ({ commit, subject, valid: false, reason, task: null });
   const parents = (await gitOut(clone, ["rev-list", "--parents", "-n", "1", commit])).split(" ").slice(1);
   const parent = parents[0];
@@ -103,10 +109,10 @@ async function decide({ source, clone, commit, template }: { source: string; clo
   });
   if (atCommit.exitCode === 102) return drop(`the other tests fail at the commit: ${lastLines(atCommit.output)}`);
   if (!atCommit.passed) return drop(`its tests fail at the commit itself: ${lastLines(atCommit.output)}`);
-  const message = (await gitOut(clone, ["log", "-1", "--format=%B", commit])).trim();
+  const message = pr ? `${pr.title}\n\n${pr.body}`.trim() : (await gitOut(clone, ["log", "-1", "--format=%B", commit])).trim();
   const task: EvalTask = {
-    id: `h-${short(commit)}${slug(subject) ? `-${slug(subject)}` : ""}`,
-    description: `Mined from ${source} at ${short(commit)}: ${subject} (starts at the parent ${short(parent)}; tests withheld: ${runnable.join(", ")})`,
+    id: `${pr ? `pr-${pr.number}` : `h-${short(commit)}`}${slug(subject) ? `-${slug(subject)}` : ""}`,
+    description: `Mined from ${source} at ${short(commit)}${pr ? ` (pull request #${pr.number})` : ""}: ${subject} (starts at the parent ${short(parent)}; tests withheld: ${runnable.join(", ")})`,
     source: "history",
     repo: { path: source, commit: parent },
     solution: commit,
@@ -132,11 +138,16 @@ export async function mineHistory(options: MineOptions): Promise<Candidate[]> {
   try {
     await git(os.tmpdir(), ["clone", "-q", "--no-checkout", "--no-hardlinks", "--", repo, clone]);
     const tip = await gitOut(repo, ["rev-parse", `${branch}^{commit}`]);
-    const list = (await gitOut(clone, ["rev-list", "--first-parent", ...(options.since ? [`--since=${options.since}`] : []), tip])).split("\n").filter(Boolean);
+    const list = options.pullRequests
+      ? options.pullRequests.map((pr) => ({ commit: pr.mergeCommit, pr }))
+      : (await gitOut(clone, ["rev-list", "--first-parent", ...(options.since ? [`--since=${options.since}`] : []), tip]))
+          .split("\n")
+          .filter(Boolean)
+          .map((commit) => ({ commit, pr: undefined }));
     const candidates: Candidate[] = [];
-    for (const commit of list) {
+    for (const { commit, pr } of list) {
       if (candidates.filter((c) => c.valid).length >= count) break;
-      const candidate = await decide({ source: repo, clone, commit, template: options.testCommand });
+      const candidate = await decide({ source: repo, clone, commit, template: options.testCommand, pr });
       candidates.push(candidate);
       options.onCandidate?.(candidate);
     }

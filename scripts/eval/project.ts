@@ -14,9 +14,11 @@ export function appDataDir(): string | null {
   return dir ? path.resolve(dir) : null;
 }
 
-export type ProjectRepository = { projectId: string; path: string };
+export type ProjectRepository =
+  | { projectId: string; path: string; github?: undefined }
+  | { projectId: string; path?: undefined; github: { owner: string; repo: string; installationId?: number } };
 
-/** The local repository of an app project, or an error saying why it cannot be mined. */
+/** An app project's repository: its local path, or the GitHub repository (mined through its merged pull requests). */
 export async function projectRepository(projectId: string): Promise<ProjectRepository> {
   const env = getEnv();
   const dataDir = appDataDir();
@@ -28,12 +30,11 @@ export async function projectRepository(projectId: string): Promise<ProjectRepos
     const rows = await client.execute({ sql: "select repository from projects where id = ?", args: [projectId] });
     const raw = rows.rows[0]?.repository;
     if (typeof raw !== "string") throw new Error(`No project ${projectId} in the app's database (${url}).`);
-    const repository = JSON.parse(raw) as { type: string; path?: string; owner?: string; repo?: string };
-    if (repository.type !== "local" || !repository.path) {
-      throw new Error(
-        `Project ${projectId} is on GitHub (${repository.owner}/${repository.repo}): mining its merged pull requests is not supported yet — clone it and pass the clone's path.`,
-      );
+    const repository = JSON.parse(raw) as { type: string; path?: string; owner?: string; repo?: string; installationId?: number };
+    if (repository.type === "github" && repository.owner && repository.repo) {
+      return { projectId, github: { owner: repository.owner, repo: repository.repo, installationId: repository.installationId } };
     }
+    if (repository.type !== "local" || !repository.path) throw new Error(`Project ${projectId} has no repository Gatehouse can mine.`);
     return { projectId, path: repository.path };
   } finally {
     client.close();

@@ -3,7 +3,11 @@ import path from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { closeDb } from "@/lib/db";
 import { git, gitOut } from "@/lib/git/run";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Octokit } from "@octokit/core";
 import { mineHistory, type Candidate } from "@/scripts/eval/history";
+import { mergedPullRequests } from "@/scripts/eval/pulls";
 import { runEval } from "@/scripts/eval/run";
 import { buildReport } from "@/scripts/eval/report";
 import { testCommand } from "@/scripts/eval/tests-cmd";
@@ -113,5 +117,45 @@ describe("eval tasks mined from history", () => {
       "node --test 'test/a.test.js' && python3 -m pytest -q 't/b_test.py::test_x' && sh 't/c.test.sh'",
     );
     expect(testCommand(["a b.test.ts"], "npx vitest run {tests}")).toBe("npx vitest run 'a b.test.ts'");
+  });
+
+  it("mines a GitHub project's merged pull requests (listed from the API), the request being the title and body", { timeout: 60_000 }, async () => {
+    const queries: string[] = [];
+    const pulls = [
+      { number: 14, title: "Add div", body: null, merged_at: "2024-01-09T00:00:00Z", merge_commit_sha: "f".repeat(40) },
+      { number: 13, title: "Draft", body: "never merged", merged_at: null, merge_commit_sha: "e".repeat(40) },
+      { number: 12, title: "Greet people", body: "Add greet(name) in greet.js.", merged_at: "2024-01-07T00:00:00Z", merge_commit_sha: commits["add-greet"] },
+      { number: 2, title: "Old", body: "", merged_at: "2023-06-01T00:00:00Z", merge_commit_sha: commits["add-mul"] },
+    ];
+    // A local receiver standing in for the GitHub API.
+    const server = http.createServer((req, res) => {
+      queries.push(req.url!);
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify(req.url!.startsWith("/repos/acme/mathlib/pulls?") ? pulls : []));
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const client = new Octokit({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+      const prs = await mergedPullRequests({ client, owner: "acme", repo: "mathlib", base: "main", since: "2024-01-01" });
+      expect(queries[0]).toMatch(/^\/repos\/acme\/mathlib\/pulls\?/);
+      expect(new URLSearchParams(queries[0]!.split("?")[1]).get("state")).toBe("closed");
+      expect(new URLSearchParams(queries[0]!.split("?")[1]).get("base")).toBe("main");
+      expect(prs.map((p) => p.number)).toEqual([14, 12]);
+
+      const mined = await mineHistory({ repo: dir, pullRequests: prs, count: 1, testCommand: FIXTURE_TEST_COMMAND });
+      expect(mined.map((c) => [c.valid, c.reason])).toEqual([
+        [false, "pull request #14's merge commit is not in the repository (fetch it)"],
+        [true, null],
+      ]);
+      expect(mined[1]!.task).toMatchObject({
+        id: "pr-12-greet-people",
+        source: "history",
+        solution: commits["add-greet"],
+        repo: { path: dir, commit: commits["refactor"] },
+        request: "Greet people\n\nAdd greet(name) in greet.js.",
+      });
+    } finally {
+      server.close();
+    }
   });
 });
