@@ -42,6 +42,7 @@ const { values } = parseArgs({
     project: { type: "string" },
     json: { type: "string" },
     "timeout-minutes": { type: "string", default: "10" },
+    parallel: { type: "string", default: "1" },
   },
 });
 
@@ -70,6 +71,9 @@ for (const r of routings) {
 }
 const count = values.count === undefined ? undefined : Number(values.count);
 if (count !== undefined && !(Number.isInteger(count) && count > 0)) fail(`--count must be a positive whole number, not ${values.count}`);
+
+const parallel = Number(values.parallel);
+if (!(Number.isInteger(parallel) && parallel > 0)) fail(`--parallel must be a positive whole number, not ${values.parallel}`);
 
 const tasks: EvalTask[] = [];
 const dropped: Dropped[] = [];
@@ -138,6 +142,7 @@ try {
       tasks,
       routing,
       timeoutMs: Number(values["timeout-minutes"]) * 60_000,
+      concurrency: parallel,
       onResult: (r) => console.log(taskLine(r, isDemoRouting(routing) ? demoScripted(tasks.find((t) => t.id === r.task)!) : null)),
     });
     runs.push({ routing, results });

@@ -144,11 +144,14 @@ export async function runEval({
   tasks,
   routing,
   timeoutMs = 10 * 60_000,
+  concurrency = 1,
   onResult,
 }: {
   tasks: EvalTask[];
   routing: Routing;
   timeoutMs?: number;
+  /** Tasks run at once (each its own project and run); a task's time is then its wall time on a shared machine. */
+  concurrency?: number;
   onResult?: (result: EvalResult) => void;
 }): Promise<EvalResult[]> {
   const executor = new Executor({
@@ -159,40 +162,49 @@ export async function runEval({
   await executor.start();
   const owner = await ensureLocalOwner();
   const user: SessionUser = { id: owner.id, name: owner.name, via: "admin-token" };
-  const results: EvalResult[] = [];
+  const runOne = async (task: EvalTask): Promise<EvalResult> => {
+    const started = performance.now();
+    const repo = await makeRepo(task);
+    const project = await createProject({ name: `eval ${task.id} ${path.basename(repo)}`, ownerId: owner.id, repository: { type: "local", path: repo } });
+    const request = isDemo(routing) && task.demoRequest ? task.demoRequest : task.request;
+    const run = await startRun({
+      user,
+      projectId: project.id,
+      request,
+      config: { ...task.config, trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: routing.planner, implementer: routing.implementer, validator: routing.validator } },
+    });
+    await inngest.send(runStarted.create({ runId: run.id }));
+    const { status, interventions } = await driveToEnd(user, run.id, Date.now() + timeoutMs);
+    const check = status === "completed" ? await runCheck(task, repo, run.branch!) : { solved: false, output: `not checked: the run ended ${status}` };
+    const calls = await modelCallsForRun({ runId: run.id });
+    const result: EvalResult = {
+      task: task.id,
+      source: task.source,
+      commit: task.solution ?? null,
+      repoPath: repo,
+      status,
+      solved: check.solved,
+      checkOutput: check.output,
+      interventions,
+      costUsd: calls.reduce((s, c) => s + c.costUsd, 0),
+      tokens: calls.reduce((s, c) => s + c.tokensIn + c.tokensOut, 0),
+      modelCalls: calls.length,
+      seconds: (performance.now() - started) / 1000,
+    };
+    return result;
+  };
+  const results: EvalResult[] = new Array(tasks.length);
+  let next = 0;
   try {
-    for (const task of tasks) {
-      const started = performance.now();
-      const repo = await makeRepo(task);
-      const project = await createProject({ name: `eval ${task.id} ${path.basename(repo)}`, ownerId: owner.id, repository: { type: "local", path: repo } });
-      const request = isDemo(routing) && task.demoRequest ? task.demoRequest : task.request;
-      const run = await startRun({
-        user,
-        projectId: project.id,
-        request,
-        config: { ...task.config, trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: routing.planner, implementer: routing.implementer, validator: routing.validator } },
-      });
-      await inngest.send(runStarted.create({ runId: run.id }));
-      const { status, interventions } = await driveToEnd(user, run.id, Date.now() + timeoutMs);
-      const check = status === "completed" ? await runCheck(task, repo, run.branch!) : { solved: false, output: `not checked: the run ended ${status}` };
-      const calls = await modelCallsForRun({ runId: run.id });
-      const result: EvalResult = {
-        task: task.id,
-        source: task.source,
-        commit: task.solution ?? null,
-        repoPath: repo,
-        status,
-        solved: check.solved,
-        checkOutput: check.output,
-        interventions,
-        costUsd: calls.reduce((s, c) => s + c.costUsd, 0),
-        tokens: calls.reduce((s, c) => s + c.tokensIn + c.tokensOut, 0),
-        modelCalls: calls.length,
-        seconds: (performance.now() - started) / 1000,
-      };
-      results.push(result);
-      onResult?.(result);
-    }
+    await Promise.all(
+      Array.from({ length: Math.max(1, Math.min(concurrency, tasks.length)) }, async () => {
+        while (next < tasks.length) {
+          const i = next++;
+          results[i] = await runOne(tasks[i]!);
+          onResult?.(results[i]);
+        }
+      }),
+    );
   } finally {
     await executor.stop();
   }

@@ -65,7 +65,7 @@ describe("eval tasks mined from history", () => {
 
   it("runs the mined tasks through the real workflow: the demo solves the two it is scripted for, and never sees the withheld tests", { timeout: 180_000 }, async () => {
     const tasks = candidates.filter((c) => c.valid).map((c) => c.task!);
-    const results = await runEval({ tasks, routing: DEMO, timeoutMs: 120_000 });
+    const results = await runEval({ tasks, routing: DEMO, timeoutMs: 120_000, concurrency: 3 });
     const by = (name: string) => results.find((r) => r.commit === commits[name])!;
     expect(by("add-mul")).toMatchObject({ source: "history", status: "completed", solved: true });
     expect(by("add-greet")).toMatchObject({ source: "history", status: "completed", solved: true });
