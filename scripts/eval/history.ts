@@ -70,7 +70,7 @@ async function changes(repo: string, parent: string, commit: string): Promise<Ch
 /** The lines of a test run's output that say what failed (else its last lines), on one line. */
 function lastLines(output: string): string {
   const lines = output.split("\n").map((l) => l.trim()).filter(Boolean);
-  const telling = lines.filter((l) => /not ok|error|expected|actual|fail/i.test(l) && !/^# (fail|pass)/.test(l));
+  const telling = lines.filter((l) => /not ok|error|expected|actual|!==|fail/i.test(l) && !/^#|^failureType:|^error: [|>]-?$/.test(l));
   return (telling.length ? telling.slice(0, 3) : lines.slice(-3)).join(" · ").slice(0, 300);
 }
 
