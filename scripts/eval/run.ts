@@ -55,7 +55,7 @@ export type Routing = { planner: string; implementer: string; validator: string 
 export type EvalResult = {
   task: string;
   source: EvalTask["source"];
-  /** The commit that solved the task (mined tasks), else null. */
+  /** The commit that solved the task (mined tasks), else the commit it starts from (imported ones), else null. */
   commit: string | null;
   /** The agent's repository (a fresh snapshot; the run's branch is there). */
   repoPath: string;
@@ -180,7 +180,7 @@ export async function runEval({
     const result: EvalResult = {
       task: task.id,
       source: task.source,
-      commit: task.solution ?? null,
+      commit: task.solution ?? task.repo?.commit ?? null,
       repoPath: repo,
       status,
       solved: check.solved,
