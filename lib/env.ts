@@ -207,6 +207,15 @@ const schema = z.object({
   /** E2B template id for sandboxes (default: the code-interpreter template). */
   GATEHOUSE_E2B_TEMPLATE: optionalString,
 
+  // `npm run eval` (which runs on a database of its own): where the app it reports to keeps its data
+  /** The app's data directory: eval results for a project are written to <it>/evals/<project id>/ (set by npm run eval). */
+  GATEHOUSE_EVAL_APP_DATA_DIR: optionalString,
+  /** The app's database, read to find a project's repository for `--from-history <project id>` (default: its file in the data dir). */
+  GATEHOUSE_EVAL_APP_DATABASE_URL: optionalString.refine(
+    (v) => v === undefined || /^(file:|libsql:|https?:|wss?:)/.test(v),
+    "GATEHOUSE_EVAL_APP_DATABASE_URL must start with file:, libsql:, http(s): or ws(s):",
+  ),
+
   // GitHub App
   GITHUB_APP_ID: optionalString,
   GITHUB_APP_PRIVATE_KEY: optionalString,

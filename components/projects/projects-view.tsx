@@ -18,6 +18,7 @@ import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { MyInvitations, ProjectInvitations } from "./invitations";
 import { ProjectNotifications } from "./project-notifications";
+import { EvalResults } from "./eval-results";
 import { emptyGitHubPick, GitHubRepositoryPicker, useInstallationRepositories, validateGitHubPick, type GitHubPick } from "./github-repository-picker";
 
 function repoLabel(p: Project) {
@@ -68,6 +69,7 @@ function ProjectCard({ project }: { project: Project }) {
   const canManage = project.role === undefined || project.role === "owner";
   // Loaded when opened: the delivery log polls, and a closed section need not.
   const [notificationsOpen, setNotificationsOpen] = useState(false);
+  const [evalsOpen, setEvalsOpen] = useState(false);
   return (
     <Card data-testid="project-card">
       <CardHeader>
@@ -128,6 +130,10 @@ function ProjectCard({ project }: { project: Project }) {
             <div className="pt-2">{notificationsOpen && <ProjectNotifications projectId={project.id} />}</div>
           </details>
         )}
+        <details onToggle={(e) => setEvalsOpen(e.currentTarget.open)}>
+          <summary className="cursor-pointer text-sm font-semibold">Eval results (npm run eval)</summary>
+          <div className="pt-2">{evalsOpen && <EvalResults projectId={project.id} />}</div>
+        </details>
         <details>
           <summary className="cursor-pointer text-sm font-semibold">Project memory (.autonomous/memory.md)</summary>
           <div className="pt-2">

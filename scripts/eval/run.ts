@@ -1,17 +1,15 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { z } from "zod";
 import { Executor } from "@/lib/executor";
-import { git } from "@/lib/git/run";
+import { checkInSandbox, inlineRepo, snapshotRepo } from "./checkout";
 import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunState } from "@/lib/db/event-store";
 import { modelCallsForRun } from "@/lib/dashboard/costs";
 import { startRun } from "@/lib/runs/service";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
-import { createSandbox } from "@/lib/sandbox";
 import type { SessionUser } from "@/lib/auth/guard";
 import { inngest } from "@/inngest";
 import * as decide from "@/inngest/decide";
@@ -26,26 +24,41 @@ import { runCancelled, runStarted } from "@/inngest/events";
  * intervention. The hidden check then runs in a sandbox on the delivered branch; the model never sees it.
  */
 
-export const evalTaskSchema = z.strictObject({
-  id: z.string().regex(/^[a-z0-9-]+$/, "must be lower-case letters, digits and dashes"),
-  description: z.string(),
-  /** The toy repository: path → content. */
-  files: z.record(z.string(), z.string()),
-  /** What the models get. */
-  request: z.string().min(1),
-  /** What the demo model gets instead (with its instruction markers), when every stage runs on demo:*. */
-  demoRequest: z.string().optional(),
-  /** Extra run config (merged under the harness's trust mode and routing). */
-  config: z.record(z.string(), z.unknown()).optional(),
-  /** A shell command line run in the delivered branch's checkout (sandboxed); exit 0 = solved. */
-  check: z.string().min(1),
-});
+export const evalTaskSchema = z
+  .strictObject({
+    id: z.string().regex(/^[a-z0-9-]+$/, "must be lower-case letters, digits and dashes"),
+    description: z.string(),
+    /** Where the task comes from: written by hand, mined from a repository's history, imported from SWE-bench. */
+    source: z.enum(["file", "history", "swe-bench"]).default("file"),
+    /** The toy repository: path → content (hand-written tasks). */
+    files: z.record(z.string(), z.string()).optional(),
+    /** Or a repository at a commit: the agent starts from a snapshot of that tree (no history, nothing withheld in it). */
+    repo: z.strictObject({ path: z.string().min(1), commit: z.string().regex(/^[0-9a-f]{7,40}$/, "must be a commit sha") }).optional(),
+    /** The commit that solved the task (history) — reported, never shown to the agent. */
+    solution: z.string().optional(),
+    /** Files written into the check's checkout only (withheld tests): path → content. Never in the agent's worktree. */
+    hiddenFiles: z.record(z.string(), z.string()).optional(),
+    /** What the models get. */
+    request: z.string().min(1),
+    /** What the demo model gets instead (with its instruction markers), when every stage runs on demo:*. */
+    demoRequest: z.string().optional(),
+    /** Extra run config (merged under the harness's trust mode and routing). */
+    config: z.record(z.string(), z.unknown()).optional(),
+    /** A shell command line run in the delivered branch's checkout (sandboxed, hidden files in place); exit 0 = solved. */
+    check: z.string().min(1),
+  })
+  .refine((t) => !!t.files !== !!t.repo, { message: "give either files (an inline repository) or repo ({path, commit}), not both", path: ["files"] });
 export type EvalTask = z.infer<typeof evalTaskSchema>;
 
 export type Routing = { planner: string; implementer: string; validator: string };
 
 export type EvalResult = {
   task: string;
+  source: EvalTask["source"];
+  /** The commit that solved the task (mined tasks), else the commit it starts from (imported ones), else null. */
+  commit: string | null;
+  /** The agent's repository (a fresh snapshot; the run's branch is there). */
+  repoPath: string;
   /** How the run ended: completed, failed, cancelled, or timeout. */
   status: string;
   /** The hidden check passed on the delivered branch. */
@@ -76,20 +89,10 @@ export function loadTasks(dir = TASKS_DIR, only: string[] = []): EvalTask[] {
   return only.length ? tasks.filter((t) => only.includes(t.id)) : tasks;
 }
 
-function makeRepo(task: EvalTask): Promise<string> {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `gatehouse-eval-${task.id}-`));
-  for (const [file, content] of Object.entries(task.files)) {
-    const target = path.resolve(dir, file);
-    if (!target.startsWith(`${dir}${path.sep}`)) throw new Error(`${task.id}: file path ${file} leaves the repository`);
-    fs.mkdirSync(path.dirname(target), { recursive: true });
-    fs.writeFileSync(target, content);
-  }
-  return (async () => {
-    await git(dir, ["init", "-q", "-b", "main"]);
-    await git(dir, ["add", "-A"]);
-    await git(dir, ["commit", "-q", "-m", `eval task ${task.id}`]);
-    return dir;
-  })();
+/** The agent's repository: the inline files, or a snapshot of the named commit's tree (no history, no hidden files). */
+export function makeRepo(task: EvalTask): Promise<string> {
+  if (task.repo) return snapshotRepo({ source: task.repo.path, commit: task.repo.commit, label: task.id });
+  return inlineRepo({ files: task.files ?? {}, label: task.id });
 }
 
 const isDemo = (routing: Routing) => [routing.planner, routing.implementer, routing.validator].every((m) => m.startsWith("demo:"));
@@ -128,14 +131,9 @@ async function driveToEnd(user: SessionUser, runId: string, deadline: number): P
   return { status: "timeout", interventions };
 }
 
-async function runCheck(task: EvalTask, repoPath: string, branch: string, runId: string): Promise<{ solved: boolean; output: string }> {
-  const sandbox = await createSandbox({ runId: `${runId}_check`, repoPath, ref: branch, kind: "local" });
-  try {
-    const r = await sandbox.exec("sh", ["-c", task.check], { timeoutMs: 120_000 });
-    return { solved: r.exitCode === 0 && !r.timedOut, output: `${r.stdout}${r.stderr}`.trim().slice(-2000) };
-  } finally {
-    await sandbox.destroy();
-  }
+async function runCheck(task: EvalTask, repoPath: string, branch: string): Promise<{ solved: boolean; output: string }> {
+  const r = await checkInSandbox({ repoPath, ref: branch, command: task.check, hiddenFiles: task.hiddenFiles });
+  return { solved: r.passed, output: r.output };
 }
 
 /**
@@ -146,11 +144,14 @@ export async function runEval({
   tasks,
   routing,
   timeoutMs = 10 * 60_000,
+  concurrency = 1,
   onResult,
 }: {
   tasks: EvalTask[];
   routing: Routing;
   timeoutMs?: number;
+  /** Tasks run at once (each its own project and run); a task's time is then its wall time on a shared machine. */
+  concurrency?: number;
   onResult?: (result: EvalResult) => void;
 }): Promise<EvalResult[]> {
   const executor = new Executor({
@@ -161,37 +162,49 @@ export async function runEval({
   await executor.start();
   const owner = await ensureLocalOwner();
   const user: SessionUser = { id: owner.id, name: owner.name, via: "admin-token" };
-  const results: EvalResult[] = [];
+  const runOne = async (task: EvalTask): Promise<EvalResult> => {
+    const started = performance.now();
+    const repo = await makeRepo(task);
+    const project = await createProject({ name: `eval ${task.id} ${path.basename(repo)}`, ownerId: owner.id, repository: { type: "local", path: repo } });
+    const request = isDemo(routing) && task.demoRequest ? task.demoRequest : task.request;
+    const run = await startRun({
+      user,
+      projectId: project.id,
+      request,
+      config: { ...task.config, trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: routing.planner, implementer: routing.implementer, validator: routing.validator } },
+    });
+    await inngest.send(runStarted.create({ runId: run.id }));
+    const { status, interventions } = await driveToEnd(user, run.id, Date.now() + timeoutMs);
+    const check = status === "completed" ? await runCheck(task, repo, run.branch!) : { solved: false, output: `not checked: the run ended ${status}` };
+    const calls = await modelCallsForRun({ runId: run.id });
+    const result: EvalResult = {
+      task: task.id,
+      source: task.source,
+      commit: task.solution ?? task.repo?.commit ?? null,
+      repoPath: repo,
+      status,
+      solved: check.solved,
+      checkOutput: check.output,
+      interventions,
+      costUsd: calls.reduce((s, c) => s + c.costUsd, 0),
+      tokens: calls.reduce((s, c) => s + c.tokensIn + c.tokensOut, 0),
+      modelCalls: calls.length,
+      seconds: (performance.now() - started) / 1000,
+    };
+    return result;
+  };
+  const results: EvalResult[] = new Array(tasks.length);
+  let next = 0;
   try {
-    for (const task of tasks) {
-      const started = performance.now();
-      const repo = await makeRepo(task);
-      const project = await createProject({ name: `eval ${task.id} ${path.basename(repo)}`, ownerId: owner.id, repository: { type: "local", path: repo } });
-      const request = isDemo(routing) && task.demoRequest ? task.demoRequest : task.request;
-      const run = await startRun({
-        user,
-        projectId: project.id,
-        request,
-        config: { ...task.config, trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: routing },
-      });
-      await inngest.send(runStarted.create({ runId: run.id }));
-      const { status, interventions } = await driveToEnd(user, run.id, Date.now() + timeoutMs);
-      const check = status === "completed" ? await runCheck(task, repo, run.branch!, run.id) : { solved: false, output: `not checked: the run ended ${status}` };
-      const calls = await modelCallsForRun({ runId: run.id });
-      const result: EvalResult = {
-        task: task.id,
-        status,
-        solved: check.solved,
-        checkOutput: check.output,
-        interventions,
-        costUsd: calls.reduce((s, c) => s + c.costUsd, 0),
-        tokens: calls.reduce((s, c) => s + c.tokensIn + c.tokensOut, 0),
-        modelCalls: calls.length,
-        seconds: (performance.now() - started) / 1000,
-      };
-      results.push(result);
-      onResult?.(result);
-    }
+    await Promise.all(
+      Array.from({ length: Math.max(1, Math.min(concurrency, tasks.length)) }, async () => {
+        while (next < tasks.length) {
+          const i = next++;
+          results[i] = await runOne(tasks[i]!);
+          onResult?.(results[i]);
+        }
+      }),
+    );
   } finally {
     await executor.stop();
   }
