@@ -300,7 +300,7 @@ export function buildRunContext({
       case "CLARIFICATION_IGNORED": {
         const d = derived.find((c) => c.id === e.payload.clarificationId);
         if (d) Object.assign(d, { status: "ignored", answeredBy: e.payload.by, answeredAt: e.timestamp });
-        decisions.push({ at: e.timestamp, kind: "clarification", by: e.payload.by, decision: "skipped (best judgement)", gateId: null, notes: e.payload.clarificationId });
+        decisions.push({ at: e.timestamp, kind: "clarification", by: e.payload.by, decision: e.payload.then === "planning" ? "skipped (sent back to planning)" : "skipped (best judgement)", gateId: null, notes: e.payload.clarificationId });
         break;
       }
       case "PR_MERGED":
