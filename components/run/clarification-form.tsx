@@ -150,6 +150,24 @@ export function ClarificationForm({ run, clarification }: { run: Run; clarificat
           >
             Skip — proceed with best judgement
           </Button>
+          {clarification.stage !== "planning" && (
+            <Button
+              type="button"
+              variant="ghost"
+              disabled={decision.isPending}
+              data-testid="skip-to-planning"
+              title="The planner re-plans with this question, and the new plan waits for approval at the plan gate"
+              onClick={() =>
+                decision.mutate({
+                  url: `/api/clarifications/${clarification.id}/skip`,
+                  body: { then: "planning" },
+                  success: "Sent back to planning with the question",
+                })
+              }
+            >
+              Skip — send back to planning
+            </Button>
+          )}
         </CardFooter>
       </form>
     </Card>

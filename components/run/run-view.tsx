@@ -23,6 +23,7 @@ import { BranchDiff } from "./branch-diff";
 import { ClarificationForm } from "./clarification-form";
 import { EstimateComparison } from "./estimate-table";
 import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
+import { ScopeGateCard, scopeOf } from "./scope-gate-card";
 import { ModelCalls } from "./model-calls";
 import { PlanPanel } from "./plan-panel";
 import { StageProgress } from "./stage-progress";
@@ -100,7 +101,8 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
       {pendingGate && <span id={`gate-${pendingGate.id}`} className="absolute" aria-hidden="true" />}
       {pendingQuestion && <span id={`question-${pendingQuestion.id}`} className="absolute" aria-hidden="true" />}
 
-      {planGate && (
+      {planGate && scopeOf(planGate) && <ScopeGateCard key={planGate.id} run={run} gate={planGate} />}
+      {planGate && !scopeOf(planGate) && (
         <ApprovalCard key={planGate.id} run={run} gate={planGate} plan={gatePlan}>
           <PlanPanel versions={versions} fallback={gatePlan} people={detail.data.people} triage={triage} />
         </ApprovalCard>

@@ -19,8 +19,8 @@ import { applyDebugReplanDecision, applyVerifyFailure, debugTask, verifyTasks, t
 import type { PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import { deadline, type RunFlow } from "./flow";
-import { replan, type Plans } from "./plan";
-import { budgetGate, clarify, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
+import { replan, sendBackToPlanning, type Plans } from "./plan";
+import { budgetGate, clarifyOrSendBack, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
 
 /*
  * Implement: the implementer's turns, one step each, until it is done or fails — with what a turn may lead to: a
@@ -72,23 +72,27 @@ async function debugFailure(
   }
   const { verdict, exhausted } = debugged;
   if (verdict.action === "fix") return applyVerifyFailure(current, { failure: failed, verdict });
+  // A person may send the debug step's question back to planning: then it is re-planned as a plan failure is.
+  let sentBack: string | null = null;
   if (verdict.action === "ask" && verdict.question) {
-    const answer = await clarify(flow, `${key}:q`, "implementation", {
+    const closed = await clarifyOrSendBack(flow, `${key}:q`, "implementation", {
       question: verdict.question,
       context: `Task ${failure.taskId}'s check \`${failure.command}\` failed (${verdict.category}): ${verdict.reason}`,
       options: [],
       responseType: "text",
     });
-    return applyVerifyFailure(current, { failure: failed, verdict, answer });
+    if (!closed.sentBack) return applyVerifyFailure(current, { failure: failed, verdict, answer: closed.answer });
+    sentBack = `A person sent the run back to planning with the debug step's question: ${verdict.question}`;
   }
-  if (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans) {
+  if (sentBack || (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans)) {
     // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
-    plans.replans += 1;
+    if (!sentBack) plans.replans += 1;
     const replanned = await replan(
       flow,
       plans,
       `${key}:replan`,
-      `Re-plan proposed by the debug step. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
+      sentBack ??
+        `Re-plan proposed by the debug step. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
     );
     if (replanned.plan) plans.approved = replanned.plan;
     const next = await applyDebugReplanDecision(current, replanned);
@@ -234,8 +238,9 @@ export async function implement(
     }
     if (result.kind === "continue" || result.kind === "command_running") continue;
     if (result.kind === "clarification") {
-      const answer = await clarify(flow, `impl:${attempt}:turn:${turn}:q`, "implementation", result);
-      state = applyAnswer(state, answer);
+      const key = `impl:${attempt}:turn:${turn}:q`;
+      const closed = await clarifyOrSendBack(flow, key, "implementation", result);
+      state = closed.sentBack ? await sendBackToPlanning(flow, plans, key, attempt, state, result.question) : applyAnswer(state, closed.answer);
       continue;
     }
     if (result.kind === "policy") {

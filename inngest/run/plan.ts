@@ -3,6 +3,8 @@ import * as estimates from "@/lib/runs/estimate";
 import { applyPlanEdits } from "@/lib/runs/plan-edits";
 import { plan as planStep, recordPlan, type PlanRetry, type PlanStepResult } from "@/lib/runs/steps/plan";
 import { completeStage, startStage } from "@/lib/runs/steps/start";
+import { applySentBack } from "@/lib/runs/steps/implement";
+import type { ImplementerState } from "@/lib/agents";
 import type { PlanDocument } from "@/lib/workflow";
 import { deadline, type RunFlow } from "./flow";
 import { clarify, gate, pauseForModel, pauseUntilResumed, spendGate } from "./waits";
@@ -210,4 +212,19 @@ export async function replan(flow: RunFlow, plans: Plans, key: string, note: str
     );
   }
   return { approved: true, plan: chosen, notes: decision.notes ?? null };
+}
+
+/**
+ * A person sent a question of the implementation back to planning (skip with `then: "planning"`): the planner re-plans
+ * with the question, and the new plan passes the plan gate whatever trustMode says; the gate's decision is the
+ * question's answer. A person's choice: it does not count toward limits.maxReplans.
+ */
+export async function sendBackToPlanning(flow: RunFlow, plans: Plans, key: string, attempt: number, state: ImplementerState, question: string) {
+  const replanned = await replan(flow, plans, `${key}:planning`, `A person sent the run back to planning with the implementer's question: ${question}`);
+  if (replanned.plan) plans.approved = replanned.plan;
+  const next = await applySentBack(state, replanned);
+  // The wait at the gate is not implementation time.
+  const resume = `${key}:planning:resume`;
+  flow.stageStart = (await flow.runStep(resume, () => startStage({ runId: flow.runId, stage: "implementation", attempt, stepKey: resume }))).now;
+  return next;
 }

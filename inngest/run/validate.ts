@@ -13,7 +13,10 @@ import { gate, honourPauseRequest, pauseForModel, pauseUntilResumed, spendGate }
  * accept anyway, cancel).
  */
 
-export type Verdict = Extract<ValidateStepResult, { kind: "result" }>;
+export type Verdict = Extract<ValidateStepResult, { kind: "result" }> & {
+  /** A person sent the work back to implementation at the plan gate about its scope (with their notes). */
+  scopeRejected?: { notes: string | null };
+};
 
 /**
  * One validation in steps that each fit the host's duration limit: an acceptance command that outlives its step
@@ -52,13 +55,33 @@ export async function validate(flow: RunFlow, plans: Plans, attempt: number): Pr
     const key = `validate:${attempt}${t ? `:retry:${t}` : ""}`;
     const until = deadline(flow, flow.stageStart, "validation");
     const result = await validateInSteps(flow, key, plans.approved, attempt, until);
-    if (result.kind === "result") return result;
+    if (result.kind === "result") {
+      if (result.passed || !result.outOfScopeFiles?.length) return result;
+      const decision = await scopeGate(flow, plans, key, attempt, result);
+      // The wider scope approved: validated again, those files now in scope (the plan itself, and its hash, unchanged).
+      if (decision.decision === "approve") continue;
+      return { ...result, scopeRejected: { notes: decision.notes } };
+    }
     if (result.kind === "timeout") {
       await pauseUntilResumed(flow, key, "timeout", `Validation ran over ${config.timeoutMinutes.validation} minutes.`, "validation");
       continue;
     }
     await pauseForModel(flow, key, result, "validation");
   }
+}
+
+/**
+ * A diff outside the approved plan's files changes the plan's scope, which only the plan gate may approve (an approved
+ * plan is a contract), whatever trustMode says: approve the wider scope (validated again with it), reject to send the
+ * work back to implementation (the files reverted), or cancel the run.
+ */
+function scopeGate(flow: RunFlow, plans: Plans, key: string, attempt: number, result: Extract<ValidateStepResult, { kind: "result" }>) {
+  return gate(flow, `${key}:scope`, "plan", {
+    scope: { files: result.outOfScopeFiles, attempt },
+    plan: plans.approved,
+    version: plans.version,
+    report: result.report,
+  });
 }
 
 /**
@@ -73,6 +96,8 @@ export async function decideFix(
   const { config } = flow;
   const report = verdict?.report ?? `Implementation failed: ${failure}`;
   const nextFeedback = verdict?.feedback ?? `The previous attempt failed (${failure}). Start again and finish every todo.`;
+  // Decided already, at the plan gate about the scope: back to implementation.
+  if (verdict?.scopeRejected) return { accepted: false, feedback: verdict.scopeRejected.notes ? `${nextFeedback}\n\nReviewer: ${verdict.scopeRejected.notes}` : nextFeedback };
   // Routed by severity: only minor findings are retried automatically; a major one always goes to a person.
   const major = ((verdict?.findings ?? []) as Array<{ severity?: string }>).some((f) => f.severity === "major");
   if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major && !budgetStopped) {

@@ -223,18 +223,24 @@ export async function spendGate(flow: RunFlow, key: string, stage: "planning" | 
   }
 }
 
+type Question = { question: string; context: string | null; options: string[]; responseType: ClarificationResponseType };
+
 /** A question from a stage; past maxClarifications it escalates to a gate. Returns the answer as text. */
-export async function clarify(
-  flow: RunFlow,
-  key: string,
-  stage: Stage,
-  question: { question: string; context: string | null; options: string[]; responseType: ClarificationResponseType },
-): Promise<string> {
+export async function clarify(flow: RunFlow, key: string, stage: Stage, question: Question): Promise<string> {
+  return (await clarifyOrSendBack(flow, key, stage, question)).answer;
+}
+
+/**
+ * A question from a stage after planning: answered (the answer as text), skipped (best judgement), or skipped with
+ * "send the run back to planning with the question" (`sentBack`: the caller re-plans through the plan gate).
+ */
+export async function clarifyOrSendBack(flow: RunFlow, key: string, stage: Stage, question: Question): Promise<{ answer: string; sentBack: boolean }> {
   const { runId, runStep } = flow;
   const asked = await runStep(`${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
   await notifyOpened(flow, `${key}:ask`, asked.kind === "clarification" ? { type: "clarification", id: asked.clarificationId } : { type: "gate", id: asked.gateId });
   await releaseSlot(flow, `${key}:ask`);
   let answer: string;
+  let sentBack = false;
   if (asked.kind === "clarification") {
     const answered = await waitFor(
       flow,
@@ -244,6 +250,7 @@ export async function clarify(
       { subject: { type: "clarification", id: asked.clarificationId }, deadline: asked.deadline ?? null },
     );
     answer = answered.answer;
+    sentBack = answered.sentBack === true;
     flow.stageStart = answered.now;
   } else {
     const decided = await waitFor(flow, `${key}:escalation`, () => readGate({ runId, gateId: asked.gateId }), gateDecided.name, {
@@ -259,7 +266,7 @@ export async function clarify(
   }
   await reacquireSlot(flow, `${key}:answered`);
   if (asked.tree) await runStep(`${key}:restore`, () => restore({ runId, expectedTree: asked.tree! }));
-  return answer;
+  return { answer, sentBack };
 }
 
 /** A GitHub step; a 401 that a fresh installation token does not cure pauses the run until a person resumes it. */

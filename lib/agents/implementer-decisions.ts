@@ -3,7 +3,7 @@ import { redact } from "@/lib/redact";
 import type { ImplementerState } from "./implementer";
 import { describePlan, type Plan } from "./plan";
 import type { PolicyAction } from "./policy";
-import { PROPOSE_REPLAN, type Todo } from "./tools";
+import { PROPOSE_REPLAN, REQUEST_CLARIFICATION, type Todo } from "./tools";
 
 /*
  * What the implementer is told between turns when something outside it decided: a person on a held action or a
@@ -141,6 +141,43 @@ export function applyDebugReplan(
       ...state.messages,
       { role: "user", content: `The re-plan after the failed check was approved. Work from this plan now.${note}\n\n${describePlan(decision.plan)}` },
       { role: "user", content: section("todos", JSON.stringify(open)) },
+    ],
+  };
+}
+
+/**
+ * A person sent the implementer's question back to planning instead of answering it: the plan gate's decision on the
+ * re-plan drafted with the question is the question's answer. Approved: the new plan replaces the todos (a todo already
+ * done stays done) and is shown to the model. Refused (or not drafted): it goes on with the approved plan and its best
+ * judgement.
+ */
+export function applySentBackDecision(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: Plan | null; notes: string | null },
+): ImplementerState {
+  const pending = state.pendingClarification;
+  if (!pending) return state;
+  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
+  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
+  const approved = decision.approved && decision.plan;
+  const todos: Todo[] = approved
+    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
+    : state.todos;
+  const answer = approved
+    ? `A person sent this question back to planning instead of answering it, and the new plan (drafted with the question) was approved. Work from it now; your todos are: ${todos.map((t) => `${t.id} (${t.status})`).join(", ")}.${note}`
+    : `A person sent this question back to planning, and no new plan was approved.${note} Go on with the approved plan: proceed with your best judgement, and state the assumption you made in your summary.`;
+  return {
+    ...state,
+    status: "running",
+    todos,
+    pendingClarification: null,
+    messages: [
+      ...state.messages,
+      {
+        role: "tool",
+        content: [{ type: "tool-result", toolCallId: pending.toolCallId, toolName: REQUEST_CLARIFICATION, output: { type: "json", value: { question: pending.question, answer } } }],
+      },
+      ...(approved ? [{ role: "user" as const, content: `${describePlan(decision.plan!)}` }] : []),
     ],
   };
 }

@@ -98,7 +98,7 @@ export type ImplementerTurnResult =
   | { kind: "command_running"; state: ImplementerState; toolCallId: string };
 
 export { StepBudgetExceededError };
-export { applyDebugReplan, applyPolicyDecision, applyReplanDecision, reopenTask } from "./implementer-decisions";
+export { applyDebugReplan, applyPolicyDecision, applyReplanDecision, applySentBackDecision, reopenTask } from "./implementer-decisions";
 
 /** The tools' mutable context, from a state (a turn, or the collection of a detached command). */
 function toolContext(

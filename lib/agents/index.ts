@@ -3,6 +3,7 @@ export {
   applyPolicyDecision,
   applyDebugReplan,
   applyReplanDecision,
+  applySentBackDecision,
   collectCommand,
   DEFAULT_MAX_ITERATIONS,
   implementerTurn,

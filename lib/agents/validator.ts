@@ -6,6 +6,7 @@ import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/redact";
 import { commandArgv } from "@/lib/sandbox/command-line";
 import { inScope } from "./paths";
+import { checkDiagramConstraints } from "./diagram-checks";
 import { reviewDiff } from "./review-diff";
 import { canDetach, execWithinStep, StepBudgetExceededError, stepBudgetSignal, waitDetached } from "./step-budget";
 import { describePlan, planScope, type Plan } from "./plan";
@@ -70,7 +71,7 @@ export type ValidationResult = {
 };
 
 /** One deterministic check of the plan's constraints; a failed one is a major finding no review can override. */
-export type PlanCheck = { kind: "scope" | "files" | "order" | "commands" | "frozen"; passed: boolean; detail: string };
+export type PlanCheck = { kind: "scope" | "files" | "order" | "commands" | "frozen" | "diagram"; passed: boolean; detail: string };
 
 /**
  * What an acceptance command needs before it can prove anything: its program (a path in the repository, or a name on
@@ -364,6 +365,8 @@ export async function runValidateStep({
   const outOfScopeFiles = changedFiles.filter((f) => !inScope(f, [...scope, ...ALWAYS_IN_SCOPE, ...approvedPaths]));
   // Gatehouse's own checks of the plan run first and are reported apart; the review below cannot override them.
   const planChecks = await checkPlanConstraints({ plan, sandbox, changedFiles, outOfScopeFiles, deletedFiles, completedOrder });
+  const diagram = await checkDiagramConstraints({ constraints: plan.constraints, sandbox });
+  if (diagram) planChecks.push(diagram);
   if (frozen) {
     // The approved plan is frozen: validating against any other plan would judge work nobody approved.
     planChecks.push(

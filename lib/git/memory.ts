@@ -6,6 +6,7 @@ import { mergeConfig, runConfigSchema } from "@/lib/workflow";
 import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
 import { git } from "./run";
 import { AUTONOMOUS_DIR } from "./records";
+import { learnFromRepository, type Learned } from "./learn";
 
 export const MEMORY_PATH = `${AUTONOMOUS_DIR}/memory.md`;
 export const CONFIG_PATH = `${AUTONOMOUS_DIR}/config.json`;
@@ -18,6 +19,12 @@ export type ProjectMemory = {
   project: string;
   techStack: string[];
   patterns: string[];
+  /**
+   * What Gatehouse learned last time (lib/git/learn.ts), kept apart from what the lists say: only what is newly learned
+   * is added to techStack/patterns, so a person's edit to them (an item removed or reworded) is kept. Absent: never learned.
+   */
+  learnedTechStack?: string[];
+  learnedPatterns?: string[];
   /** Free text between the front matter and "## Past Decisions". */
   notes: string;
   pastDecisions: PastDecision[];
@@ -83,6 +90,8 @@ export function parseMemory(text: string, fallbackProject = "project"): ProjectM
     project: typeof front.project === "string" && front.project ? front.project : fallbackProject,
     techStack: list(front.techStack),
     patterns: list(front.patterns),
+    ...("learnedTechStack" in front ? { learnedTechStack: list(front.learnedTechStack) } : {}),
+    ...("learnedPatterns" in front ? { learnedPatterns: list(front.learnedPatterns) } : {}),
     notes,
     pastDecisions,
   };
@@ -95,6 +104,8 @@ export function renderMemory(memory: ProjectMemory): string {
     `project: ${JSON.stringify(memory.project)}`,
     `techStack:${memory.techStack.length ? `\n${list(memory.techStack)}` : " []"}`,
     `patterns:${memory.patterns.length ? `\n${list(memory.patterns)}` : " []"}`,
+    ...(memory.learnedTechStack ? [`learnedTechStack:${memory.learnedTechStack.length ? `\n${list(memory.learnedTechStack)}` : " []"}`] : []),
+    ...(memory.learnedPatterns ? [`learnedPatterns:${memory.learnedPatterns.length ? `\n${list(memory.learnedPatterns)}` : " []"}`] : []),
     "---",
     "",
     memory.notes || "# Project memory\n\nWhat Gatehouse has learned about this repository. Read by the planner before every run.",
@@ -134,32 +145,80 @@ export async function readMemory({ repoPath, ref }: { repoPath: string; ref: str
 }
 
 /**
- * The project memory a new run should see: the memory on `ref` (its base), plus the past decisions recorded on the
- * most recently committed run branch (`autonomous/*`) that the base does not have yet — so a run learns from the
- * previous one even when that one was not merged.
+ * Learned items merged into the front matter: only what was not learned before (and is not there already, in any
+ * case) is added, so a person's edit — an item removed or reworded — is kept; nothing is ever removed.
+ */
+export function mergeLearned(memory: ProjectMemory, learned: Learned): ProjectMemory {
+  const fresh = (items: string[], before: string[] | undefined, current: string[]) => {
+    const seen = new Set([...(before ?? []), ...current].map((i) => i.toLowerCase()));
+    return items.filter((i) => !seen.has(i.toLowerCase()));
+  };
+  const union = (a: string[] | undefined, b: string[]) => [...new Set([...(a ?? []), ...b])];
+  return {
+    ...memory,
+    techStack: [...memory.techStack, ...fresh(learned.techStack, memory.learnedTechStack, memory.techStack)],
+    patterns: [...memory.patterns, ...fresh(learned.patterns, memory.learnedPatterns, memory.patterns)],
+    learnedTechStack: union(memory.learnedTechStack, learned.techStack),
+    learnedPatterns: union(memory.learnedPatterns, learned.patterns),
+  };
+}
+
+/** How much of "Past Decisions" a run is given (the newest entries first; the oldest are left out, with a note). */
+export const MEMORY_DECISIONS_MAX_CHARS = 24_000;
+/** Run branches looked at for decisions the base does not have (the newest first). */
+const MEMORY_BRANCHES_MAX = 200;
+
+const decisionDate = (d: PastDecision) => /^\d{4}-\d{2}-\d{2}/.exec(d.heading)?.[0] ?? "";
+
+/**
+ * The project memory a new run should see: the memory on `ref` (its base), plus every delivered run's past decisions
+ * (a run branch's memory.md has its entry from delivery on) that the base does not have yet — merged or not, so no
+ * unmerged run drops out — within MEMORY_DECISIONS_MAX_CHARS, the newest kept. A memory that never learned the
+ * repository's stack and patterns gets them learned from `ref` for the reading.
  */
 export async function readLatestMemory({ repoPath, ref }: { repoPath: string; ref: string }): Promise<ProjectMemory & { raw: string | null }> {
-  const base = await readMemory({ repoPath, ref });
-  const refs = await git(repoPath, ["for-each-ref", "--sort=-committerdate", "--count=20", "--format=%(refname)", "refs/heads/autonomous/"], {
+  let base: ProjectMemory & { raw: string | null } = await readMemory({ repoPath, ref });
+  let changed = false;
+  if (!base.learnedTechStack) {
+    base = { ...mergeLearned(base, await learnFromRepository({ repoPath, ref })), raw: base.raw };
+    changed = base.techStack.length + base.patterns.length > 0;
+  }
+  const refs = await git(repoPath, ["for-each-ref", "--sort=-committerdate", `--count=${MEMORY_BRANCHES_MAX}`, "--format=%(refname)", "refs/heads/autonomous/"], {
     allowFailure: true,
   });
   const own = `refs/heads/${ref}`;
+  const known = new Set(base.pastDecisions.map((d) => d.runId ?? d.heading));
+  const added: PastDecision[] = [];
   for (const other of refs.stdout.split("\n").filter((r) => r && r !== own && r !== ref)) {
     const raw = await readFileAt({ repoPath, ref: other, path: MEMORY_PATH });
     if (!raw) continue;
-    const latest = parseMemory(raw, base.project);
-    const known = new Set(base.pastDecisions.map((d) => d.runId ?? d.heading));
-    const added = latest.pastDecisions.filter((d) => !known.has(d.runId ?? d.heading));
-    if (added.length === 0) continue;
-    const merged: ProjectMemory = { ...base, pastDecisions: [...base.pastDecisions, ...added] };
-    return { ...merged, raw: renderMemory(merged) };
+    for (const d of parseMemory(raw, base.project).pastDecisions) {
+      const key = d.runId ?? d.heading;
+      if (known.has(key)) continue;
+      known.add(key);
+      added.push(d);
+    }
   }
-  return base;
+  const entrySize = (d: PastDecision) => d.heading.length + d.body.length + 8;
+  if (!added.length && !changed && base.pastDecisions.reduce((n, d) => n + entrySize(d), 0) <= MEMORY_DECISIONS_MAX_CHARS) return base;
+  // Oldest first, as the file reads; then the newest that fit.
+  const all = [...base.pastDecisions, ...added].map((d, i) => ({ d, i })).sort((a, b) => decisionDate(a.d).localeCompare(decisionDate(b.d)) || a.i - b.i).map((x) => x.d);
+  const kept: PastDecision[] = [];
+  let size = 0;
+  for (const d of [...all].reverse()) {
+    size += entrySize(d);
+    if (size > MEMORY_DECISIONS_MAX_CHARS && kept.length) break;
+    kept.unshift(d);
+  }
+  const left = all.length - kept.length;
+  const notes = left ? `${base.notes || "# Project memory"}\n\n_(${left} older past decision(s) left out here to keep the memory within ${MEMORY_DECISIONS_MAX_CHARS} characters.)_` : base.notes;
+  const merged: ProjectMemory = { ...base, notes, pastDecisions: kept };
+  return { ...merged, raw: renderMemory(merged) };
 }
 
 /**
- * Append this run's entry to "## Past Decisions" (once per run: a retried step does not append twice), merge any newly
- * learned tech stack and patterns, and commit memory.md on the run's branch so it lands with the run's merge.
+ * Append this run's entry to "## Past Decisions" (once per run: a retried step does not append twice), merge the tech
+ * stack and patterns newly learned from the branch (lib/git/learn.ts; a person's edit is kept), and commit memory.md on the run's branch so it lands with the run's merge.
  */
 export async function updateMemory({
   repoPath,
@@ -182,11 +241,14 @@ export async function updateMemory({
   patterns?: string[];
   date?: Date;
 }): Promise<CommitResult & { memory: ProjectMemory }> {
-  const memory = await readMemory({ repoPath, ref: branch });
+  // Learned from the branch as the run leaves it (what the run added counts), merged so a person's edit is kept.
+  const learned = await learnFromRepository({ repoPath, ref: branch });
+  const memory = mergeLearned(await readMemory({ repoPath, ref: branch }), {
+    techStack: [...learned.techStack, ...techStack],
+    patterns: [...learned.patterns, ...patterns],
+  });
   const next: ProjectMemory = {
     ...memory,
-    techStack: [...new Set([...memory.techStack, ...techStack])],
-    patterns: [...new Set([...memory.patterns, ...patterns])],
     pastDecisions: memory.pastDecisions.some((d) => d.runId === runId)
       ? memory.pastDecisions
       : [

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { repositoryKeyOf } from "@/lib/db/repository-key";
 import { importRun } from "@/lib/db/event-store";
-import { artifacts, clarificationRequests, projectMembers, projects, users } from "@/lib/db/schema";
+import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, projects, users } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import type { StoredRunEvent } from "@/lib/workflow";
 import { AUTONOMOUS_DIR, parseEvents, parseRunContext, type RunContext } from "./records";
@@ -41,10 +41,18 @@ function readBlobs(repoPath: string, shas: string[]): Promise<Map<string, string
   });
 }
 
-export type RebuildResult = { runs: number; events: number; clarifications: number; errors: { runId: string; message: string }[] };
+export type RebuildResult = {
+  runs: number;
+  events: number;
+  clarifications: number;
+  /** Gate rows (with their decisions) and model calls (tokens, costs) restored from context.json's `rows`. */
+  gates: number;
+  modelCalls: number;
+  errors: { runId: string; message: string }[];
+};
 
 /**
- * Rebuild runs, events and clarifications in the database from the `.autonomous/runs/<run-id>/` records on every
+ * Rebuild runs, events, clarifications, gates (with their decisions), model calls (costs) and artifacts in the database from the `.autonomous/runs/<run-id>/` records on every
  * branch of the repository (run branches and the base branch, where merged runs land). For each run the most complete
  * record wins (the longest event log). The projection is recomputed by the reducer (importRun); clarifications come
  * from context.json (with answers) or, failing that, from the events. Missing users and the project are recreated.
@@ -69,7 +77,7 @@ export async function rebuildFromGit({ repoPath }: { repoPath: string }): Promis
   const shas = [...new Set([...found.values()].flat().flatMap((f) => [f.events, f.context]).filter((s): s is string => !!s))];
   const blobs = shas.length ? await readBlobs(repoPath, shas) : new Map<string, string>();
 
-  const result: RebuildResult = { runs: 0, events: 0, clarifications: 0, errors: [] };
+  const result: RebuildResult = { runs: 0, events: 0, clarifications: 0, gates: 0, modelCalls: 0, errors: [] };
   const knownUsers = new Set<string>();
   const knownProjects = new Set<string>();
   for (const [runId, candidates] of [...found.entries()].sort(([a], [b]) => a.localeCompare(b))) {
@@ -90,6 +98,8 @@ export async function rebuildFromGit({ repoPath }: { repoPath: string }): Promis
       await importRun({ runId, events: best.events });
       const context = best.context ?? parsed.find((p) => p.context)?.context ?? null;
       result.clarifications += await restoreRunRows({ runId, events: best.events, context });
+      result.gates += context?.rows?.gates.length ?? 0;
+      result.modelCalls += context?.rows?.modelCalls.length ?? 0;
       result.runs++;
       result.events += best.events.length;
     } catch (error) {
@@ -141,6 +151,13 @@ async function ensureOwner({
 
 const toDate = (v: string | number | null | undefined) => (v === null || v === undefined ? null : new Date(v));
 
+/** A row from context.json's `rows`, for this run, with its timestamp columns as Dates again. */
+function asRow(row: Record<string, unknown>, runId: string, dateKeys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...row, workflowRunId: runId };
+  for (const key of dateKeys) out[key] = toDate(row[key] as number | null | undefined);
+  return out;
+}
+
 /** Clarification and artifact rows for one run: replaced wholesale, from context.json or (without it) the events. */
 async function restoreRunRows({ runId, events, context }: { runId: string; events: StoredRunEvent[]; context: RunContext | null }) {
   const clarifications: RunContext["clarifications"] = context?.clarifications ?? [];
@@ -173,7 +190,15 @@ async function restoreRunRows({ runId, events, context }: { runId: string; event
         createdAt: toDate(c.createdAt)!,
       });
     }
-    if (context) {
+    if (context?.rows) {
+      // The rows as the database held them: gates with their decisions, model calls with their costs, the artifact index.
+      await tx.delete(gates).where(eq(gates.workflowRunId, runId));
+      await tx.delete(modelCalls).where(eq(modelCalls.workflowRunId, runId));
+      await tx.delete(artifacts).where(eq(artifacts.workflowRunId, runId));
+      for (const g of context.rows.gates) await tx.insert(gates).values(asRow(g, runId, ["decidedAt", "createdAt"]) as typeof gates.$inferInsert);
+      for (const c of context.rows.modelCalls) await tx.insert(modelCalls).values(asRow(c, runId, ["createdAt"]) as typeof modelCalls.$inferInsert).onConflictDoNothing();
+      for (const a of context.rows.artifacts) await tx.insert(artifacts).values(asRow(a, runId, ["createdAt"]) as typeof artifacts.$inferInsert);
+    } else if (context) {
       await tx.delete(artifacts).where(eq(artifacts.workflowRunId, runId));
       for (const a of context.artifacts) {
         await tx.insert(artifacts).values({ id: newId("art"), workflowRunId: runId, stage: a.stage, type: a.type, path: a.path, commitSha: a.commitSha, version: a.version });

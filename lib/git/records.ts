@@ -188,9 +188,22 @@ export const runContextSchema = z.object({
       notes: z.string().nullable(),
     }),
   ),
+  /**
+   * The run's rows the event log does not carry, as the database held them (timestamps as epoch ms): its gates with
+   * their decisions, its model calls (tokens, cost, latency) and its artifact index — so a rebuild from Git restores
+   * them exactly. Absent in records written before they were kept.
+   */
+  rows: z
+    .object({
+      gates: z.array(z.record(z.string(), z.unknown())),
+      modelCalls: z.array(z.record(z.string(), z.unknown())),
+      artifacts: z.array(z.record(z.string(), z.unknown())),
+    })
+    .optional(),
 });
 
 export type RunContext = z.infer<typeof runContextSchema>;
+export type RunRows = NonNullable<RunContext["rows"]>;
 export type ContextClarification = RunContext["clarifications"][number];
 
 /** Parse context.json text against the schema; a bad file names what is wrong. */
@@ -247,10 +260,13 @@ export function buildRunContext({
   events,
   clarifications = [],
   baseBranch,
+  rows,
 }: {
   events: StoredRunEvent[];
   clarifications?: ContextClarification[];
   baseBranch: string;
+  /** The run's gates, model calls and artifact rows (see runContextSchema.rows). */
+  rows?: RunRows;
 }): RunContext {
   const created = events.find((e) => e.type === "RUN_CREATED");
   if (!created || created.type !== "RUN_CREATED") throw new AppError("bad_request:git", "The event log has no RUN_CREATED.");
@@ -300,7 +316,7 @@ export function buildRunContext({
       case "CLARIFICATION_IGNORED": {
         const d = derived.find((c) => c.id === e.payload.clarificationId);
         if (d) Object.assign(d, { status: "ignored", answeredBy: e.payload.by, answeredAt: e.timestamp });
-        decisions.push({ at: e.timestamp, kind: "clarification", by: e.payload.by, decision: "skipped (best judgement)", gateId: null, notes: e.payload.clarificationId });
+        decisions.push({ at: e.timestamp, kind: "clarification", by: e.payload.by, decision: e.payload.then === "planning" ? "skipped (sent back to planning)" : "skipped (best judgement)", gateId: null, notes: e.payload.clarificationId });
         break;
       }
       case "PR_MERGED":
@@ -344,6 +360,7 @@ export function buildRunContext({
     artifacts,
     approvedPlanHash: approvedPlanHash(events),
     decisions,
+    ...(rows ? { rows } : {}),
   });
 }
 

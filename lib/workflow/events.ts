@@ -73,7 +73,8 @@ export type RunEventPayloads = {
   DECISION_DEFAULTED: { subject: DecisionSubject; answer: string; outsideOptions?: boolean };
   CLARIFICATION_ANSWERED: { clarificationId: string; by: string };
   /** A person chose not to answer: the asking stage proceeds with its best judgement and notes the assumption. */
-  CLARIFICATION_IGNORED: { clarificationId: string; by: string };
+  /** Skipped: the stage goes on with its best judgement, or (`then: "planning"`) the run goes back to planning with the question. */
+  CLARIFICATION_IGNORED: { clarificationId: string; by: string; then?: "planning" };
   ARTIFACT_CREATED: { artifactId?: string; type: string; path: string; commitSha?: string | null; version?: number };
   /** `index` counts from 1: task `index` of `total`. */
   TASK_STARTED: { taskId: string; index: number; total: number };

@@ -30,7 +30,7 @@ async function closeClarification({
 }: {
   user: SessionUser;
   clarificationId: string;
-  closing: { status: "answered"; response: Answer } | { status: "ignored" };
+  closing: { status: "answered"; response: Answer } | { status: "ignored"; then?: "planning" };
 }) {
   const db = await getDb();
   const clarification = await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, clarificationId) });
@@ -43,6 +43,12 @@ async function closeClarification({
   await requireClarificationDecider({ user, runId: run.id, projectId: run.projectId, clarificationId });
   // An answer is checked as given (a chosen option must match), stored redacted.
   if (closing.status === "answered") checkAnswer(clarification, closing.response);
+  if (closing.status === "ignored" && closing.then === "planning" && clarification.stage === "planning") {
+    throw new AppError(
+      "bad_request:api",
+      "This question was asked while planning: the planner is the one asking. Skip it to let it plan with its best judgement, or answer it.",
+    );
+  }
   const response = closing.status === "answered" ? redactAnswer(closing.response) : null;
   return write(async (tx) => {
     const updated = await tx
@@ -56,7 +62,9 @@ async function closeClarification({
     }
     const payload = { clarificationId, by: user.id };
     await appendEventsTx(tx, clarification.workflowRunId, [
-      closing.status === "answered" ? { type: "CLARIFICATION_ANSWERED", payload } : { type: "CLARIFICATION_IGNORED", payload },
+      closing.status === "answered"
+        ? { type: "CLARIFICATION_ANSWERED", payload }
+        : { type: "CLARIFICATION_IGNORED", payload: closing.then === "planning" ? { ...payload, then: "planning" as const } : payload },
     ]);
     return updated[0]!;
   });
@@ -67,9 +75,11 @@ export async function answerClarification({ user, clarificationId, response }: {
 }
 
 /**
- * Skip a question: the asking stage proceeds with its best judgement and notes the assumption (CLARIFICATION_IGNORED).
- * Same guards as an answer; a question already answered or skipped is a 409.
+ * Skip a question (CLARIFICATION_IGNORED): the asking stage proceeds with its best judgement and notes the assumption;
+ * or, with `then: "planning"`, the run goes back to planning with the question (the planner re-plans with it, and the
+ * new plan passes the plan gate). A planning question cannot be sent back to planning (400). Same guards as an
+ * answer; a question already answered or skipped is a 409.
  */
-export async function skipClarification({ user, clarificationId }: { user: SessionUser; clarificationId: string }) {
-  return closeClarification({ user, clarificationId, closing: { status: "ignored" } });
+export async function skipClarification({ user, clarificationId, then }: { user: SessionUser; clarificationId: string; then?: "planning" }) {
+  return closeClarification({ user, clarificationId, closing: { status: "ignored", ...(then ? { then } : {}) } });
 }

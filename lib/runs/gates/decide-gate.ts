@@ -52,6 +52,11 @@ function approvedHash(gate: GateRow, editedPlan: z.output<typeof approveSchema>[
   return { planHash: planHash(editedPlan ? applyPlanEdits({ drafted: plan, edited: editedPlan }) : plan) };
 }
 
+/** A plan gate about a diff outside the approved plan's files (inngest/run/validate.ts), not about a drafted plan. */
+function isScopeGate(gate: GateRow): boolean {
+  return gate.kind === "plan" && !!(gate.context as { scope?: unknown } | null)?.scope;
+}
+
 function notAFixGate(gate: GateRow) {
   if (gate.kind === "fix") {
     throw new AppError("conflict:gate", "This gate asks for a fix decision: use POST /api/runs/:id/fix-decision.");
@@ -72,6 +77,9 @@ export async function approveGate({ user, runId, input }: GateDecision<typeof ap
       notAFixGate(gate);
       if (input.editedPlan && gate.kind !== "plan") {
         throw new AppError("bad_request:gate", "editedPlan: only a plan gate takes an edited plan.");
+      }
+      if (input.editedPlan && isScopeGate(gate)) {
+        throw new AppError("bad_request:gate", "editedPlan: this plan gate decides a change of scope. Approve the wider scope as it is, or reject to send the work back to implementation.");
       }
       if (input.response !== undefined) {
         if (gate.kind !== "escalation") throw new AppError("bad_request:gate", "response: only an escalated question takes a typed response.");
@@ -111,6 +119,7 @@ export async function askBack({ user, runId, input }: GateDecision<typeof askBac
     gateId: input.gateId,
     check: (gate) => {
       if (gate.kind !== "plan") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate; only a plan gate takes a question to the planner.`);
+      if (isScopeGate(gate)) throw new AppError("conflict:gate", `Gate ${gate.gateNumber} decides a change of scope, not a plan: approve the wider scope, reject (back to implementation) or cancel the run.`);
     },
     claim: { status: "asked", decision: "ask", notes: input.question },
     events: (gate) => [{ type: "PLAN_QUESTION_ASKED", payload: { gateId: gate.id, by: user.id, question: input.question } }],

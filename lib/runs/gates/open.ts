@@ -1,7 +1,7 @@
 import { asc, eq, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, workflowRuns } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents, getRunState } from "@/lib/db/event-store";
+import { appendEventsTx, findStepEvents, getRunState, listEvents } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
 import { redact, redactDeep } from "@/lib/redact";
@@ -198,7 +198,7 @@ export async function readClarification({
 }: {
   runId: string;
   clarificationId: string;
-}): Promise<WaitResult<{ answer: string; now: number }>> {
+}): Promise<WaitResult<{ answer: string; now: number; sentBack?: boolean }>> {
   const db = await getDb();
   const row = await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, clarificationId) });
   if (!row) throw new AppError("not_found:clarification", `Clarification ${clarificationId} does not exist.`);
@@ -209,7 +209,14 @@ export async function readClarification({
     return { state: "pending" };
   }
   await acknowledgeDecision({ runId, key: decisionKey.clarification(clarificationId) });
-  if (row.status === "ignored") return { state: "done", answer: SKIPPED_ANSWER, now: workflowClock.now() };
+  if (row.status === "ignored") {
+    // Skipped: best judgement, or back to planning with the question (the skip's event says which).
+    const skip = (await listEvents({ runId, limit: 100_000 })).findLast(
+      (e) => e.type === "CLARIFICATION_IGNORED" && (e.payload as { clarificationId?: string }).clarificationId === clarificationId,
+    );
+    const sentBack = (skip?.payload as { then?: string } | undefined)?.then === "planning";
+    return { state: "done", answer: SKIPPED_ANSWER, now: workflowClock.now(), ...(sentBack ? { sentBack } : {}) };
+  }
   if (row.status !== "answered") return { state: "ended", status: "cancelled" };
   return { state: "done", answer: answerText(row.response), now: workflowClock.now() };
 }

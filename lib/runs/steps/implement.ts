@@ -7,6 +7,7 @@ import {
   answerClarification as answerImplementerClarification,
   applyPolicyDecision,
   applyReplanDecision,
+  applySentBackDecision,
   collectCommand,
   implementerTurn,
   StepBudgetExceededError,
@@ -70,6 +71,14 @@ export async function applyReplan(
   decision: { approved: boolean; plan: PlanDocument | null; notes: string | null },
 ): Promise<ImplementerState> {
   return applyReplanDecision(state, { approved: decision.approved, plan: decision.plan ? await toAgentPlan(decision.plan) : null, notes: decision.notes });
+}
+
+/** The plan gate's decision on a re-plan a person asked for by sending the implementer's question back to planning. */
+export async function applySentBack(
+  state: ImplementerState,
+  decision: { approved: boolean; plan: PlanDocument | null; notes: string | null },
+): Promise<ImplementerState> {
+  return applySentBackDecision(state, { approved: decision.approved, plan: decision.plan ? await toAgentPlan(decision.plan) : null, notes: decision.notes });
 }
 
 /** The durable sleep between two looks at a command left running detached. */

@@ -1,9 +1,10 @@
 import { asc, eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
-import { clarificationRequests, gates } from "@/lib/db/schema";
+import { artifacts, clarificationRequests, gates, modelCalls } from "@/lib/db/schema";
 import { listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
 import { buildRunContext, clarificationFromRow, commitRunRecords } from "@/lib/git";
+import type { RunRows } from "@/lib/git/records";
 import { workflowClock, type RunContext } from "./context";
 
 /* The run's records on its branch (.autonomous/runs/<id>/), and what they and the project memory say of it. */
@@ -20,9 +21,25 @@ export async function writeRecords(run: RunContext, validationReport: string | n
     events,
     clarifications: rows.map((r) => clarificationFromRow(r)),
     baseBranch: run.config.git.baseBranch,
+    rows: await runRows(run.runId),
   });
   const context = completing ? { ...built, status: "completed", completedAt: built.completedAt ?? workflowClock.now() } : built;
   return commitRunRecords({ repoPath: run.repoPath, branch: run.branch, context, validationReport, events });
+}
+
+/** A row as context.json keeps it: Dates as epoch ms (rebuildFromGit turns them back). */
+const plainRow = (row: Record<string, unknown>) =>
+  Object.fromEntries(Object.entries(row).map(([k, v]) => [k, v instanceof Date ? v.getTime() : v])) as Record<string, unknown>;
+
+/** The run's gates, model calls and artifact rows, for context.json (what the event log does not carry). */
+async function runRows(runId: string): Promise<RunRows> {
+  const db = await getDb();
+  const [gateRows, callRows, artifactRows] = await Promise.all([
+    db.select().from(gates).where(eq(gates.workflowRunId, runId)).orderBy(asc(gates.gateNumber)),
+    db.select().from(modelCalls).where(eq(modelCalls.workflowRunId, runId)).orderBy(asc(modelCalls.createdAt), asc(modelCalls.id)),
+    db.select().from(artifacts).where(eq(artifacts.workflowRunId, runId)).orderBy(asc(artifacts.createdAt), asc(artifacts.id)),
+  ]);
+  return { gates: gateRows.map(plainRow), modelCalls: callRows.map(plainRow), artifacts: artifactRows.map(plainRow) };
 }
 
 export async function lastValidationReport(runId: string): Promise<string | null> {

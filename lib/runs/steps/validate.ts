@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
 import { approvedPlanHash, planHash } from "@/lib/workflow/plan-hash";
@@ -18,7 +18,17 @@ import { sandboxOptions } from "./workspace";
 export type { ValidationProgress };
 
 export type ValidateStepResult =
-  | { kind: "result"; passed: boolean; score: number; feedback: string; report: string; findings: unknown[]; now: number }
+  | {
+      kind: "result";
+      passed: boolean;
+      score: number;
+      feedback: string;
+      report: string;
+      findings: unknown[];
+      /** Changed files outside the approved plan's scope: a change of scope, decided at the plan gate (inngest/run/validate). */
+      outOfScopeFiles?: string[];
+      now: number;
+    }
   | { kind: "model_error"; reason: string; message: string; now: number }
   | { kind: "timeout"; now: number }
   /** An acceptance command outlived the step: it runs on detached; after a durable sleep the next step continues. */
@@ -26,15 +36,19 @@ export type ValidateStepResult =
   /** A validator model call had not answered when the step's time ran out: made again in a fresh step (checks kept). */
   | { kind: "step_budget"; progress: ValidationProgress; now: number };
 
-/** What people approved changing at the run's policy gates (the actions' paths): validation counts it as in scope. */
+/**
+ * What people approved changing beyond the plan's files: the actions' paths at the run's policy gates, and the wider
+ * scope approved at a plan gate about scope (`context.scope.files`). Validation counts it as in scope.
+ */
 async function approvedPolicyPaths(runId: string): Promise<string[]> {
   const db = await getDb();
   const rows = await db
     .select({ context: gates.context })
     .from(gates)
-    .where(and(eq(gates.workflowRunId, runId), eq(gates.kind, "policy"), eq(gates.status, "approved")));
+    .where(and(eq(gates.workflowRunId, runId), inArray(gates.kind, ["policy", "plan"]), eq(gates.status, "approved")));
   return rows.flatMap((r) => {
-    const paths = (r.context as { action?: { paths?: unknown } } | null)?.action?.paths;
+    const context = r.context as { action?: { paths?: unknown }; scope?: { files?: unknown } } | null;
+    const paths = context?.action?.paths ?? context?.scope?.files;
     return Array.isArray(paths) ? paths.filter((p): p is string => typeof p === "string") : [];
   });
 }
@@ -132,6 +146,7 @@ export async function validate({
     feedback: redact(result.feedback),
     report,
     findings: redactDeep(result.findings),
+    outOfScopeFiles: result.outOfScopeFiles,
     now: workflowClock.now(),
   };
 }

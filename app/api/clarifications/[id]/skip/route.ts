@@ -5,12 +5,16 @@ import { rateLimit } from "@/lib/security/rate-limit";
 
 export const dynamic = "force-dynamic";
 
-/** No fields: a body, when sent, must be `{}` (and is size-capped like every other). */
-const skipSchema = z.strictObject({});
+/**
+ * Optional body: `{ then: "proceed" }` (the default: "go on with your best judgement") or `{ then: "planning" }` (send
+ * the run back to planning with the question). Size-capped like every other.
+ */
+const skipSchema = z.strictObject({ then: z.enum(["proceed", "planning"]).optional() });
 
-/** Skip a question: "proceed with your best judgement" (recorded as CLARIFICATION_IGNORED). */
+/** Skip a question (recorded as CLARIFICATION_IGNORED): best judgement, or back to planning with the question. */
 export const POST = route<{ id: string }>(async ({ request, user, params }) => {
   await rateLimit({ user, bucket: "decisions" });
-  await readOptionalJson(request, skipSchema);
-  return json({ clarification: await decide.skip({ user, clarificationId: params.id }) });
+  const body = await readOptionalJson(request, skipSchema);
+  const then = body?.then === "planning" ? ("planning" as const) : undefined;
+  return json({ clarification: await decide.skip({ user, clarificationId: params.id, then }) });
 });
