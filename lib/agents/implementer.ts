@@ -207,6 +207,7 @@ export function startImplementer({
   plan,
   request,
   memory,
+  instructions,
   feedback,
   maxIterations = DEFAULT_MAX_ITERATIONS,
   skip = [],
@@ -214,6 +215,8 @@ export function startImplementer({
   plan: Plan;
   request: string;
   memory?: string;
+  /** The repository's instructions, quoted as repository content (lib/agents/instructions.ts). */
+  instructions?: string;
   /** Tasks triage found already done (with its evidence): they are no todos of this session. */
   skip?: Array<{ id: string; evidence: string[] }>;
   /** Validator feedback when this session fixes a failed validation. */
@@ -225,6 +228,7 @@ export function startImplementer({
   const todos: Todo[] = open.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
   const parts = [section("request", request), section("plan", describePlan(plan))];
   if (memory?.trim()) parts.push(section("memory", memory));
+  if (instructions?.trim()) parts.push(instructions);
   parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
   if (skip.length) {
     parts.push(

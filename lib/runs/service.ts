@@ -19,6 +19,7 @@ import { sandboxCapabilities } from "@/lib/sandbox";
 import { costBreakdownForRun } from "./costs";
 import { estimateReport } from "./estimate";
 import { toRunDto } from "./dto";
+import { instructionsOfRun } from "./instructions";
 import { routingForNewRun, routingWithFallbacks, type StageRouting } from "./routing";
 
 type NewRun = {
@@ -185,6 +186,8 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
     /** The plan gate's estimate beside what the stages took (null when no plan gate carried one). */
     estimate: await estimateReport({ runId }),
+    /** The repository instructions (AGENTS.md …) the stages' prompts quoted: path, size, sha256, whether cut. */
+    instructions: await instructionsOfRun({ runId }),
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };
 }

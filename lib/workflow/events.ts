@@ -116,6 +116,11 @@ export type RunEventPayloads = {
    * (lib/runs/estimate-model.ts RunEstimate), kept so the run can be compared with it after.
    */
   PLAN_ESTIMATED: { version: number; estimate: Record<string, unknown> };
+  /**
+   * The repository's instructions a stage's prompt quoted (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md): each
+   * file's path, size, sha256 and the bytes quoted (fewer than its size when cut). Once per stage and set of files.
+   */
+  INSTRUCTIONS_LOADED: { stage: "planning" | "implementation" | "validation"; files: Array<{ path: string; bytes: number; sha: string; shown: number }> };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
   POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };

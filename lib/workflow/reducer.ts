@@ -175,6 +175,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_VERIFY_FAILED":
     case "DEBUG_CLASSIFIED":
     case "CONTEXT_SUMMARISED":
+    case "INSTRUCTIONS_LOADED":
     case "PLAN_ESTIMATED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":

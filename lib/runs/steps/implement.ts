@@ -24,6 +24,7 @@ import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock, type WithNow } from "./context";
 import { END_POLL_MS, endedStatus, watchForEnd } from "./end";
 import { toAgentPlan } from "./plan";
+import { stageInstructions } from "./instructions";
 import { checkTasksFile } from "./tasks-file";
 import { restoreFromCheckpoint, sandboxOptions } from "./workspace";
 import { describeLeaks, scanChangesForSecrets } from "../secret-scan";
@@ -52,7 +53,9 @@ export async function beginImplementation({
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
-  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations, skip });
+  const touched = [...new Set(doc.tasks.flatMap((t) => t.files ?? []))];
+  const instructions = await stageInstructions({ run, stage: "implementation", touched });
+  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip });
 }
 
 export function applyAnswer(state: ImplementerState, answer: string): ImplementerState {
