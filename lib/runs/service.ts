@@ -128,7 +128,14 @@ async function repositoryDefaults(project: Project, merged: unknown): Promise<Re
   const baseBranch = (merged as { git?: { baseBranch?: unknown } }).git?.baseBranch;
   const ref = typeof baseBranch === "string" && baseBranch ? baseBranch : "main";
   try {
-    return (await readProjectConfig({ repoPath, ref })).defaults;
+    const defaults = (await readProjectConfig({ repoPath, ref })).defaults;
+    // The repository never sets the policy on MCP tools (its own servers' tools would allow themselves).
+    const policy = defaults.policy;
+    if (policy && typeof policy === "object" && !Array.isArray(policy) && "mcp" in policy) {
+      const { mcp: _dropped, ...rest } = policy as Record<string, unknown>;
+      return { ...defaults, policy: rest };
+    }
+    return defaults;
   } catch (error) {
     if (error instanceof AppError && error.code === "bad_request:config") {
       throw new AppError("bad_request:config", `The repository's ${error.message} Fix the file on ${ref}, then start the run again.`);

@@ -176,6 +176,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "DEBUG_CLASSIFIED":
     case "CONTEXT_SUMMARISED":
     case "INSTRUCTIONS_LOADED":
+    case "MCP_TOOL_CALLED":
     case "PLAN_ESTIMATED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":
