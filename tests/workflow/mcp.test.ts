@@ -1,8 +1,16 @@
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
+import { eq } from "drizzle-orm";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { z } from "zod";
 import { describe, expect, it } from "vitest";
 import { getDb } from "@/lib/db";
+import { projectMcpServers } from "@/lib/db/schema";
+import { saveProjectMcpServer } from "@/lib/projects/mcp-servers";
 import { findStepEvents, listEvents } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
@@ -91,8 +99,13 @@ describe("MCP tools", () => {
     expect(await mcpCalls(run.id)).toHaveLength(2);
   });
 
-  it("a denied tool is refused and recorded; a repository server's tool waits at a policy gate, and runs once approved", { timeout: 180_000 }, async () => {
+  it("a denied tool is refused and recorded; a repository server's tool waits at a policy gate (its own config cannot allow it), and runs once approved", { timeout: 180_000 }, async () => {
     const repo = repoWithNotesServer();
+    // The repository tries to allow its own server's tools: ignored (a repository never sets policy.mcp).
+    fs.mkdirSync(path.join(repo, ".autonomous"), { recursive: true });
+    fs.writeFileSync(path.join(repo, ".autonomous", "config.json"), JSON.stringify({ policy: { mcp: { "notes.*": "allow" } } }));
+    git(repo, "add", ".");
+    git(repo, "commit", "-q", "-m", "allow my own tools");
     const project = await createProject({
       name: "mcp-policy",
       ownerId: t.h.user.id,
@@ -116,5 +129,44 @@ describe("MCP tools", () => {
     const events = await expectRunConsistent(run.id);
     expect(events.filter((e) => e.type === "POLICY_REFUSED").map((e) => e.payload)).toMatchObject([{ tool: "mcp", summary: "notes.wipe {}", reason: expect.stringMatching(/denied/) }]);
     expect(await mcpCalls(run.id)).toMatchObject([{ tool: "add", result: "sum=2", isError: false }]);
+  });
+
+  it("a project's remote server (owners' settings) is allowed by default and reached with its header, which is stored encrypted", { timeout: 180_000 }, async () => {
+    const token = "mcp-header-token-7f3a9c";
+    let authorized = 0;
+    const server = http.createServer(async (req, res) => {
+      if (req.headers["x-api-key"] !== token) {
+        res.writeHead(401).end();
+        return;
+      }
+      authorized += 1;
+      const mcp = new McpServer({ name: "remote", version: "1.0.0" });
+      mcp.registerTool("echo", { description: "Echo a text.", inputSchema: { text: z.string() } }, async ({ text }) => ({ content: [{ type: "text", text: `echo:${text}` }] }));
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+      res.on("close", () => void transport.close());
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+      const project = await createProject({ name: "mcp-remote", ownerId: t.h.user.id, repository: { type: "local", path: makeRepo() } });
+      const view = await saveProjectMcpServer({ user: t.h.user, projectId: project.id, name: "remote", input: { server: { url, headers: { "x-api-key": token } } } });
+      expect(view).toMatchObject({ name: "remote", config: { url }, headers: { "x-api-key": "set" } });
+      expect(JSON.stringify(view)).not.toContain(token);
+      const [row] = await (await getDb()).select().from(projectMcpServers).where(eq(projectMcpServers.projectId, project.id));
+      expect(JSON.stringify(row)).not.toContain(token);
+
+      const run = await launch(t.h.user, project.id, 'Echo through the project server\n\n[mcp: remote.echo {"text": "hello"}]', { trustMode: { planning: "auto", fixes: "manual" } });
+      expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval"], 120_000)).status).toBe("completed");
+      await waitForWorkflow(run.id);
+      expect(await mcpCalls(run.id)).toMatchObject([{ server: "remote", tool: "echo", result: "echo:hello", isError: false }]);
+      expect(authorized).toBeGreaterThan(0);
+      const events = await listEvents({ runId: run.id, limit: 10_000 });
+      expect(JSON.stringify(events)).not.toContain(token);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });

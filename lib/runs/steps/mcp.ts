@@ -7,6 +7,7 @@ import { callServerTool, listServerTools, MCP_LIMITS, withMcpClient } from "@/li
 import { applyMcpResult, describeArgs, type McpSession } from "@/lib/agents/mcp/tools";
 import { readFileAt } from "@/lib/git";
 import { log } from "@/lib/log";
+import { projectMcpServersOf } from "@/lib/projects/mcp-servers";
 import { attachSandbox, type Sandbox } from "@/lib/sandbox";
 import { append, baseShaOf, loadRun, stepBudget, workflowClock, type RunContext, type WithNow } from "./context";
 import { sandboxOptions } from "./workspace";
@@ -39,10 +40,11 @@ async function repositoryServers(run: RunContext): Promise<{ servers: McpServer[
 }
 
 /**
- * Every MCP server of the run: the project's (its owner's settings, passed in by the caller that reads them) and the
- * repository's; a repository server named like a project one is left out (the owner's wins).
+ * Every MCP server of the run: the project's (its owners' settings) and the repository's; a repository server named
+ * like a project one is left out (the owners' wins).
  */
-export async function runMcpServers(run: RunContext, project: McpServer[] = []): Promise<{ servers: McpServer[]; problems: string[] }> {
+export async function runMcpServers(run: RunContext): Promise<{ servers: McpServer[]; problems: string[] }> {
+  const project = await projectMcpServersOf({ projectId: run.projectId });
   const repo = await repositoryServers(run);
   const taken = new Set(project.map((s) => s.name));
   const shadowed = repo.servers.filter((s) => taken.has(s.name)).map((s) => `The repository's MCP server "${s.name}" has the name of a project server; the project's is used.`);
@@ -55,11 +57,11 @@ const callTimeout = () => Math.max(1_000, Math.min(120_000, stepBudget.ms() - 5_
  * At the start of an implementation session: each server's tools, listed once (the session's state keeps them, so
  * a turn connects to nothing). A server that cannot be started or reached is named in `note` for the model.
  */
-export async function listMcpSession({ run, sandbox, project = [] }: { run: RunContext; sandbox: Sandbox; project?: McpServer[] }): Promise<{
+export async function listMcpSession({ run, sandbox }: { run: RunContext; sandbox: Sandbox }): Promise<{
   session: McpSession | undefined;
   note: string | null;
 }> {
-  const { servers, problems } = await runMcpServers(run, project);
+  const { servers, problems } = await runMcpServers(run);
   const tools: McpToolDef[] = [];
   const sources: McpSession["sources"] = {};
   for (const server of servers) {
@@ -85,7 +87,7 @@ function capped(text: string, max: number): string {
  * sandbox) or reached (remote, where the address policy allows), the tool called, the call recorded, and its result
  * told to the implementer. A call that fails is the tool's error result, not the run's.
  */
-export async function callMcpTool({ runId, stepKey, state, project = [] }: { runId: string; stepKey: string; state: ImplementerState; project?: McpServer[] }): Promise<
+export async function callMcpTool({ runId, stepKey, state }: { runId: string; stepKey: string; state: ImplementerState }): Promise<
   WithNow<{ kind: "continue"; state: ImplementerState }>
 > {
   const call = state.pendingMcp;
@@ -98,7 +100,7 @@ export async function callMcpTool({ runId, stepKey, state, project = [] }: { run
     result = { text: recorded.payload.result, isError: recorded.payload.isError };
   } else {
     const run = await loadRun({ runId });
-    const { servers } = await runMcpServers(run, project);
+    const { servers } = await runMcpServers(run);
     const server = servers.find((s) => s.name === call.server);
     try {
       if (!server) throw new Error(`The MCP server "${call.server}" is no longer declared.`);
