@@ -61,7 +61,7 @@ export async function beginImplementation({
   const instructions = await stageInstructions({ run, stage: "implementation", touched });
   const state = startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip });
   // MCP servers: their tools are listed once for the session (a stdio server starts in the run's sandbox to say them).
-  const mcp = await listMcpSession({ run, sandbox: await attachSandbox(await sandboxOptions(run)) });
+  const mcp = await listMcpSession({ run, sandbox: async () => attachSandbox(await sandboxOptions(run)) });
   const messages = mcp.note ? [...state.messages, { role: "user" as const, content: section("mcp-servers", mcp.note) }] : state.messages;
   return { ...state, messages, ...(mcp.session ? { mcp: mcp.session } : {}) };
 }

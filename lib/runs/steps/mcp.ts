@@ -57,16 +57,18 @@ const callTimeout = () => Math.max(1_000, Math.min(120_000, stepBudget.ms() - 5_
  * At the start of an implementation session: each server's tools, listed once (the session's state keeps them, so
  * a turn connects to nothing). A server that cannot be started or reached is named in `note` for the model.
  */
-export async function listMcpSession({ run, sandbox }: { run: RunContext; sandbox: Sandbox }): Promise<{
+export async function listMcpSession({ run, sandbox: attach }: { run: RunContext; sandbox: () => Promise<Sandbox> }): Promise<{
   session: McpSession | undefined;
   note: string | null;
 }> {
   const { servers, problems } = await runMcpServers(run);
   const tools: McpToolDef[] = [];
   const sources: McpSession["sources"] = {};
+  // The sandbox only when there is a server to start in it (a run without MCP servers attaches nothing here).
+  const sandbox = servers.length ? await attach() : null;
   for (const server of servers) {
     try {
-      const listed = await withMcpClient({ server, sandbox, timeoutMs: Math.min(30_000, callTimeout()) }, (client, options) => listServerTools(client, server.name, options));
+      const listed = await withMcpClient({ server, sandbox: sandbox!, timeoutMs: Math.min(30_000, callTimeout()) }, (client, options) => listServerTools(client, server.name, options));
       tools.push(...listed);
       sources[server.name] = server.source;
     } catch (error) {
