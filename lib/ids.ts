@@ -23,7 +23,7 @@ export function newUlid(): string {
 }
 
 /** Time-sortable, URL-safe ids: `run_01JD…`. Lower-case so they read well in branch names. */
-export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "mc" | "tok" | "usr" | "inv" | "grp" | "chk" | "nch" | "ntf"): string {
+export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "mc" | "tok" | "usr" | "inv" | "grp" | "chk" | "nch" | "ntf" | "mcp"): string {
   return `${prefix}_${ulid().toLowerCase()}`;
 }
 

@@ -26,6 +26,7 @@ import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from 
 import { ScopeGateCard, scopeOf } from "./scope-gate-card";
 import { ModelCalls } from "./model-calls";
 import { PlanPanel } from "./plan-panel";
+import { RepositoryInstructions } from "./repository-instructions";
 import { StageProgress } from "./stage-progress";
 import { Timeline } from "./timeline";
 import { useDecision } from "./use-decision";
@@ -153,6 +154,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
                   emptyText={planWaitsForAnswer ? "No plan yet: the planner is waiting for your answer to its question above." : undefined}
                 />
               )}
+              <RepositoryInstructions files={detail.data.instructions ?? []} />
             </TabsContent>
             <TabsContent value="diff" className="pt-2">
               <BranchDiff runId={runId} refreshKey={lastSequence} />

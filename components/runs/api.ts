@@ -111,6 +111,8 @@ export type RunDetail = {
   estimate?: EstimateReport | null;
   /** Display names of the user ids that appear in the run. */
   people: Record<string, string>;
+  /** The repository instructions (AGENTS.md …) the stages' prompts quoted, with their sizes and sha256. */
+  instructions?: Array<{ path: string; bytes: number; sha: string; cut: boolean; stages: string[] }>;
 };
 
 export type ModelCall = {

@@ -7,6 +7,7 @@ import {
   applyPolicy,
   applyReplan,
   beginImplementation,
+  callMcpTool,
   COMMAND_POLL_INTERVAL,
   diffSummary,
   implementTurn,
@@ -235,6 +236,11 @@ export async function implement(
         budgetStopped = true;
         break;
       }
+    }
+    if (result.kind === "mcp") {
+      const key = `impl:${attempt}:turn:${turn}:mcp`, current = state; // an MCP tool call: a step of its own, never repeated once finished
+      state = (await runStep(key, () => callMcpTool({ runId, stepKey: key, state: current }))).state as ImplementerState;
+      continue;
     }
     if (result.kind === "continue" || result.kind === "command_running") continue;
     if (result.kind === "clarification") {

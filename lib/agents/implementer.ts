@@ -7,6 +7,8 @@ import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/redact";
 import { boundConversation, conversationTokens } from "./context";
 import type { ModelStepOptions } from "./model-step";
+import type { PendingMcpCall } from "./mcp/config";
+import { mcpTools, settleMcpCall, type McpSession } from "./mcp/tools";
 import { describePlan, type Plan } from "./plan";
 import { StepBudgetExceededError, stepBudgetSignal } from "./step-budget";
 import type { Policy, PolicyAction, PolicyRefusal } from "./policy";
@@ -73,6 +75,9 @@ export type ImplementerState = {
   pendingCommand?: PendingCommand | null;
   /** Set once the conversation had to be summarised to fit the model's context (recorded once, as CONTEXT_SUMMARISED). */
   contextSummarised?: boolean;
+  /** The session's MCP tools (listed once, at its start) and an MCP call waiting for its own step; absent in older states. */
+  mcp?: McpSession;
+  pendingMcp?: PendingMcpCall | null;
   status: "running" | "awaiting_clarification" | "done" | "failed";
   summary: string | null;
   failure: { reason: ImplementerFailureReason; message: string } | null;
@@ -95,7 +100,9 @@ export type ImplementerTurnResult =
   /** An observation broke the plan: the workflow re-plans and the new plan goes through the plan gate. */
   | { kind: "replan"; state: ImplementerState; observation: string; proposal: string }
   /** A command outlived the step: it runs on detached, and the workflow collects its result in later steps. */
-  | { kind: "command_running"; state: ImplementerState; toolCallId: string };
+  | { kind: "command_running"; state: ImplementerState; toolCallId: string }
+  /** An MCP tool call: the workflow runs it in a step of its own (lib/runs/steps/mcp.ts), then the next turn. */
+  | { kind: "mcp"; state: ImplementerState; call: PendingMcpCall };
 
 export { StepBudgetExceededError };
 export { applyDebugReplan, applyPolicyDecision, applyReplanDecision, applySentBackDecision, reopenTask } from "./implementer-decisions";
@@ -207,6 +214,7 @@ export function startImplementer({
   plan,
   request,
   memory,
+  instructions,
   feedback,
   maxIterations = DEFAULT_MAX_ITERATIONS,
   skip = [],
@@ -214,6 +222,8 @@ export function startImplementer({
   plan: Plan;
   request: string;
   memory?: string;
+  /** The repository's instructions, quoted as repository content (lib/agents/instructions.ts). */
+  instructions?: string;
   /** Tasks triage found already done (with its evidence): they are no todos of this session. */
   skip?: Array<{ id: string; evidence: string[] }>;
   /** Validator feedback when this session fixes a failed validation. */
@@ -225,6 +235,7 @@ export function startImplementer({
   const todos: Todo[] = open.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
   const parts = [section("request", request), section("plan", describePlan(plan))];
   if (memory?.trim()) parts.push(section("memory", memory));
+  if (instructions?.trim()) parts.push(instructions);
   parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
   if (skip.length) {
     parts.push(
@@ -408,6 +419,7 @@ export async function implementerTurn({
   // signal also aborts the turn's commands; a command that would outlive stepEndsAt runs detached (ToolContext.stepEndsAt).
 } & ModelStepOptions): Promise<ImplementerTurnResult> {
   if (state.pendingCommand) return { kind: "command_running", state, toolCallId: state.pendingCommand.toolCallId };
+  if (state.pendingMcp) return { kind: "mcp", state, call: state.pendingMcp };
   if (state.status === "awaiting_clarification") return clarificationResult(state);
   if (state.pendingReplan) return { kind: "replan", state, observation: state.pendingReplan.observation, proposal: state.pendingReplan.proposal };
   if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
@@ -424,7 +436,7 @@ export async function implementerTurn({
     toolsStarted: false,
     conversation: state.messages,
   };
-  const tools = implementerTools(ctx);
+  const tools = { ...implementerTools(ctx), ...mcpTools(ctx, state.mcp) };
   const prompt = promptFor({ state, tools, contextBudget });
   onPrompt?.(prompt.info);
   // Once a tool starts, the model has answered: the budget no longer cuts the call (the tools bound themselves).
@@ -473,12 +485,15 @@ export async function implementerTurn({
   let newMessages = redactDeep(JSON.parse(JSON.stringify(result.response.messages)) as ModelMessage[]);
   const pending = ctx.pendingCommand;
   if (pending) newMessages = withoutPendingResult(newMessages, pending.toolCallId);
+  const settled = settleMcpCall(newMessages, ctx, Boolean(pending || ctx.hold));
+  newMessages = settled.messages;
   let next: ImplementerState = {
     ...withToolContext(state, ctx, policy),
     messages: [...state.messages, ...newMessages],
     iteration: state.iteration + 1,
     ...(ctx.reflections?.length ? { reflections: [...(state.reflections ?? []), ...redactDeep(ctx.reflections)] } : {}),
     ...(pending ? { pendingCommand: pending } : {}),
+    ...(settled.pending ? { pendingMcp: settled.pending } : {}),
   };
 
   const calls = result.toolCalls;
@@ -557,6 +572,7 @@ export async function implementerTurn({
   // A risky action waits for a person (the call already has its "needs approval" result); the decision comes next.
   if (ctx.hold) return { kind: "policy", state: next, action: ctx.hold };
   if (pending) return { kind: "command_running", state: next, toolCallId: pending.toolCallId };
+  if (settled.pending) return { kind: "mcp", state: next, call: settled.pending };
   return { kind: "continue", state: next };
 }
 

@@ -47,3 +47,4 @@ export {
 } from "./debugger";
 export { boundConversation, conversationTokens, messageTokens, type BoundedPrompt } from "./context";
 export { canDetach, execWithinStep, stepBudgetSignal, waitDetached } from "./step-budget";
+export { INSTRUCTION_LIMITS, instructionCandidates, loadRepositoryInstructions, type InstructionFile, type RepositoryInstructions } from "./instructions";

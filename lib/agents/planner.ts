@@ -12,6 +12,8 @@ export type PlannerInput = {
   request: string;
   /** `.autonomous/memory.md` of the project. */
   memory?: string;
+  /** The repository's instructions (AGENTS.md …), already quoted as repository content (lib/agents/instructions.ts). */
+  instructions?: string;
   /** Answers to earlier questions of this run. */
   clarifications?: Array<{ question: string; answer: string }>;
   /** Feedback from rejected plans, oldest first. */
@@ -79,6 +81,7 @@ Turn the request into a plan another agent will implement and a third will valid
 function userPrompt(input: PlannerInput, diagramAttempt: number, previousError?: { mermaid: string; message: string }): string {
   const parts = [section("request", input.request)];
   if (input.memory?.trim()) parts.push(section("memory", input.memory));
+  if (input.instructions?.trim()) parts.push(input.instructions);
   if (input.clarifications?.length) {
     parts.push(section("clarifications", input.clarifications.map((c) => `Q: ${c.question}\nA: ${c.answer}`).join("\n\n")));
   }

@@ -22,6 +22,8 @@ export type Policy = {
   commands: { allow: string[]; deny: string[] };
   maxFilesPerTask: number;
   maxFilesPerRun: number;
+  /** MCP tools: `<server>.<tool>` or `<server>.*` → allow | ask | deny (lib/agents/mcp/policy.ts). */
+  mcp?: Record<string, "allow" | "ask" | "deny">;
 };
 
 export const DEFAULT_POLICY: Policy = {
@@ -33,7 +35,7 @@ export const DEFAULT_POLICY: Policy = {
 
 /** An action that needs a person's approval before it runs. */
 export type PolicyAction = {
-  tool: "run_command" | "write_file" | "edit_file";
+  tool: "run_command" | "write_file" | "edit_file" | "mcp";
   /** The exact action, as the person sees it: the command line, or the file path. */
   summary: string;
   reason: string;

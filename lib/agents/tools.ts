@@ -16,6 +16,7 @@ function refuseSecrets(what: string, ...texts: string[]) {
     );
   }
 }
+import type { PendingMcpCall } from "./mcp/config";
 import { workspacePath } from "./paths";
 import { execWithinStep } from "./step-budget";
 import { checkCommand, checkWrite, commandFingerprint, protectedPath, type Policy, type PolicyAction, type PolicyRefusal } from "./policy";
@@ -62,6 +63,8 @@ export type ToolContext = {
   now?: () => number;
   /** A command of this turn still running detached when its step ended: its result comes in a later step. */
   pendingCommand?: PendingCommand | null;
+  /** An MCP tool call of this turn: it runs in a step of its own after the turn (lib/runs/steps/mcp.ts). */
+  pendingMcp?: PendingMcpCall | null;
   /** Set when any tool starts: from then on the step budget no longer aborts the model call (its answer is in). */
   toolsStarted?: boolean;
   /**
@@ -93,14 +96,14 @@ export const COMMAND_PENDING = "__gatehouse_command_pending__";
 export type Reflection = { taskId: string; progress: number; changed: string };
 
 /** An approved action runs once: its approval is taken. */
-function takeApproval(ctx: ToolContext, action: PolicyAction): boolean {
+export function takeApproval(ctx: ToolContext, action: PolicyAction): boolean {
   const i = ctx.approved?.indexOf(action.fingerprint) ?? -1;
   if (i < 0) return false;
   ctx.approved!.splice(i, 1);
   return true;
 }
 
-function holdFor(ctx: ToolContext, action: PolicyAction): string {
+export function holdFor(ctx: ToolContext, action: PolicyAction): string {
   ctx.hold ??= action;
   return (
     `Needs a person's approval first: ${action.reason} Nothing was done. The run now asks a person; you will be told ` +
@@ -109,7 +112,7 @@ function holdFor(ctx: ToolContext, action: PolicyAction): string {
 }
 
 /** A refusal is told to the model (as the tool's error) and recorded for the run's events. */
-function refuse(ctx: ToolContext, refusal: PolicyRefusal): Error {
+export function refuse(ctx: ToolContext, refusal: PolicyRefusal): Error {
   (ctx.refusals ??= []).push(refusal);
   return new Error(refusal.reason);
 }

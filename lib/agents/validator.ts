@@ -322,8 +322,11 @@ export async function runValidateStep({
   stepEndsAt,
   now,
   progress,
+  instructions,
 }: {
   plan: Plan;
+  /** The repository's instructions, quoted as repository content (lib/agents/instructions.ts): the review weighs them. */
+  instructions?: string;
   /** The end of the durable step (epoch ms on `now`); absent, everything runs in this call. */
   stepEndsAt?: number;
   now?: () => number;
@@ -383,6 +386,7 @@ export async function runValidateStep({
   const prompt = [
     section("request", request),
     section("plan", describePlan(plan)),
+    ...(instructions?.trim() ? [instructions] : []),
     section("checks", JSON.stringify(checks.map((c) => ({ criterion: c.criterionId, command: c.command, passed: c.passed, exitCode: c.exitCode, output: c.output })))),
     section("out-of-scope-files", outOfScopeFiles.join("\n") || "(none)"),
     section("validation-attempt", String(attempt)),

@@ -152,6 +152,15 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { omittedMessages, budget } = p(event, "CONTEXT_SUMMARISED");
       return item("Conversation summarised to fit the context", "info", `${omittedMessages ?? "?"} earlier messages summarised · budget ${budget ?? "?"} tokens`);
     }
+    case "INSTRUCTIONS_LOADED": {
+      const { stage, files } = p(event, "INSTRUCTIONS_LOADED");
+      const list = (files ?? []).map((f) => `${f.path}${f.shown < f.bytes ? " (cut)" : ""}`).join(", ");
+      return item(`Repository instructions read for ${stage ?? "a stage"}`, "info", list || undefined);
+    }
+    case "MCP_TOOL_CALLED": {
+      const { server, tool, isError, result } = p(event, "MCP_TOOL_CALLED");
+      return item(`MCP tool ${server ?? "?"}.${tool ?? "?"} ${isError ? "failed" : "called"}`, isError ? "warning" : "info", text(result));
+    }
     case "POLICY_REFUSED": {
       const { summary, reason } = p(event, "POLICY_REFUSED");
       return item("Refused by the policy", "warning", `${summary}: ${reason}`);

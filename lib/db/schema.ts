@@ -465,6 +465,29 @@ export const notificationChannels = sqliteTable(
   (t) => [uniqueIndex("notification_channels_project_kind_uq").on(t.projectId, t.kind), uniqueIndex("notification_channels_user_kind_uq").on(t.userId, t.kind)],
 );
 
+/**
+ * A project's own MCP servers (issue #38), configured by its owners: the implementer of each run of the project gets
+ * their tools (allowed by default, unlike a repository's). `config` holds what may be shown back (command, args, env,
+ * or the URL and the names of its headers); the header values are `secretHeaders`, a JSON object AES-256-GCM encrypted
+ * (lib/auth/secret-box.ts, as channel secrets) and never returned by the API.
+ */
+export const projectMcpServers = sqliteTable(
+  "project_mcp_servers",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id")
+      .notNull()
+      .references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    /** `v1.<iv>.<tag>.<ciphertext>` of the headers' JSON; null when the server has no headers. */
+    secretHeaders: text("secret_headers"),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at", { mode: "timestamp_ms" }).notNull().default(now),
+  },
+  (t) => [uniqueIndex("project_mcp_servers_project_name_uq").on(t.projectId, t.name)],
+);
+
 export type DeliveryStatus = "pending" | "delivered" | "failed";
 
 /**

@@ -19,6 +19,7 @@ import { sandboxCapabilities } from "@/lib/sandbox";
 import { costBreakdownForRun } from "./costs";
 import { estimateReport } from "./estimate";
 import { toRunDto } from "./dto";
+import { instructionsOfRun } from "./instructions";
 import { routingForNewRun, routingWithFallbacks, type StageRouting } from "./routing";
 
 type NewRun = {
@@ -127,7 +128,14 @@ async function repositoryDefaults(project: Project, merged: unknown): Promise<Re
   const baseBranch = (merged as { git?: { baseBranch?: unknown } }).git?.baseBranch;
   const ref = typeof baseBranch === "string" && baseBranch ? baseBranch : "main";
   try {
-    return (await readProjectConfig({ repoPath, ref })).defaults;
+    const defaults = (await readProjectConfig({ repoPath, ref })).defaults;
+    // The repository never sets the policy on MCP tools (its own servers' tools would allow themselves).
+    const policy = defaults.policy;
+    if (policy && typeof policy === "object" && !Array.isArray(policy) && "mcp" in policy) {
+      const { mcp: _dropped, ...rest } = policy as Record<string, unknown>;
+      return { ...defaults, policy: rest };
+    }
+    return defaults;
   } catch (error) {
     if (error instanceof AppError && error.code === "bad_request:config") {
       throw new AppError("bad_request:config", `The repository's ${error.message} Fix the file on ${ref}, then start the run again.`);
@@ -185,6 +193,8 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     sandbox: { isolated: sandbox.isolated, warning: sandbox.warning },
     /** The plan gate's estimate beside what the stages took (null when no plan gate carried one). */
     estimate: await estimateReport({ runId }),
+    /** The repository instructions (AGENTS.md …) the stages' prompts quoted: path, size, sha256, whether cut. */
+    instructions: await instructionsOfRun({ runId }),
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
   };
 }

@@ -23,7 +23,7 @@ import { resolveInside, toRelative } from "./paths";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { killGroup, readCapped, runProcess, DEFAULT_TIMEOUT_MS } from "./process";
-import type { DetachedStatus, ExecOptions, ExecResult, FileEntry, Sandbox } from "./types";
+import type { DetachedStatus, ExecOptions, ExecResult, FileEntry, Sandbox, StdioLine } from "./types";
 
 export type Isolation = "auto" | "bwrap" | "none";
 
@@ -200,6 +200,16 @@ export class LocalSandbox implements Sandbox {
     } finally {
       await line.cgroup?.remove();
     }
+  };
+
+  stdioLine = async (command: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<StdioLine> => {
+    if (typeof command !== "string" || command === "" || !Array.isArray(args)) {
+      throw new AppError("bad_request:sandbox", "exec needs a program name and an argument array.");
+    }
+    const cwd = await resolveInside(this.workspacePath, options.cwd ?? ".");
+    const env = baseChildEnv({ ...sanitizeEnv(options.env), HOME: this.isolated ? "/tmp" : this.home });
+    const line = this.limitedLine(command, args, cwd);
+    return { file: line.file, args: line.args, cwd, env, release: async () => void (await line.cgroup?.remove()) };
   };
 
   /**

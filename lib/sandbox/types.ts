@@ -31,6 +31,8 @@ export type ExecResult = {
 /** Where a detached command is (Sandbox.detachedStatus): still running, or ended with its result. */
 export type DetachedStatus = { state: "running" } | { state: "exited"; result: ExecResult };
 
+export type StdioLine = { file: string; args: string[]; cwd: string; env: Record<string, string>; release: () => Promise<void> };
+
 export type FileEntry = { path: string; type: "file" | "dir"; size?: number };
 
 export interface Sandbox {
@@ -53,6 +55,12 @@ export interface Sandbox {
   detachedStatus?(id: string): Promise<DetachedStatus>;
   /** Kill a detached command (its whole process group); a no-op once it exited. */
   killDetached?(id: string): Promise<void>;
+  /**
+   * The program line of a long-lived process the caller spawns with its stdin/stdout as pipes (a stdio MCP server): the
+   * same isolation, limits and network rule as exec. `release` removes what the line set up (its cgroup) once the
+   * process has ended. Absent: such processes cannot run in this sandbox.
+   */
+  stdioLine?(command: string, args: string[], options?: { cwd?: string; env?: Record<string, string> }): Promise<StdioLine>;
   /**
    * Unified diff of the workspace against the ref it was created from, bounded (lib/git/diff.ts DIFF_LIMITS): files
    * over the size limit are left out and named in a trailing `[<path>: 200 MB, left out of the diff]` note, and the

@@ -237,6 +237,16 @@ export const runConfigSchema = z.strictObject({
         .prefault({}),
       maxFilesPerTask: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(10_000).default(40),
       maxFilesPerRun: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(100_000).default(150),
+      /**
+       * MCP tools (lib/agents/mcp/policy.ts): `"<server>.<tool>"` or `"<server>.*"` → allow | ask | deny. Unset, a
+       * repository-declared server's tools ask and a project-declared server's are allowed.
+       */
+      mcp: z
+        .record(
+          z.string().regex(/^[A-Za-z0-9_-]{1,32}\.(\*|\S{1,128})$/, 'keys are "<server>.<tool>" or "<server>.*"'),
+          z.enum(["allow", "ask", "deny"], { error: 'must be "allow", "ask" or "deny"' }),
+        )
+        .default({}),
     })
     .prefault({}),
   /**

@@ -117,8 +117,18 @@ export type RunEventPayloads = {
    * (lib/runs/estimate-model.ts RunEstimate), kept so the run can be compared with it after.
    */
   PLAN_ESTIMATED: { version: number; estimate: Record<string, unknown> };
+  /**
+   * The repository's instructions a stage's prompt quoted (AGENTS.md, CLAUDE.md, .github/copilot-instructions.md): each
+   * file's path, size, sha256 and the bytes quoted (fewer than its size when cut). Once per stage and set of files.
+   */
+  INSTRUCTIONS_LOADED: { stage: "planning" | "implementation" | "validation"; files: Array<{ path: string; bytes: number; sha: string; shown: number }> };
   /** The project's policy refused an implementer's tool call (deny/allow list, file cap); the model was told why. */
-  POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file"; summary: string; reason: string };
+  POLICY_REFUSED: { tool: "run_command" | "write_file" | "edit_file" | "mcp"; summary: string; reason: string };
+  /**
+   * The implementer called a tool of an MCP server (its own durable step): the server, the tool, the arguments and the
+   * result, each redacted and capped; `isError` when the server reported the call failed (or could not be reached).
+   */
+  MCP_TOOL_CALLED: { server: string; tool: string; arguments: string; result: string; isError: boolean };
   IMPLEMENTATION_SUCCEEDED: { attempt: number; commitSha?: string | null };
   IMPLEMENTATION_FAILED: { attempt: number; reason: string };
   VALIDATION_PASSED: { attempt: number; score?: number; report?: string };

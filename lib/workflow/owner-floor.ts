@@ -41,6 +41,20 @@ export function applyOwnerFloor({ config, owner, input }: { config: RunConfig; o
     const own = ownerPolicy[key];
     if (typeof own === "number") policy[key] = Math.min(own, policy[key]);
   }
+  // MCP tools: for each tool the owner named, the stricter of the owner's verdict and the run's (allow < ask < deny).
+  const rank = { allow: 0, ask: 1, deny: 2 } as const;
+  const ownerMcp = asObject(ownerPolicy.mcp);
+  const mcp = { ...(policy.mcp ?? {}) };
+  for (const [key, own] of Object.entries(ownerMcp)) {
+    if (own !== "allow" && own !== "ask" && own !== "deny") continue;
+    // A wildcard of the owner's ("<server>.*") also floors the run's entries for that server's single tools.
+    const keys = [key, ...(key.endsWith(".*") ? Object.keys(mcp).filter((k) => k.startsWith(key.slice(0, -1))) : [])];
+    for (const k of keys) {
+      const asked = mcp[k];
+      mcp[k] = asked && rank[asked] > rank[own] ? asked : own;
+    }
+  }
+  policy.mcp = mcp;
 
   const ownerBudgets = asObject(floor.budgets);
   let budgets = config.budgets;

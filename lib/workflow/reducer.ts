@@ -175,6 +175,8 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_VERIFY_FAILED":
     case "DEBUG_CLASSIFIED":
     case "CONTEXT_SUMMARISED":
+    case "INSTRUCTIONS_LOADED":
+    case "MCP_TOOL_CALLED":
     case "PLAN_ESTIMATED":
     case "BRANCH_PUSHED":
     case "PR_UPDATED":

@@ -53,6 +53,8 @@ function actionFor(method: string, pattern: string): Action {
   if (pattern === "/api/projects/[id]" && MUTATIONS.has(method)) return "manage";
   // Notification channels hold the project's secrets (tokens, SMTP password) and addresses: owners only, reads too.
   if (pattern.startsWith("/api/projects/[id]/notifications") || pattern.startsWith("/api/projects/[id]/deliveries")) return "manage";
+  // A project's MCP servers run as its implementers' tools and hold header secrets: owners only, reads too (#38).
+  if (pattern.startsWith("/api/projects/[id]/mcp-servers")) return "manage";
   return MUTATIONS.has(method) ? "decide" : "read";
 }
 

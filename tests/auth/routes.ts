@@ -38,6 +38,7 @@ export function sampleBodies(key: string, w: World): unknown[] {
       secret: `whsec_${Buffer.alloc(32, 7).toString("base64")}`,
     },
     "PUT /api/me/notifications/[channel]": { config: { address: "matrix-me@example.com" } },
+    "PUT /api/projects/[id]/mcp-servers/[name]": { server: { url: "https://mcp.example.com/mcp", headers: { authorization: "Bearer matrix-token" } } },
   };
   const generic = [undefined, {}, { feedback: "matrix" }, { decision: "retry" }, { response: "matrix" }, { role: "viewer" }, { name: "matrix" }];
   return key in specific ? [specific[key]] : generic;
@@ -66,6 +67,8 @@ export function paramValue(previous: string, name: string, w: World): { value: s
   if (previous === "notifications" && name === "kind") return { value: "webhook", project: true };
   if (previous === "deliveries" && name === "deliveryId") return { value: w.deliveryId, project: true };
   if (previous === "notifications" && name === "channel") return { value: "email", project: false };
+  // A project's MCP server, by name.
+  if (previous === "mcp-servers" && name === "name") return { value: "matrix", project: true };
   throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${"tests/auth/routes.ts"}`);
 }
 

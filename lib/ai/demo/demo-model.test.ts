@@ -257,4 +257,17 @@ describe("demo instruction syntax", () => {
     ]);
     expect(ins.description).toBe("Parts");
   });
+
+  it("parses [mcp: <server>.<tool> {json}] in order, JSON holding \"]\" included, and strips them", () => {
+    const ins = parseInstructions('Tools\n[mcp: notes.add {"a": 2, "b": 3}]\n[mcp: search.find {"tags": ["x]", "y"]}] [mcp: notes.ping]\n[mcp: bad.json {nope}]');
+    expect(ins.mcps).toEqual([
+      { server: "notes", tool: "add", args: { a: 2, b: 3 } },
+      { server: "search", tool: "find", args: { tags: ["x]", "y"] } },
+      { server: "notes", tool: "ping", args: {} },
+      // Arguments that are not a JSON object call the tool without any (its schema tells the model what is missing).
+      { server: "bad", tool: "json", args: {} },
+    ]);
+    expect(ins.description).toBe("Tools");
+  });
 });
+

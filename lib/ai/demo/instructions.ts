@@ -6,6 +6,8 @@
  *   [ask-multi: <q> | <opt> | …] → the implementer asks once as a multiple choice
  *   [ask-file: <q>]           → the implementer asks once for a file
  *   [run: <command line>]     → the implementer runs it with its run_command tool, once, in order (after its writes)
+ *   [mcp: <server>.<tool> {json}] → the implementer calls that MCP tool with those arguments, once, in order (after
+ *                               its [run:] commands)
  *   [check: <command line>]   → the planner adds it as an acceptance command
  *   [verify: <command line>]  → the planner adds it to the last task's own checks (per-task verification)
  *   ```fix:<path>             → after a failed per-task check, the implementer's fix pass writes that file
@@ -30,6 +32,8 @@ export type DemoInstructions = {
   asks: Array<{ question: string; options: string[]; responseType: DemoAskType }>;
   /** [run:] command lines, in order. */
   runs: string[];
+  /** [mcp:] MCP tool calls, in order. */
+  mcps: Array<{ server: string; tool: string; args: Record<string, unknown> }>;
   /** [check:] command lines, in order. */
   checks: string[];
   /** [verify:] command lines: the last task's own checks. */
@@ -55,6 +59,8 @@ const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t
 const FIX_BLOCK = /^(`{3,}|~{3,})[ \t]*fix:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
 const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid|scope|replan|debug):([^\]]*)\]/g;
 /** A command may contain "]": its marker ends at the last "]" before the end of the line or the next marker. */
+/** An MCP call's JSON arguments may hold "]": its marker ends at a "}]" before the end of the line or the next marker. */
+const MCP_MARKER = /\[mcp:[ \t]*([A-Za-z0-9_-]+)\.([^\s{\]]+)[ \t]*(\{.*?\})?[ \t]*\][ \t]*(?=$|\[)/gm;
 const COMMAND_MARKER = /\[(run|check|verify):[ \t]*(.*?)\][ \t]*(?=$|\[)/gm;
 
 export function slugify(text: string): string {
@@ -85,10 +91,22 @@ export function parseInstructions(request: string): DemoInstructions {
     fixes.push({ path: path.trim(), content: body });
     return "";
   });
+  const mcps: DemoInstructions["mcps"] = [];
+  const withoutMcps = withoutFixes.replace(MCP_MARKER, (_all, server: string, tool: string, json: string | undefined) => {
+    let args: Record<string, unknown> = {};
+    try {
+      const parsed: unknown = json ? JSON.parse(json) : {};
+      if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) args = parsed as Record<string, unknown>;
+    } catch {
+      args = {};
+    }
+    mcps.push({ server, tool, args });
+    return "";
+  });
   const runs: string[] = [];
   const checks: string[] = [];
   const verifies: string[] = [];
-  const withoutCommands = withoutFixes.replace(COMMAND_MARKER, (_all, kind: string, line: string) => {
+  const withoutCommands = withoutMcps.replace(COMMAND_MARKER, (_all, kind: string, line: string) => {
     if (line.trim()) (kind === "run" ? runs : kind === "verify" ? verifies : checks).push(line.trim());
     return "";
   });
@@ -126,6 +144,7 @@ export function parseInstructions(request: string): DemoInstructions {
     planAsks,
     asks,
     runs,
+    mcps,
     checks,
     verifies,
     fixes,

@@ -286,6 +286,8 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
   });
   // [run:] commands: one turn each, after the files are written, exactly as a model would call run_command.
   const runTurns: Call[][] = ins.runs.map((line) => [{ toolName: "run_command", input: commandArgv(line) }]);
+  // [mcp:] calls: one turn each, after the commands, under the tool name the implementer gives MCP tools.
+  runTurns.push(...ins.mcps.map((m) => [{ toolName: `mcp__${m.server}__${m.tool.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, 64), input: m.args }]));
   if (todos.length === 0) {
     turns.push(writes.map((w) => ({ toolName: "write_file", input: w })));
     turns.push(...runTurns);
@@ -307,9 +309,9 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
   }
   // A call the project's policy held and a person then approved is repeated, exactly, as a model would; that extra
   // turn does not advance the script.
-  const approvals = prompt.filter((m) => m.role === "user" && m.content.some((p) => p.type === "text" && / approved: .+ \((run_command|write_file|edit_file)\)\./.test(p.text))).length;
+  const approvals = prompt.filter((m) => m.role === "user" && m.content.some((p) => p.type === "text" && / approved: .+ \((run_command|write_file|edit_file|mcp)\)\./.test(p.text))).length;
   const last = prompt.at(-1);
-  if (last?.role === "user" && last.content.some((p) => p.type === "text" && / approved: .+ \((run_command|write_file|edit_file)\)\./.test(p.text))) {
+  if (last?.role === "user" && last.content.some((p) => p.type === "text" && / approved: .+ \((run_command|write_file|edit_file|mcp)\)\./.test(p.text))) {
     const held = heldCall(prompt);
     if (held) return { toolCalls: [held] };
   }

@@ -18,6 +18,7 @@ import {
   type PolicyAction,
   type PromptInfo,
 } from "@/lib/agents";
+import { section } from "@/lib/ai/prompt-sections";
 import { loadConversation, storeConversation } from "../conversation";
 import { attachSandbox, releaseSandbox } from "@/lib/sandbox";
 import { commitCheckpoint, DIFF_SAFE, git, readLatestMemory, rollbackToCheckpoint, type WorktreeLocation } from "@/lib/git";
@@ -25,6 +26,10 @@ import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock, type WithNow } from "./context";
 import { END_POLL_MS, endedStatus, watchForEnd } from "./end";
 import { toAgentPlan } from "./plan";
+import { stageInstructions } from "./instructions";
+import { listMcpSession } from "./mcp";
+
+export { callMcpTool } from "./mcp";
 import { checkTasksFile } from "./tasks-file";
 import { restoreFromCheckpoint, sandboxOptions } from "./workspace";
 import { describeLeaks, scanChangesForSecrets } from "../secret-scan";
@@ -53,7 +58,13 @@ export async function beginImplementation({
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
-  return startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, feedback: feedback ?? undefined, maxIterations, skip });
+  const touched = [...new Set(doc.tasks.flatMap((t) => t.files ?? []))];
+  const instructions = await stageInstructions({ run, stage: "implementation", touched });
+  const state = startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip });
+  // MCP servers: their tools are listed once for the session (a stdio server starts in the run's sandbox to say them).
+  const mcp = await listMcpSession({ run, sandbox: async () => attachSandbox(await sandboxOptions(run)) });
+  const messages = mcp.note ? [...state.messages, { role: "user" as const, content: section("mcp-servers", mcp.note) }] : state.messages;
+  return { ...state, messages, ...(mcp.session ? { mcp: mcp.session } : {}) };
 }
 
 export function applyAnswer(state: ImplementerState, answer: string): ImplementerState {

@@ -13,6 +13,7 @@ import { TERMINAL_STATUSES, type PlanDocument, type RunState } from "@/lib/workf
 import { firstLine, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock, type WithNow } from "./context";
 import { endedStatus, stageSignal } from "./end";
 import { planFromTasksFile } from "./tasks-file";
+import { stageInstructions } from "./instructions";
 
 /* Planning: the planner's step (or a tasks.md's plan), a plan recorded as a spec on the branch, and the plan as agents read it. */
 
@@ -70,6 +71,7 @@ export async function plan({
       input: {
         request: run.request,
         memory: memory.raw ?? undefined,
+        instructions: await stageInstructions({ run, stage: "planning" }),
         clarifications,
         rejectionFeedback: feedback,
         repositoryFiles: await repositoryFiles(run.repoPath, run.branch),

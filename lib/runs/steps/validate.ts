@@ -11,6 +11,7 @@ import type { PlanDocument } from "@/lib/workflow";
 import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock } from "./context";
 import { endedStatus, stageSignal } from "./end";
 import { toAgentPlan } from "./plan";
+import { stageInstructions } from "./instructions";
 import { sandboxOptions } from "./workspace";
 
 /* Validation: the work checked against the plan in the sandbox, in steps that each fit the host's duration limit. */
@@ -120,6 +121,7 @@ export async function validate({
       signal: stage.signal,
       stepEndsAt,
       progress: progress ?? undefined,
+      instructions: await stageInstructions({ run, stage: "validation", touched: [...new Set(doc.tasks.flatMap((t) => t.files ?? []))] }),
     });
     if (step.kind === "checks_running") return { kind: "checks_running", progress: step.progress, now: workflowClock.now() };
     result = step.result;
