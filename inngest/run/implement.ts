@@ -1,6 +1,6 @@
 import { NonRetriableError } from "inngest";
 import * as budgets from "@/lib/runs/budget";
-import { RunEndedError } from "@/lib/runs/steps/context";
+import { RunEndedError, workflowClock } from "@/lib/runs/steps/context";
 import { publishDraft } from "@/lib/runs/steps/github";
 import {
   applyAnswer,
@@ -20,6 +20,7 @@ import type { PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import { deadline, type RunFlow } from "./flow";
 import { replan, type Plans } from "./plan";
+import { implementInParallel, runsInParallel } from "./tasks";
 import { budgetGate, clarify, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
 
 /*
@@ -39,8 +40,9 @@ export async function triage(flow: RunFlow, plans: Plans): Promise<{ skip: Array
  * durable sleep between them, until it has ended and its result is in the conversation.
  */
 async function awaitCommand(flow: RunFlow, key: string, current: ImplementerState, plan: PlanDocument, until: number) {
+  const taskId = flow.task?.id ?? null;
   for (let i = 0; ; i++) {
-    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until }));
+    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until, taskId }));
     if (polled.kind !== "running") return polled;
     await flow.step.sleep(`${key}:${i}:sleep`, COMMAND_POLL_INTERVAL);
   }
@@ -81,7 +83,8 @@ async function debugFailure(
     });
     return applyVerifyFailure(current, { failure: failed, verdict, answer });
   }
-  if (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans) {
+  // A parallel task's plan problem goes to a person at the fix gate: re-plans are the run's, not one task's.
+  if (!flow.task && verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans) {
     // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
     plans.replans += 1;
     const replanned = await replan(
@@ -121,31 +124,67 @@ export type Implemented = {
   budgetStopped: boolean;
 };
 
-/** One implementation attempt: turn after turn until the implementer is done or fails; then its draft pull request. */
+/**
+ * One implementation attempt: turn after turn until the implementer is done or fails; then its draft pull request.
+ * A first attempt whose plan has tasks that can run side by side (limits.maxConcurrentTasks above 1) runs them in
+ * parallel sessions (./tasks.ts); otherwise — and for every fix attempt — one session does every task in order.
+ */
 export async function implement(
   flow: RunFlow,
   plans: Plans,
   { attempt, feedback, skip }: { attempt: number; feedback: string | null; skip: Array<{ id: string; evidence: string[] }> },
 ): Promise<Implemented> {
-  const { runId, runStep, run, config, debugAttempts, budgetRaised } = flow;
-  /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
-  let budgetStop: { taskId: string | null } | null = null;
-  let budgetStopped = false;
+  const { runId, runStep, run, config } = flow;
   const implStart = await runStep(`impl:${attempt}:start`, () =>
     startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
   );
   flow.stageStart = implStart.now;
   const approvedAtStart = plans.approved;
-  let state = (await runStep(`impl:${attempt}:begin`, () =>
-    beginImplementation({
-      runId,
-      plan: approvedAtStart,
-      request: run.request,
-      feedback,
-      maxIterations: config.limits.maxIterations,
-      skip,
-    }),
-  )) as ImplementerState;
+  let implemented: Implemented;
+  if (attempt === 1 && runsInParallel(approvedAtStart, skip, config.limits.maxConcurrentTasks ?? 1)) {
+    implemented = await implementInParallel(flow, plans, { attempt, feedback, skip, converse });
+  } else {
+    const state = (await runStep(`impl:${attempt}:begin`, () =>
+      beginImplementation({
+        runId,
+        plan: approvedAtStart,
+        request: run.request,
+        feedback,
+        maxIterations: config.limits.maxIterations,
+        skip,
+      }),
+    )) as ImplementerState;
+    implemented = await converse(flow, plans, { key: `impl:${attempt}`, attempt, state });
+  }
+  // GitHub: the work so far goes up as a draft pull request, marked ready once validation passes.
+  if (!implemented.failure && run.github && config.git.createPR) {
+    await githubStep(flow, `github:draft:${attempt}`, "implementation", (key) => publishDraft({ runId, stepKey: key }));
+  }
+  return implemented;
+}
+
+/** The implementation clock starts again after a wait at a gate (a parallel task's without a stage event: others run on). */
+async function restartClock(flow: RunFlow, key: string, attempt: number): Promise<number> {
+  const { runId, runStep } = flow;
+  if (flow.task) return (await runStep(key, async () => ({ now: workflowClock.now() }))).now;
+  return (await runStep(key, () => startStage({ runId, stage: "implementation", attempt, stepKey: key }))).now;
+}
+
+/**
+ * One implementer session, turn after turn until it is done or fails: the run's single session (key `impl:<attempt>`),
+ * or a parallel task's own (flow.task set; its turns run in the task's sandbox).
+ */
+export async function converse(
+  flow: RunFlow,
+  plans: Plans,
+  { key: prefix, attempt, state: initial }: { key: string; attempt: number; state: ImplementerState },
+): Promise<Implemented> {
+  const { runId, runStep, config, debugAttempts, budgetRaised } = flow;
+  const taskId = flow.task?.id ?? null;
+  /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
+  let budgetStop: { taskId: string | null } | null = null;
+  let budgetStopped = false;
+  let state = initial;
   let failure: string | null = null;
   /** Tasks finished and not verified yet (their checks run after the next turn that leaves nothing pending). */
   const unverified: string[] = [];
@@ -153,12 +192,12 @@ export async function implement(
     let result: TurnStepResult;
     const todosBefore = new Map(state.todos.map((t) => [t.id, t.status]));
     for (let t = 0; ; t++) {
-      const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
+      const key = `${prefix}:turn:${turn}${t ? `:retry:${t}` : ""}`;
       const current = state;
       const approvedPlan = plans.approved;
       const stageDeadline = deadline(flow, flow.stageStart, "implementation");
       result = (await runStep(key, () =>
-        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline }),
+        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId }),
       )) as TurnStepResult;
       if (result.kind === "pause_requested") {
         // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
@@ -181,7 +220,7 @@ export async function implement(
     if (state.pendingCommand && result.kind !== "failure") {
       // A command outlived its step: it runs on detached and is collected here, in steps that each fit the
       // host's duration limit, before anything else happens (a gate would park, and so stop, the sandbox).
-      const collected = await awaitCommand(flow, `impl:${attempt}:turn:${turn}:command`, state, plans.approved, deadline(flow, flow.stageStart, "implementation"));
+      const collected = await awaitCommand(flow, `${prefix}:turn:${turn}:command`, state, plans.approved, deadline(flow, flow.stageStart, "implementation"));
       state = collected.state;
       if (result.kind === "command_running" || (collected.kind === "policy" && result.kind === "continue")) result = collected;
     }
@@ -192,11 +231,11 @@ export async function implement(
     }
     if (config.verification?.enabled !== false && unverified.length && (result.kind === "continue" || result.kind === "done")) {
       // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
-      const key = `impl:${attempt}:turn:${turn}:verify`;
+      const key = `${prefix}:turn:${turn}:verify`;
       const ids = unverified.splice(0);
       const counts = { ...debugAttempts };
       const approvedPlan = plans.approved;
-      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts }));
+      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts, sandboxOf: taskId }));
       if (checked.failed) {
         // Tasks after the failing one were not checked yet: they are, after the fix.
         unverified.push(...ids.slice(ids.indexOf(checked.failed.taskId) + 1));
@@ -206,11 +245,11 @@ export async function implement(
       }
     }
     if (result.now > deadline(flow, flow.stageStart, "implementation")) {
-      await pauseUntilResumed(flow, `impl:${attempt}:turn:${turn}:timeout`, "timeout", `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`, "implementation");
+      await pauseUntilResumed(flow, `${prefix}:turn:${turn}:timeout`, "timeout", `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`, "implementation");
     }
     const budget = config.budgets?.implementation;
     if (budget && !budgetStop && (result.kind === "continue" || result.kind === "command_running" || result.kind === "policy" || result.kind === "clarification")) {
-      const key = `impl:${attempt}:turn:${turn}:budget`;
+      const key = `${prefix}:turn:${turn}:budget`;
       const raised = { ...budgetRaised.implementation };
       const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
       if (check.exceeded) {
@@ -234,7 +273,7 @@ export async function implement(
     }
     if (result.kind === "continue" || result.kind === "command_running") continue;
     if (result.kind === "clarification") {
-      const answer = await clarify(flow, `impl:${attempt}:turn:${turn}:q`, "implementation", result);
+      const answer = await clarify(flow, `${prefix}:turn:${turn}:q`, "implementation", result);
       state = applyAnswer(state, answer);
       continue;
     }
@@ -242,7 +281,7 @@ export async function implement(
       // A risky action (the project's policy): a person sees the exact action and approves or refuses it; the
       // implementer is told, and may then do exactly that action once.
       const action = result.action;
-      const decision = await gate(flow, `impl:${attempt}:turn:${turn}:policy`, "policy", {
+      const decision = await gate(flow, `${prefix}:turn:${turn}:policy`, "policy", {
         reason: action.reason,
         summary: `\`${action.summary}\` (${action.tool})`,
         action,
@@ -253,7 +292,12 @@ export async function implement(
     if (result.kind === "replan") {
       // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
       // gate whatever trustMode.planning says: an approved plan is a contract.
-      const key = `impl:${attempt}:turn:${turn}:replan`;
+      const key = `${prefix}:turn:${turn}:replan`;
+      if (taskId) {
+        // Re-plans are the run's, not one task's: a parallel task is told to finish its task as planned (or fail it).
+        state = await applyReplan(state, { approved: false, plan: null, notes: "Tasks run in parallel: a re-plan cannot be taken from inside one task. Finish your task as planned, or fail it saying why." });
+        continue;
+      }
       plans.replans += 1;
       const replanned =
         plans.replans > config.limits.maxReplans
@@ -262,16 +306,11 @@ export async function implement(
       if (replanned.plan) plans.approved = replanned.plan;
       state = await applyReplan(state, replanned);
       // The wait at the gate is not implementation time.
-      flow.stageStart = (await runStep(`${key}:resume`, () => startStage({ runId, stage: "implementation", attempt, stepKey: `${key}:resume` }))).now;
+      flow.stageStart = await restartClock(flow, `${key}:resume`, attempt);
       continue;
     }
     if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;
     break;
-  }
-
-  // GitHub: the work so far goes up as a draft pull request, marked ready once validation passes.
-  if (!failure && run.github && config.git.createPR) {
-    await githubStep(flow, `github:draft:${attempt}`, "implementation", (key) => publishDraft({ runId, stepKey: key }));
   }
   return { state, failure, budgetStopped };
 }

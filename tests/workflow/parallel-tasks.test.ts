@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { getEnv } from "@/lib/env";
+import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+
+/**
+ * Parallel tasks (limits.maxConcurrentTasks) through the real workflow on the embedded executor, in strict cloud mode:
+ * a pasted tasks.md whose independent tasks run side by side, each on its own branch, merged in plan order.
+ */
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const auto = { trustMode: { planning: "auto", fixes: "manual" } };
+
+/** Three independent tasks, each writing its own file and running its own command, then one that needs all three. */
+const TASKS = [
+  "# Parallel",
+  "- [ ] T1: Write alpha",
+  "  Files: alpha.txt",
+  "  [run: echo T1 ran >> alpha.txt]",
+  "- [ ] T2: Write beta",
+  "  Files: beta.txt",
+  "  [run: echo T2 ran >> beta.txt]",
+  "- [ ] T3: Write gamma",
+  "  Files: gamma.txt",
+  "  [run: echo T3 ran >> gamma.txt]",
+  "- [ ] T4: Write the summary (after T1, T2, T3)",
+  "  Files: summary.txt",
+  "",
+].join("\n");
+
+const request = ["Parallel tasks", "", "```tasks.md", TASKS, "```"].join("\n");
+
+type Ev = { type: string; payload: unknown; sequence: number };
+const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
+const seqOf = (events: Ev[], type: string, taskId: string) => events.find((e) => e.type === type && taskOf(e) === taskId)?.sequence ?? -1;
+
+describe("parallel tasks", () => {
+  it("independent tasks run at once on their own branches; every task's work is merged into the run branch in plan order", { timeout: 180_000 }, async () => {
+    expect(getEnv().GATEHOUSE_EXECUTOR_STRICT).toBe("cloud");
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 3 } });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+
+    // Each of T1–T3 started before any of them completed: they ran at the same time.
+    const firstDone = Math.min(...["T1", "T2", "T3"].map((id) => seqOf(events, "TASK_COMPLETED", id)));
+    for (const id of ["T1", "T2", "T3"]) expect(seqOf(events, "TASK_STARTED", id)).toBeLessThan(firstDone);
+    // T4 waited for all three to be merged: its branch was cut after the last merge.
+    const lastMerge = Math.max(...["T1", "T2", "T3"].map((id) => seqOf(events, "TASK_MERGED", id)));
+    expect(seqOf(events, "TASK_BRANCH_CREATED", "T4")).toBeGreaterThan(lastMerge);
+
+    // Own branches, cut from the run branch (T1–T3 from the same commit, in whatever order their steps ran); merges in
+    // plan order, whatever order the tasks finished in.
+    const branches = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => e.payload as { taskId: string; branch: string; round: number; baseSha: string });
+    expect(new Set(branches.filter((b) => b.round === 1).map((b) => b.baseSha)).size).toBe(1);
+    expect(branches.map((b) => [b.taskId, b.branch, b.round]).sort()).toEqual([
+      ["T1", `${run.branch}--T1`, 1],
+      ["T2", `${run.branch}--T2`, 1],
+      ["T3", `${run.branch}--T3`, 1],
+      ["T4", `${run.branch}--T4`, 2],
+    ]);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2", "T3", "T4"]);
+    expect(events.filter((e) => e.type === "IMPLEMENTATION_SUCCEEDED")).toHaveLength(1);
+
+    // Every task's work (its Files: and its own [run:] command) is on the run branch, through two-parent merges.
+    const files = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n");
+    expect(files).toEqual(expect.arrayContaining(["alpha.txt", "beta.txt", "gamma.txt", "summary.txt"]));
+    expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha\nT1 ran");
+    expect(git(repo, "show", `${run.branch}:gamma.txt`)).toBe("T3: Write gamma\nT3 ran");
+    expect(git(repo, "show", `${run.branch}:summary.txt`)).toBe("T4: Write the summary");
+    const merges = git(repo, "log", "--merges", "--format=%s", run.branch!).split("\n").reverse();
+    expect(merges).toEqual(["Merge task T1: Write alpha", "Merge task T2: Write beta", "Merge task T3: Write gamma", "Merge task T4: Write the summary"]);
+    // Each task completed exactly once (each session did its own task only).
+    expect(events.filter((e) => e.type === "TASK_COMPLETED").map(taskOf).sort()).toEqual(["T1", "T2", "T3", "T4"]);
+    // The tasks.md checkboxes are checked on the run branch as the tasks merge.
+    expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(TASKS.replace(/- \[ \]/g, "- [x]").trimEnd());
+  });
+
+  it("maxConcurrentTasks 1 keeps one session doing the tasks in plan order, on the run branch", { timeout: 180_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 1 } });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const order = events.filter((e) => e.type === "TASK_STARTED" || e.type === "TASK_COMPLETED").map((e) => `${e.type === "TASK_STARTED" ? "start" : "done"} ${taskOf(e)}`);
+    expect(order).toEqual(["start T1", "done T1", "start T2", "done T2", "start T3", "done T3", "start T4", "done T4"]);
+    expect(events.some((e) => e.type === "TASK_BRANCH_CREATED" || e.type === "TASK_MERGED")).toBe(false);
+    expect(events.filter((e) => e.type === "TASK_STARTED").every((e) => String((e.payload as { stepKey?: string }).stepKey).startsWith("impl:1:turn:"))).toBe(true);
+    const files = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n");
+    expect(files).toEqual(expect.arrayContaining(["alpha.txt", "beta.txt", "gamma.txt", "summary.txt"]));
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nT2 ran");
+    expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
+  });
+});
