@@ -16,11 +16,11 @@ import {
 import { startStage } from "@/lib/runs/steps/start";
 import { triage as triageStep } from "@/lib/runs/steps/triage";
 import { applyDebugReplanDecision, applyVerifyFailure, debugTask, verifyTasks, type DebugStepResult, type VerifyStepResult } from "@/lib/runs/steps/verify";
-import type { PlanDocument } from "@/lib/workflow";
+import { runsInParallel, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import { deadline, type RunFlow } from "./flow";
 import { replan, type Plans } from "./plan";
-import { implementInParallel, runsInParallel } from "./tasks";
+import { implementInParallel } from "./tasks";
 import { budgetGate, clarify, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
 
 /*

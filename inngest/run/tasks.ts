@@ -1,6 +1,6 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
-import { beginTask, finishTasks, mergeTask, prepareTasks } from "@/lib/runs/steps/tasks";
-import type { PlanDocument } from "@/lib/workflow";
+import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
+import { readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import type { RunFlow } from "./flow";
 import type { Implemented } from "./implement";
@@ -18,33 +18,6 @@ import * as budgets from "@/lib/runs/budget";
  */
 
 type Task = PlanDocument["tasks"][number];
-
-/** The rounds the plan would run in (ids per round), with every task succeeding; skipped tasks count as done. */
-export function planRounds(plan: PlanDocument, skipped: ReadonlySet<string>, limit: number): string[][] {
-  const known = new Set(plan.tasks.map((t) => t.id));
-  const done = new Set<string>();
-  const rounds: string[][] = [];
-  for (;;) {
-    const ready = readyTasks(plan.tasks, known, done, skipped, []);
-    if (!ready.length) return rounds;
-    const batch = ready.slice(0, Math.max(1, limit)).map((t) => t.id);
-    rounds.push(batch);
-    for (const id of batch) done.add(id);
-  }
-}
-
-/** Whether any round would run two tasks at once (otherwise the run keeps its one session, as before). */
-export function runsInParallel(plan: PlanDocument, skip: Array<{ id: string }>, limit: number): boolean {
-  if (limit <= 1) return false;
-  return planRounds(plan, new Set(skip.map((s) => s.id)), limit).some((round) => round.length > 1);
-}
-
-/** Open tasks (in plan order) whose dependencies are done, skipped, or not tasks of this plan. */
-function readyTasks(tasks: Task[], known: ReadonlySet<string>, done: ReadonlySet<string>, skipped: ReadonlySet<string>, held: string[]): Task[] {
-  return tasks.filter(
-    (t) => !done.has(t.id) && !skipped.has(t.id) && !held.includes(t.id) && (t.dependsOn ?? []).every((d) => !known.has(d) || done.has(d) || skipped.has(d)),
-  );
-}
 
 type Converse = (flow: RunFlow, plans: Plans, options: { key: string; attempt: number; state: ImplementerState }) => Promise<Implemented>;
 
@@ -111,8 +84,7 @@ export async function implementInParallel(
   let budgetStopped = false;
   for (let round = 1; ; round++) {
     const plan = plans.approved;
-    const known = new Set(plan.tasks.map((t) => t.id));
-    const ready = readyTasks(plan.tasks, known, done, skipped, alone);
+    const ready = readyTasks(plan.tasks, done, skipped, alone);
     let batch: Task[];
     if (ready.length) batch = ready.slice(0, limit);
     else if (alone.length) batch = plan.tasks.filter((t) => t.id === alone[0]).slice(0, 1);
@@ -138,26 +110,33 @@ export async function implementInParallel(
         flow.budgetRaised[stage] = budgets.addSpent(flow.budgetRaised[stage], added);
       }
     }
+    // The finished tasks, merged in plan order (one step for the round).
+    const finished: Array<{ task: Task; run: number }> = [];
     for (const [i, task] of batch.entries()) {
       const outcome = outcomes[i]!;
-      const run = runs[task.id]!;
       last = outcome.state;
       if (outcome.failure) {
         failure ??= `Task ${task.id}: ${outcome.failure}`;
         continue;
       }
       if (outcome.budgetStopped) budgetStopped = true;
-      const key = `impl:${attempt}:task:${task.id}:${run}:merge`;
-      const approved = plans.approved;
-      const merged = await runStep(key, () => mergeTask({ runId, stepKey: key, plan: approved, taskId: task.id, next: run === 1 ? "rerun" : "gate" }));
+      states.push(outcome.state);
+      finished.push({ task, run: runs[task.id]! });
+    }
+    if (!finished.length) break;
+    const key = `impl:${attempt}:round:${round}:merge`;
+    const approved = plans.approved;
+    const toMerge = finished.map(({ task, run }) => ({ taskId: task.id, next: run === 1 ? ("rerun" as const) : ("gate" as const) }));
+    const { merges } = await runStep(key, () => mergeTasks({ runId, stepKey: key, plan: approved, tasks: toMerge }));
+    for (const [i, merged] of merges.entries()) {
+      const { task, run } = finished[i]!;
       if (merged.status === "merged") {
         done.add(task.id);
-        states.push(outcome.state);
         continue;
       }
       // The first conflict: the task runs once more, on top of the merged branch (it is ready again next round).
       if (run === 1) continue;
-      const decision = await gate(flow, `${key}:conflict-gate`, "conflict", {
+      const decision = await gate(flow, `impl:${attempt}:task:${task.id}:${run}:conflict-gate`, "conflict", {
         taskId: task.id,
         title: task.title,
         branch: merged.branch,

@@ -71,7 +71,7 @@ export async function mergeTaskBranch({
     if (!tip) throw new AppError("not_found:git", `Branch ${runBranch} does not exist.`);
     if (!head) throw new AppError("not_found:git", `Branch ${branch} does not exist.`);
     const contained = await git(repoPath, ["merge-base", "--is-ancestor", head, tip], { allowFailure: true });
-    if (contained.code === 0) return { status: "up_to_date", sha: tip };
+    if (contained.code === 0) return { status: "up_to_date", sha: (await mergeCommitOf(repoPath, tip, head)) ?? tip };
     const merged = await git(repoPath, ["merge-tree", "--write-tree", "--name-only", "--no-messages", tip, head], { allowFailure: true });
     const [tree = "", ...rest] = merged.stdout.split("\n");
     if (merged.code === 1) {
@@ -89,4 +89,14 @@ export async function mergeTaskBranch({
     if (moved.code === 0) return { status: "merged", sha };
     if (attempt >= 5) throw new AppError("conflict:git", `Branch ${runBranch} kept moving while merging task ${taskId}.`);
   }
+}
+
+/** The merge commit on the run branch that brought `head` in (its second parent), looked for among the newest merges. */
+async function mergeCommitOf(repoPath: string, tip: string, head: string): Promise<string | null> {
+  const out = await git(repoPath, ["rev-list", "--merges", "--parents", "--max-count=200", tip], { allowFailure: true });
+  for (const line of out.stdout.split("\n")) {
+    const [sha, , second] = line.trim().split(" ");
+    if (sha && second === head) return sha;
+  }
+  return null;
 }

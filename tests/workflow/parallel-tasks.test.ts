@@ -1,6 +1,26 @@
+import fs from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { listEvents } from "@/lib/db/event-store";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
+import { decisionKey } from "@/lib/runs/gates/acks";
+import { announceDecision } from "@/inngest/announce";
+import { inngest } from "@/inngest";
+import { gateDecided, runCancelled } from "@/inngest/events";
+import {
+  expectRunConsistent,
+  git,
+  launch,
+  newProject,
+  processesRunning,
+  startWorkflowHarness,
+  until,
+  waitForPendingGate,
+  waitForStatus,
+  waitForWorkflow,
+} from "./harness";
 
 /**
  * Parallel tasks (limits.maxConcurrentTasks) through the real workflow on the embedded executor, in strict cloud mode:
@@ -97,5 +117,68 @@ describe("parallel tasks", () => {
     expect(files).toEqual(expect.arrayContaining(["alpha.txt", "beta.txt", "gamma.txt", "summary.txt"]));
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nT2 ran");
     expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
+  });
+
+  it("a task that conflicts runs once more on the merged branch; conflicting again, a conflict gate names the file and both sides, and a retry alone after the others merges it", { timeout: 240_000 }, async () => {
+    // T1 and T3 write the same file in round 1 (T3 conflicts: it runs again); in round 2 T2 (after T1) and T3's second
+    // run write it again from the same starting point, and T2 merges first (plan order): T3 conflicts once more.
+    const tasks = [
+      "# Conflicts",
+      "- [ ] T1: First word",
+      "  Files: shared.txt",
+      "- [ ] T2: Second word (after T1)",
+      "  Files: shared.txt",
+      "- [ ] T3: Third word",
+      "  Files: shared.txt",
+      "",
+    ].join("\n");
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Conflicting tasks", "", "```tasks.md", tasks, "```"].join("\n"), auto);
+    await waitForStatus(run.id, ["awaiting_approval", "completed", "failed", "awaiting_fix_decision"], 180_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("conflict");
+    expect(gate.context).toMatchObject({
+      taskId: "T3",
+      branch: `${run.branch}--T3`,
+      files: ["shared.txt"],
+      sides: [{ path: "shared.txt", runBranch: "T2: Second word\n", task: "T3: Third word\n" }],
+    });
+    let events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+    expect(events.filter((e) => e.type === "TASK_MERGE_CONFLICT").map((e) => [taskOf(e), (e.payload as { next: string }).next])).toEqual([
+      ["T3", "rerun"],
+      ["T3", "gate"],
+    ]);
+
+    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    events = (await expectRunConsistent(run.id)) as Ev[];
+    // T3's third run was alone, on top of T1's and T2's merges; its work is what the file now says.
+    const t3 = events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T3").map((e) => (e.payload as { run: number; round: number }));
+    expect(t3.map((r) => [r.run, r.round])).toEqual([[1, 1], [2, 2], [3, 3]]);
+    expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && (e.payload as { round: number }).round === 3).map(taskOf)).toEqual(["T3"]);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2", "T3"]);
+    expect(git(repo, "show", `${run.branch}:shared.txt`)).toBe("T3: Third word");
+  });
+
+  it("cancel in the middle of parallel work stops every task's command and drops every task's sandbox", { timeout: 180_000 }, async () => {
+    const sleepers = [["sleep", "471"], ["sleep", "472"], ["sleep", "473"]];
+    const tasks = ["# Slow", ...sleepers.flatMap((cmd, i) => [`- [ ] T${i + 1}: Slow ${i + 1}`, `  Files: slow${i + 1}.txt`, `  [run: ${cmd.join(" ")}]`]), ""].join("\n");
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Slow tasks", "", "```tasks.md", tasks, "```"].join("\n"), auto);
+    await until(async () => sleepers.every((cmd) => processesRunning(cmd).length > 0), "all three tasks' commands to run at once", 120_000);
+
+    await cancelRun({ user: h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await until(async () => sleepers.every((cmd) => processesRunning(cmd).length === 0), "every task's command to be killed", 60_000);
+    await waitForStatus(run.id, ["cancelled"]);
+    await waitForWorkflow(run.id, 60_000);
+    const workspaces = path.join(getEnv().dataDir, "workspaces");
+    await until(async () => fs.readdirSync(workspaces).every((d) => !d.startsWith(run.id)), "every task's sandbox to be dropped", 60_000);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+    expect(events.at(-1)!.type).toBe("RUN_CANCELLED");
+    expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED")).toHaveLength(3);
+    expect(events.some((e) => e.type === "TASK_COMPLETED" || e.type === "TASK_MERGED" || e.type === "IMPLEMENTATION_SUCCEEDED")).toBe(false);
   });
 });

@@ -3,7 +3,7 @@ import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import { cutTaskBranch, DIFF_SAFE, git, mergeTaskBranch, resolveCommit, taskBranchName, type ConflictSide } from "@/lib/git";
 import type { ImplementerState } from "@/lib/agents";
-import type { PlanDocument } from "@/lib/workflow";
+import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, workflowClock, type WithNow } from "./context";
 import { beginImplementation } from "./implement";
 import { checkTasksFile } from "./tasks-file";
@@ -74,40 +74,52 @@ export async function beginTask({
   return { state, branch, baseSha };
 }
 
-export type TaskMergeStepResult = WithNow<
-  { status: "merged"; sha: string; branch: string } | { status: "conflict"; files: string[]; sides: ConflictSide[]; branch: string }
->;
+export type TaskMerge = { taskId: string; branch: string } & (
+  | { status: "merged"; sha: string }
+  | { status: "conflict"; files: string[]; sides: ConflictSide[] }
+);
 
 /**
- * A finished task's branch merged into the run branch (its sandbox released first: the work is committed), and its
- * tasks.md checkbox checked there. A conflict changes nothing; `next` is what the run does about it (recorded).
+ * The round's finished tasks merged into the run branch, one after another in the order given (plan order) — in one
+ * step, so a round costs one step of merging however many tasks it ran. Each task's sandbox is released first (its
+ * work is committed). A conflict changes
+ * nothing; `next` is what the run does about it (recorded with the conflict). Safe to run again: a task already merged
+ * reads as merged (its merge commit), and the events are written once. The merged tasks' tasks.md boxes are checked in
+ * one commit after the merges.
  */
-export async function mergeTask({
+export async function mergeTasks({
   runId,
   stepKey,
   plan: doc,
-  taskId,
-  next,
+  tasks,
 }: {
   runId: string;
   stepKey: string;
   plan: PlanDocument;
-  taskId: string;
-  next: "rerun" | "gate";
-}): Promise<TaskMergeStepResult> {
+  tasks: Array<{ taskId: string; next: "rerun" | "gate" }>;
+}): Promise<WithNow<{ merges: TaskMerge[] }>> {
   const run = await loadRun({ runId });
-  const branch = taskBranchName(run.branch, taskId);
-  await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
-  const title = doc.tasks.find((t) => t.id === taskId)?.title ?? taskId;
-  const merged = await mergeTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch, runId, taskId, title });
-  if (merged.status === "conflict") {
-    await append(runId, stepKey, [{ type: "TASK_MERGE_CONFLICT", payload: { taskId, branch, files: merged.files.map((f) => redact(f)), next } }]);
-    const sides = merged.sides.map((s) => ({ path: redact(s.path), runBranch: s.runBranch === null ? null : redact(s.runBranch), task: s.task === null ? null : redact(s.task) }));
-    return { status: "conflict", files: merged.files.map((f) => redact(f)), sides, branch, now: workflowClock.now() };
+  const events: NewRunEvent[] = [];
+  const merges: TaskMerge[] = [];
+  for (const { taskId, next } of tasks) {
+    const branch = taskBranchName(run.branch, taskId);
+    await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+    const title = doc.tasks.find((t) => t.id === taskId)?.title ?? taskId;
+    const merged = await mergeTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch, runId, taskId, title });
+    if (merged.status === "conflict") {
+      const files = merged.files.map((f) => redact(f));
+      const sides = merged.sides.map((s) => ({ path: redact(s.path), runBranch: s.runBranch === null ? null : redact(s.runBranch), task: s.task === null ? null : redact(s.task) }));
+      events.push({ type: "TASK_MERGE_CONFLICT", payload: { taskId, branch, files, next } });
+      merges.push({ taskId, branch, status: "conflict", files, sides });
+      continue;
+    }
+    events.push({ type: "TASK_MERGED", payload: { taskId, branch, commitSha: merged.sha } });
+    merges.push({ taskId, branch, status: "merged", sha: merged.sha });
   }
-  await append(runId, stepKey, [{ type: "TASK_MERGED", payload: { taskId, branch, commitSha: merged.sha } }]);
-  await checkTasksFile(run, doc, [taskId]);
-  return { status: "merged", sha: merged.sha, branch, now: workflowClock.now() };
+  // The merged tasks' tasks.md boxes, checked on the run branch in one commit.
+  await checkTasksFile(run, doc, merges.filter((m) => m.status === "merged").map((m) => m.taskId));
+  if (events.length) await append(runId, stepKey, events);
+  return { merges, now: workflowClock.now() };
 }
 
 /** The attempt's outcome once every round is done: succeeded at the run branch's tip, or failed with the reason. */
