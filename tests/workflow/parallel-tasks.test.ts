@@ -6,9 +6,13 @@ import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
+import { answerClarification } from "@/lib/runs/gates/decide-clarification";
+import { getDb } from "@/lib/db";
+import { clarificationRequests } from "@/lib/db/schema";
+import { eq } from "drizzle-orm";
 import { announceDecision } from "@/inngest/announce";
 import { inngest } from "@/inngest";
-import { gateDecided, runCancelled } from "@/inngest/events";
+import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
 import {
   expectRunConsistent,
   git,
@@ -180,5 +184,31 @@ describe("parallel tasks", () => {
     expect(events.at(-1)!.type).toBe("RUN_CANCELLED");
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED")).toHaveLength(3);
     expect(events.some((e) => e.type === "TASK_COMPLETED" || e.type === "TASK_MERGED" || e.type === "IMPLEMENTATION_SUCCEEDED")).toBe(false);
+  });
+
+  it("a question from one task does not stop the others: they finish while it waits, and its answer resumes it", { timeout: 180_000 }, async () => {
+    // The demo asks the request's question in the plan's last task's session (T2); T1 works on meanwhile.
+    const tasks = ["# Ask", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt", ""].join("\n");
+    const { project, repo } = await newProject(h.user);
+    const request = ["Ask in parallel [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n");
+    const run = await launch(h.user, project.id, request, auto);
+    await waitForStatus(run.id, ["awaiting_clarification"], 120_000);
+    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to finish while T2 waits", 120_000);
+    const db = await getDb();
+    const [question] = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id));
+    expect(question).toMatchObject({ question: "Which greeting?", status: "pending" });
+    await answerClarification({ user: h.user, clarificationId: question!.id, response: "Hi" });
+    await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question!.id }), key: decisionKey.clarification(question!.id) });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const asked = events.find((e) => e.type === "CLARIFICATION_REQUESTED")!.sequence;
+    const answered = events.find((e) => e.type === "CLARIFICATION_ANSWERED")!.sequence;
+    const t1Done = seqOf(events, "TASK_COMPLETED", "T1");
+    expect(asked).toBeLessThan(t1Done);
+    expect(t1Done).toBeLessThan(answered);
+    expect((events.find((e) => e.type === "CLARIFICATION_REQUESTED")!.payload as { stepKey: string }).stepKey).toMatch(/^impl:1:task:T2:1:turn:0:q:ask/);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2"]);
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta");
   });
 });

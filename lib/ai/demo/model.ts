@@ -278,7 +278,7 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
   const request = readSection(text, "request") ?? "";
   const tasksRun = PASTED_TASKS.test(request);
   // A parallel task's session (<parallel-task>) does its own todo only: files no todo of its names are another
-  // task's, and the request's own [run:] commands belong to the plan's last task.
+  // task's, and the request's own [run:] commands and questions belong to the plan's last task.
   const parallel = readSection(text, "parallel-task") !== null;
   const planTasks = (readSection(text, "plan") ?? "").split("\nAcceptance criteria:")[0]!;
   const planTaskIds = [...planTasks.matchAll(/^- (\S+?): /gm)].map((m) => m[1]!);
@@ -301,7 +301,8 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
   const owner = (path: string) =>
     todos.find((t) => t.files?.includes(path)) ?? (holdsLast && !(tasksRun && path === ins.notePath) ? todos[todos.length - 1] : undefined);
 
-  const turns: Call[][] = ins.asks.map((a) => {
+  // The request's questions are asked once per run: in parallel sessions, by the plan's last task's.
+  const turns: Call[][] = (holdsLast ? ins.asks : []).map((a) => {
     const marker = a.responseType === "multiple_choice" ? "ask-multi" : a.responseType === "file" ? "ask-file" : "ask";
     const input: Record<string, unknown> = { question: a.question, options: a.options, context: `Asked by the demo model ([${marker}] in the request).` };
     // [ask:] relies on the tool's default (single choice with options, text without); the others say what they want.
