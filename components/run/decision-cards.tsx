@@ -384,6 +384,11 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
     policy: "A risky action needs your approval",
   };
   const str = (v: unknown) => (typeof v === "string" ? v : null);
+  // A parallel task's branch conflicting with the run branch (after running again on top of it): both sides, and what
+  // approve and reject mean here.
+  const choices = (ctx.choices ?? null) as { approve?: string; reject?: string } | null;
+  const sides = Array.isArray(ctx.sides) ? (ctx.sides as Array<{ path: string; runBranch: string | null; task: string | null }>) : [];
+  if (gate.kind === "conflict" && str(ctx.taskId)) title.conflict = `Task ${str(ctx.taskId)} conflicts with the run branch`;
   // An escalated question is answered in the same typed form as the question itself (choice, file, text).
   const escalation = gate.kind === "escalation";
   const responseType = str(ctx.responseType) ?? "text";
@@ -435,6 +440,16 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
             ))}
           </ul>
         )}
+        {sides.map((side) => (
+          <div key={side.path} className="grid gap-1 md:grid-cols-2" data-testid="conflict-sides">
+            {(["runBranch", "task"] as const).map((which) => (
+              <div key={which}>
+                <p className="text-muted-foreground text-xs">{which === "runBranch" ? `Run branch · ${side.path}` : `Task ${str(ctx.taskId)} · ${side.path}`}</p>
+                <pre className="bg-muted max-h-48 overflow-auto rounded p-2 text-xs">{side[which] ?? "(deleted)"}</pre>
+              </div>
+            ))}
+          </div>
+        ))}
         <div className="grid gap-2">
           <Label htmlFor="gate-notes">{escalation ? "Notes, or the reason for a rejection" : "Notes or reason"}</Label>
           <Textarea id="gate-notes" value={notes} onChange={(e) => setNotes(e.target.value)} rows={3} aria-describedby={error ? "gate-notes-error" : undefined} />
@@ -452,7 +467,7 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
           disabled={decision.isPending}
           onClick={() => void approve()}
         >
-          {escalation ? "Send answer" : "Approve"}
+          {escalation ? "Send answer" : (choices?.approve ?? "Approve")}
         </Button>
         <Button
           variant="outline"
@@ -464,7 +479,7 @@ export function GateCard({ run, gate }: { run: Run; gate: Gate }) {
             decision.mutate({ url: `/api/runs/${run.id}/reject`, body: { gateId: gate.id, feedback: notes.trim() }, success: "Rejected" });
           }}
         >
-          Reject
+          {choices?.reject ?? "Reject"}
         </Button>
       </CardFooter>
     </Card>

@@ -19,6 +19,14 @@ const usd = (n: number) => formatUsd(n);
 const time = (ms: number) => formatDuration(ms);
 
 function basisText(estimate: RunEstimate): string {
+  const p = estimate.parallel;
+  const parallel = p
+    ? ` Tasks run side by side (up to ${p.maxConcurrentTasks} at once, in ${p.rounds} round${p.rounds === 1 ? "" : "s"}): implementation's time counts size ${p.wallUnits} of ${estimate.units}; tokens and cost count every task.`
+    : "";
+  return basisText1(estimate) + parallel;
+}
+
+function basisText1(estimate: RunEstimate): string {
   return estimate.basis.kind === "history"
     ? `From ${estimate.basis.runs} earlier completed run${estimate.basis.runs === 1 ? "" : "s"} of this project, scaled to this plan (${estimate.tasks} task${estimate.tasks === 1 ? "" : "s"}, size ${estimate.units}).`
     : `No completed runs in this project yet: per-task guesses priced with the price table (${estimate.tasks} task${estimate.tasks === 1 ? "" : "s"}, size ${estimate.units}). Treat it as a rough range.`;

@@ -9,6 +9,7 @@ import { hasChanges, planDiff } from "@/lib/dashboard/plan-diff";
 import type { PlanVersion, TaskTriage } from "@/lib/dashboard/timeline";
 import type { PlanDocument } from "@/lib/workflow/events";
 import type { TaskStatus } from "@/lib/mermaid/plan-diagram";
+import type { TaskBranch } from "@/lib/workflow/task-status";
 import { MermaidDiagram } from "./mermaid-diagram";
 import { PlanDiagramDiff, StatusDiagram } from "./plan-diagrams";
 
@@ -20,9 +21,12 @@ export function PlanView({
   plan,
   triage = {},
   statuses,
+  branches = {},
 }: {
   plan: PlanDocument;
   triage?: Record<string, TaskTriage>;
+  /** Parallel tasks' own branches (TASK_BRANCH_CREATED / TASK_MERGED / TASK_MERGE_CONFLICT). */
+  branches?: Record<string, TaskBranch>;
   /** Each task's status in the run: when given, the diagram is coloured by it (live). */
   statuses?: Record<string, TaskStatus>;
 }) {
@@ -44,7 +48,18 @@ export function PlanView({
                   {task.id}
                 </Badge>
                 {task.dependsOn?.length ? <span className="text-muted-foreground text-xs">after {task.dependsOn.join(", ")}</span> : null}
+                {statuses?.[task.id] && (
+                  <Badge variant="secondary" data-testid={`task-status-${task.id}`}>
+                    {statuses[task.id]}
+                  </Badge>
+                )}
               </div>
+              {branches[task.id] && (
+                <p className="text-muted-foreground mt-1 font-mono text-xs" data-testid={`task-branch-${task.id}`}>
+                  {branches[task.id]!.branch} · {branches[task.id]!.state}
+                  {branches[task.id]!.run > 1 ? ` (run ${branches[task.id]!.run})` : ""}
+                </p>
+              )}
               {task.description && <p className="text-muted-foreground mt-1 text-xs whitespace-pre-wrap">{task.description}</p>}
               {task.files?.length ? <p className="text-muted-foreground mt-1 font-mono text-xs">{task.files.join(" · ")}</p> : null}
               {triage[task.id] && (
@@ -110,6 +125,7 @@ export function PlanPanel({
   people = {},
   triage = {},
   statuses,
+  branches,
   emptyText = "No plan yet: the planner is reading the request and the repository.",
 }: {
   versions: PlanVersion[];
@@ -117,6 +133,7 @@ export function PlanPanel({
   statuses?: Record<string, TaskStatus>;
   /** Triage's verdict per task (TASK_TRIAGED events). */
   triage?: Record<string, TaskTriage>;
+  branches?: Record<string, TaskBranch>;
   /** The plan to show while the event log (which holds every version) is still loading. */
   fallback?: PlanDocument | null;
   people?: Record<string, string>;
@@ -165,7 +182,7 @@ export function PlanPanel({
           Re-planned after feedback: <span className="italic">{shown.feedback}</span>
         </p>
       )}
-      <PlanView plan={shown.plan} triage={triage} statuses={statuses} />
+      <PlanView plan={shown.plan} triage={triage} statuses={statuses} branches={branches} />
       {versions.length > 1 && (
         <section className="space-y-2" aria-labelledby="plan-diff-heading">
           <div className="flex flex-wrap items-end gap-3">

@@ -17,7 +17,7 @@ import { isTerminal } from "@/lib/dashboard/filters";
 import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
 import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
-import { taskStatuses } from "@/lib/workflow/task-status";
+import { taskBranches, taskStatuses } from "@/lib/workflow/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
 import { ClarificationForm } from "./clarification-form";
@@ -58,6 +58,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
   const versions = useMemo(() => planVersions(events), [events]);
   const triage = useMemo(() => taskTriage(events), [events]);
   const statuses = useMemo(() => taskStatuses(events), [events]);
+  const branches = useMemo(() => taskBranches(events), [events]);
   const progress = useMemo(() => stageProgress(events), [events]);
   const results = useMemo(() => validations(events), [events]);
 
@@ -151,6 +152,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
                   people={detail.data.people}
                   triage={triage}
                   statuses={statuses}
+                  branches={branches}
                   emptyText={planWaitsForAnswer ? "No plan yet: the planner is waiting for your answer to its question above." : undefined}
                 />
               )}

@@ -41,6 +41,7 @@ type FormState = {
   maxClarifications: string;
   modelRouting: Routing;
   timeoutMinutes: Record<"planning" | "implementation" | "validation", string>;
+  maxConcurrentTasks: string;
   createPR: boolean;
   autoMerge: boolean;
   baseBranch: string;
@@ -63,6 +64,7 @@ function initialState(project: ProjectOption | undefined, defaults: Routing): Fo
       implementation: String(c.timeoutMinutes.implementation),
       validation: String(c.timeoutMinutes.validation),
     },
+    maxConcurrentTasks: String(c.limits.maxConcurrentTasks),
     createPR: c.git.createPR,
     autoMerge: c.git.autoMerge,
     baseBranch: c.git.baseBranch,
@@ -112,6 +114,7 @@ export function NewRunForm({
       implementation: num(form.timeoutMinutes.implementation),
       validation: num(form.timeoutMinutes.validation),
     },
+    limits: { maxConcurrentTasks: num(form.maxConcurrentTasks) },
     git: { createPR: form.createPR, autoMerge: form.autoMerge, baseBranch: form.baseBranch },
   });
 
@@ -342,6 +345,23 @@ export function NewRunForm({
               ))}
             </div>
             {TIMEOUTS.map(({ key }) => err(`timeoutMinutes.${key}`))}
+            <div className="grid gap-2">
+              <Label htmlFor={fieldId("limits.maxConcurrentTasks")}>Tasks at the same time</Label>
+              <Input
+                id={fieldId("limits.maxConcurrentTasks")}
+                type="number"
+                min={1}
+                max={10}
+                value={form.maxConcurrentTasks}
+                onChange={(e) => setForm((f) => ({ ...f, maxConcurrentTasks: e.target.value }))}
+                aria-describedby="limits-maxConcurrentTasks-help"
+                {...invalid("limits.maxConcurrentTasks")}
+              />
+              <p id="limits-maxConcurrentTasks-help" className="text-muted-foreground text-xs">
+                Plan tasks whose dependencies are done run in parallel, each on its own branch and sandbox (1–10; 1 = one after another).
+              </p>
+              {err("limits.maxConcurrentTasks")}
+            </div>
           </CardContent>
         </Card>
 

@@ -38,6 +38,11 @@ export type RunFlow = {
   budgetRaised: Record<BudgetStage, Spent>;
   /** Debug steps per task so far (the verdicts' attempts; a retry at the fix gate starts the count afresh). */
   debugAttempts: Record<string, number>;
+  /**
+   * Set in a parallel task's own flow (./tasks.ts): its waits for a person open one at a time across the run's tasks,
+   * and the run keeps its slot while it waits (the other tasks compute on).
+   */
+  task?: { id: string } | null;
 };
 
 function stepRunner(step: Step): RunFlow["runStep"] {

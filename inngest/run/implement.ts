@@ -1,6 +1,6 @@
 import { NonRetriableError } from "inngest";
 import * as budgets from "@/lib/runs/budget";
-import { RunEndedError } from "@/lib/runs/steps/context";
+import { RunEndedError, workflowClock } from "@/lib/runs/steps/context";
 import { publishDraft } from "@/lib/runs/steps/github";
 import {
   applyAnswer,
@@ -17,11 +17,12 @@ import {
 import { startStage } from "@/lib/runs/steps/start";
 import { triage as triageStep } from "@/lib/runs/steps/triage";
 import { applyDebugReplanDecision, applyVerifyFailure, debugTask, verifyTasks, type DebugStepResult, type VerifyStepResult } from "@/lib/runs/steps/verify";
-import type { PlanDocument } from "@/lib/workflow";
+import { runsInParallel, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import { deadline, type RunFlow } from "./flow";
 import { replan, sendBackToPlanning, type Plans } from "./plan";
-import { budgetGate, clarifyOrSendBack, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
+import { implementInParallel } from "./tasks";
+import { budgetGate, clarify, clarifyOrSendBack, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
 
 /*
  * Implement: the implementer's turns, one step each, until it is done or fails — with what a turn may lead to: a
@@ -40,8 +41,9 @@ export async function triage(flow: RunFlow, plans: Plans): Promise<{ skip: Array
  * durable sleep between them, until it has ended and its result is in the conversation.
  */
 async function awaitCommand(flow: RunFlow, key: string, current: ImplementerState, plan: PlanDocument, until: number) {
+  const taskId = flow.task?.id ?? null;
   for (let i = 0; ; i++) {
-    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until }));
+    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until, taskId }));
     if (polled.kind !== "running") return polled;
     await flow.step.sleep(`${key}:${i}:sleep`, COMMAND_POLL_INTERVAL);
   }
@@ -76,16 +78,20 @@ async function debugFailure(
   // A person may send the debug step's question back to planning: then it is re-planned as a plan failure is.
   let sentBack: string | null = null;
   if (verdict.action === "ask" && verdict.question) {
-    const closed = await clarifyOrSendBack(flow, `${key}:q`, "implementation", {
+    const question = {
       question: verdict.question,
       context: `Task ${failure.taskId}'s check \`${failure.command}\` failed (${verdict.category}): ${verdict.reason}`,
       options: [],
-      responseType: "text",
-    });
+      responseType: "text" as const,
+    };
+    // A parallel task's question is answered in the task: re-plans are the run's, not one task's.
+    if (flow.task) return applyVerifyFailure(current, { failure: failed, verdict, answer: await clarify(flow, `${key}:q`, "implementation", question) });
+    const closed = await clarifyOrSendBack(flow, `${key}:q`, "implementation", question);
     if (!closed.sentBack) return applyVerifyFailure(current, { failure: failed, verdict, answer: closed.answer });
     sentBack = `A person sent the run back to planning with the debug step's question: ${verdict.question}`;
   }
-  if (sentBack || (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans)) {
+  // A parallel task's plan problem goes to a person at the fix gate: re-plans are the run's, not one task's.
+  if (sentBack || (!flow.task && verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans)) {
     // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
     if (!sentBack) plans.replans += 1;
     const replanned = await replan(
@@ -126,31 +132,67 @@ export type Implemented = {
   budgetStopped: boolean;
 };
 
-/** One implementation attempt: turn after turn until the implementer is done or fails; then its draft pull request. */
+/**
+ * One implementation attempt: turn after turn until the implementer is done or fails; then its draft pull request.
+ * A first attempt whose plan has tasks that can run side by side (limits.maxConcurrentTasks above 1) runs them in
+ * parallel sessions (./tasks.ts); otherwise — and for every fix attempt — one session does every task in order.
+ */
 export async function implement(
   flow: RunFlow,
   plans: Plans,
   { attempt, feedback, skip }: { attempt: number; feedback: string | null; skip: Array<{ id: string; evidence: string[] }> },
 ): Promise<Implemented> {
-  const { runId, runStep, run, config, debugAttempts, budgetRaised } = flow;
-  /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
-  let budgetStop: { taskId: string | null } | null = null;
-  let budgetStopped = false;
+  const { runId, runStep, run, config } = flow;
   const implStart = await runStep(`impl:${attempt}:start`, () =>
     startStage({ runId, stage: "implementation", attempt, stepKey: `impl:${attempt}:start` }),
   );
   flow.stageStart = implStart.now;
   const approvedAtStart = plans.approved;
-  let state = (await runStep(`impl:${attempt}:begin`, () =>
-    beginImplementation({
-      runId,
-      plan: approvedAtStart,
-      request: run.request,
-      feedback,
-      maxIterations: config.limits.maxIterations,
-      skip,
-    }),
-  )) as ImplementerState;
+  let implemented: Implemented;
+  if (attempt === 1 && runsInParallel(approvedAtStart, skip, config.limits.maxConcurrentTasks ?? 1)) {
+    implemented = await implementInParallel(flow, plans, { attempt, feedback, skip, converse });
+  } else {
+    const state = (await runStep(`impl:${attempt}:begin`, () =>
+      beginImplementation({
+        runId,
+        plan: approvedAtStart,
+        request: run.request,
+        feedback,
+        maxIterations: config.limits.maxIterations,
+        skip,
+      }),
+    )) as ImplementerState;
+    implemented = await converse(flow, plans, { key: `impl:${attempt}`, attempt, state });
+  }
+  // GitHub: the work so far goes up as a draft pull request, marked ready once validation passes.
+  if (!implemented.failure && run.github && config.git.createPR) {
+    await githubStep(flow, `github:draft:${attempt}`, "implementation", (key) => publishDraft({ runId, stepKey: key }));
+  }
+  return implemented;
+}
+
+/** The implementation clock starts again after a wait at a gate (a parallel task's without a stage event: others run on). */
+async function restartClock(flow: RunFlow, key: string, attempt: number): Promise<number> {
+  const { runId, runStep } = flow;
+  if (flow.task) return (await runStep(key, async () => ({ now: workflowClock.now() }))).now;
+  return (await runStep(key, () => startStage({ runId, stage: "implementation", attempt, stepKey: key }))).now;
+}
+
+/**
+ * One implementer session, turn after turn until it is done or fails: the run's single session (key `impl:<attempt>`),
+ * or a parallel task's own (flow.task set; its turns run in the task's sandbox).
+ */
+export async function converse(
+  flow: RunFlow,
+  plans: Plans,
+  { key: prefix, attempt, state: initial }: { key: string; attempt: number; state: ImplementerState },
+): Promise<Implemented> {
+  const { runId, runStep, config, debugAttempts, budgetRaised } = flow;
+  const taskId = flow.task?.id ?? null;
+  /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
+  let budgetStop: { taskId: string | null } | null = null;
+  let budgetStopped = false;
+  let state = initial;
   let failure: string | null = null;
   /** Tasks finished and not verified yet (their checks run after the next turn that leaves nothing pending). */
   const unverified: string[] = [];
@@ -158,12 +200,12 @@ export async function implement(
     let result: TurnStepResult;
     const todosBefore = new Map(state.todos.map((t) => [t.id, t.status]));
     for (let t = 0; ; t++) {
-      const key = `impl:${attempt}:turn:${turn}${t ? `:retry:${t}` : ""}`;
+      const key = `${prefix}:turn:${turn}${t ? `:retry:${t}` : ""}`;
       const current = state;
       const approvedPlan = plans.approved;
       const stageDeadline = deadline(flow, flow.stageStart, "implementation");
       result = (await runStep(key, () =>
-        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline }),
+        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId }),
       )) as TurnStepResult;
       if (result.kind === "pause_requested") {
         // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
@@ -186,7 +228,7 @@ export async function implement(
     if (state.pendingCommand && result.kind !== "failure") {
       // A command outlived its step: it runs on detached and is collected here, in steps that each fit the
       // host's duration limit, before anything else happens (a gate would park, and so stop, the sandbox).
-      const collected = await awaitCommand(flow, `impl:${attempt}:turn:${turn}:command`, state, plans.approved, deadline(flow, flow.stageStart, "implementation"));
+      const collected = await awaitCommand(flow, `${prefix}:turn:${turn}:command`, state, plans.approved, deadline(flow, flow.stageStart, "implementation"));
       state = collected.state;
       if (result.kind === "command_running" || (collected.kind === "policy" && result.kind === "continue")) result = collected;
     }
@@ -197,11 +239,11 @@ export async function implement(
     }
     if (config.verification?.enabled !== false && unverified.length && (result.kind === "continue" || result.kind === "done")) {
       // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
-      const key = `impl:${attempt}:turn:${turn}:verify`;
+      const key = `${prefix}:turn:${turn}:verify`;
       const ids = unverified.splice(0);
       const counts = { ...debugAttempts };
       const approvedPlan = plans.approved;
-      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts }));
+      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts, sandboxOf: taskId }));
       if (checked.failed) {
         // Tasks after the failing one were not checked yet: they are, after the fix.
         unverified.push(...ids.slice(ids.indexOf(checked.failed.taskId) + 1));
@@ -211,11 +253,11 @@ export async function implement(
       }
     }
     if (result.now > deadline(flow, flow.stageStart, "implementation")) {
-      await pauseUntilResumed(flow, `impl:${attempt}:turn:${turn}:timeout`, "timeout", `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`, "implementation");
+      await pauseUntilResumed(flow, `${prefix}:turn:${turn}:timeout`, "timeout", `Implementation ran over ${config.timeoutMinutes.implementation} minutes.`, "implementation");
     }
     const budget = config.budgets?.implementation;
     if (budget && !budgetStop && (result.kind === "continue" || result.kind === "command_running" || result.kind === "policy" || result.kind === "clarification")) {
-      const key = `impl:${attempt}:turn:${turn}:budget`;
+      const key = `${prefix}:turn:${turn}:budget`;
       const raised = { ...budgetRaised.implementation };
       const check = await runStep(key, () => budgets.checkBudget({ runId, stage: "implementation", budget, raised }));
       if (check.exceeded) {
@@ -238,13 +280,19 @@ export async function implement(
       }
     }
     if (result.kind === "mcp") {
-      const key = `impl:${attempt}:turn:${turn}:mcp`, current = state; // an MCP tool call: a step of its own, never repeated once finished
-      state = (await runStep(key, () => callMcpTool({ runId, stepKey: key, state: current }))).state as ImplementerState;
+      const key = `${prefix}:turn:${turn}:mcp`, current = state; // an MCP tool call: a step of its own, never repeated once finished
+      state = (await runStep(key, () => callMcpTool({ runId, stepKey: key, state: current, taskId }))).state as ImplementerState;
       continue;
     }
     if (result.kind === "continue" || result.kind === "command_running") continue;
     if (result.kind === "clarification") {
-      const key = `impl:${attempt}:turn:${turn}:q`;
+      const key = `${prefix}:turn:${turn}:q`;
+      if (flow.task) {
+        // A parallel task's question: answered in the task (re-plans are the run's, between rounds, not one task's).
+        const answer = await clarify(flow, key, "implementation", result);
+        state = applyAnswer(state, answer);
+        continue;
+      }
       const closed = await clarifyOrSendBack(flow, key, "implementation", result);
       state = closed.sentBack ? await sendBackToPlanning(flow, plans, key, attempt, state, result.question) : applyAnswer(state, closed.answer);
       continue;
@@ -253,7 +301,7 @@ export async function implement(
       // A risky action (the project's policy): a person sees the exact action and approves or refuses it; the
       // implementer is told, and may then do exactly that action once.
       const action = result.action;
-      const decision = await gate(flow, `impl:${attempt}:turn:${turn}:policy`, "policy", {
+      const decision = await gate(flow, `${prefix}:turn:${turn}:policy`, "policy", {
         reason: action.reason,
         summary: `\`${action.summary}\` (${action.tool})`,
         action,
@@ -264,7 +312,12 @@ export async function implement(
     if (result.kind === "replan") {
       // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
       // gate whatever trustMode.planning says: an approved plan is a contract.
-      const key = `impl:${attempt}:turn:${turn}:replan`;
+      const key = `${prefix}:turn:${turn}:replan`;
+      if (taskId) {
+        // Re-plans are the run's, not one task's: a parallel task is told to finish its task as planned (or fail it).
+        state = await applyReplan(state, { approved: false, plan: null, notes: "Tasks run in parallel: a re-plan cannot be taken from inside one task. Finish your task as planned, or fail it saying why." });
+        continue;
+      }
       plans.replans += 1;
       const replanned =
         plans.replans > config.limits.maxReplans
@@ -273,16 +326,11 @@ export async function implement(
       if (replanned.plan) plans.approved = replanned.plan;
       state = await applyReplan(state, replanned);
       // The wait at the gate is not implementation time.
-      flow.stageStart = (await runStep(`${key}:resume`, () => startStage({ runId, stage: "implementation", attempt, stepKey: `${key}:resume` }))).now;
+      flow.stageStart = await restartClock(flow, `${key}:resume`, attempt);
       continue;
     }
     if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;
     break;
-  }
-
-  // GitHub: the work so far goes up as a draft pull request, marked ready once validation passes.
-  if (!failure && run.github && config.git.createPR) {
-    await githubStep(flow, `github:draft:${attempt}`, "implementation", (key) => publishDraft({ runId, stepKey: key }));
   }
   return { state, failure, budgetStopped };
 }

@@ -5,7 +5,8 @@ import * as budgets from "@/lib/runs/budget";
 import * as deadlines from "@/lib/runs/deadlines";
 import { ask, openGate, readClarification, readGate } from "@/lib/runs/gates/open";
 import { RunEndedError, workflowClock, type WaitResult } from "@/lib/runs/steps/context";
-import { pause, pauseRequested, readResume } from "@/lib/runs/steps/pause";
+import { pause, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
+import { IllegalTransitionError } from "@/lib/workflow";
 import { requeueIfFull, tryStart } from "@/lib/runs/steps/start";
 import { restore } from "@/lib/runs/steps/workspace";
 import type { GitHubStepResult } from "@/lib/runs/steps/github";
@@ -118,11 +119,14 @@ export async function waitForSlot(flow: RunFlow, prefix: string) {
 
 /** The run now waits for a person and computes nothing: its slot is free for the user's queued runs. */
 export async function releaseSlot(flow: RunFlow, key: string) {
+  // A parallel task waits alone: the run's other tasks compute on, in the run's one slot.
+  if (flow.task) return;
   await flow.step.sendEvent(`${key}:free-slot`, slotFreedEvents({ runId: flow.runId, userId: flow.run.userId }));
 }
 
 /** Back from a wait: compute again only within the user's limit; otherwise queue until a slot frees. */
 async function reacquireSlot(flow: RunFlow, key: string) {
+  if (flow.task) return;
   const requeued = await flow.runStep(`${key}:slot`, () => requeueIfFull({ runId: flow.runId, stepKey: `${key}:slot` }));
   if (!requeued.queued) return;
   await waitForSlot(flow, `${key}:slot`);
@@ -138,7 +142,7 @@ export async function pauseUntilResumed(
   plan?: PlanDocument | null,
 ) {
   const { runId, runStep } = flow;
-  const parked = await runStep(`${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }));
+  const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }));
   await releaseSlot(flow, `${key}:pause`);
   const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
   flow.stageStart = resumed.now;
@@ -169,6 +173,30 @@ async function notifyOpened(flow: RunFlow, key: string, subject: { type: "gate" 
 type GateKind = Parameters<typeof openGate>[0]["kind"];
 
 /**
+ * The step that opens a wait for a person (a gate, a question, a pause). A run has one such wait at a time, so a
+ * parallel task whose run already waits for a person (another task's question) tries again after a durable sleep,
+ * longer each time, while the others compute on; the check and the open are one step, and an open that lost a race
+ * to another task's (an illegal transition, nothing written) counts as busy too. The run's own flow opens at once.
+ */
+async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T>): Promise<T> {
+  if (!flow.task) return flow.runStep(key, open);
+  for (let i = 0; ; i++) {
+    const k = i ? `${key}:when-free:${i}` : key;
+    const out = (await flow.runStep(k, async () => {
+      if (!(await waitsForNoOne({ runId: flow.runId }))) return { busy: true as const };
+      try {
+        return { busy: false as const, value: await open() };
+      } catch (error) {
+        if (error instanceof IllegalTransitionError) return { busy: true as const };
+        throw error;
+      }
+    })) as { busy: true } | { busy: false; value: T };
+    if (!out.busy) return out.value;
+    await flow.step.sleep(`${k}:busy`, `${Math.min(2 ** i, 300)}s`);
+  }
+}
+
+/**
  * A gate: opened with its context, announced to the people who may decide, decided by a person (`read` is its
  * stored decision). The run holds no slot while it waits, and its workspace is restored after.
  */
@@ -180,7 +208,7 @@ async function decideGate<T extends { now: number }>(
   read: (gateId: string) => Promise<WaitResult<T>>,
 ): Promise<T> {
   const { runId, runStep } = flow;
-  const opened = await runStep(`${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context }));
+  const opened = await openWhenFree(flow, `${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context }));
   await notifyOpened(flow, `${key}:open`, { type: "gate", id: opened.gateId });
   await releaseSlot(flow, `${key}:open`);
   const decision = await waitFor(flow, `${key}:decision`, () => read(opened.gateId), gateDecided.name, {
@@ -236,7 +264,7 @@ export async function clarify(flow: RunFlow, key: string, stage: Stage, question
  */
 export async function clarifyOrSendBack(flow: RunFlow, key: string, stage: Stage, question: Question): Promise<{ answer: string; sentBack: boolean }> {
   const { runId, runStep } = flow;
-  const asked = await runStep(`${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+  const asked = await openWhenFree(flow, `${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
   await notifyOpened(flow, `${key}:ask`, asked.kind === "clarification" ? { type: "clarification", id: asked.clarificationId } : { type: "gate", id: asked.gateId });
   await releaseSlot(flow, `${key}:ask`);
   let answer: string;

@@ -218,8 +218,14 @@ export function startImplementer({
   feedback,
   maxIterations = DEFAULT_MAX_ITERATIONS,
   skip = [],
+  task,
 }: {
   plan: Plan;
+  /**
+   * Parallel tasks (limits.maxConcurrentTasks): this session implements only this task of the plan, on its own branch;
+   * `dependencies` says what the tasks it depends on changed (already merged into its starting point).
+   */
+  task?: { id: string; dependencies: string };
   request: string;
   memory?: string;
   /** The repository's instructions, quoted as repository content (lib/agents/instructions.ts). */
@@ -231,12 +237,21 @@ export function startImplementer({
   maxIterations?: number;
 }): ImplementerState {
   const skipped = new Set(skip.map((s) => s.id));
-  const open = plan.tasks.filter((t) => !skipped.has(t.id));
+  const open = plan.tasks.filter((t) => !skipped.has(t.id) && (!task || t.id === task.id));
   const todos: Todo[] = open.map((t) => ({ id: t.id, title: t.title, status: "pending" }));
   const parts = [section("request", request), section("plan", describePlan(plan))];
   if (memory?.trim()) parts.push(section("memory", memory));
   if (instructions?.trim()) parts.push(instructions);
-  parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files })))));
+  if (task) {
+    parts.push(
+      section(
+        "parallel-task",
+        `You implement only task ${task.id} of the plan, on a branch of its own. The plan's other tasks are done in other sessions, some at the same time as this one; do not do their work.`,
+      ),
+    );
+    if (task.dependencies.trim()) parts.push(section("dependencies-changed", task.dependencies));
+  }
+  parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files, ...(t.description ? { description: t.description } : {}) })))));
   if (skip.length) {
     parts.push(
       section(

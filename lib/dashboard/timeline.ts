@@ -122,6 +122,18 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "TASK_COMPLETED":
       return item("Task completed", "success", p(event, "TASK_COMPLETED").taskId);
+    case "TASK_BRANCH_CREATED": {
+      const { taskId, branch, run } = p(event, "TASK_BRANCH_CREATED");
+      return item((run ?? 1) > 1 ? `Task ${taskId} runs again on the merged branch` : `Task ${taskId} started on its own branch`, "info", branch);
+    }
+    case "TASK_MERGED": {
+      const { taskId, branch } = p(event, "TASK_MERGED");
+      return item(`Task ${taskId} merged into the run branch`, "success", branch);
+    }
+    case "TASK_MERGE_CONFLICT": {
+      const { taskId, files, next } = p(event, "TASK_MERGE_CONFLICT");
+      return item(`Task ${taskId} conflicts with the run branch${next === "rerun" ? " (it runs once more)" : ""}`, "warning", (files ?? []).join(", "));
+    }
     case "TASK_TRIAGED": {
       const { taskId, confidence, skipped } = p(event, "TASK_TRIAGED");
       return item(skipped ? "Task already done (skipped)" : "Task may be done (implemented anyway)", skipped ? "success" : "info", `${taskId} · confidence ${Math.round((confidence ?? 0) * 100)}%`);

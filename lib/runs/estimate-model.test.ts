@@ -89,3 +89,26 @@ describe("the cost estimate", () => {
     expect(rows[1]!.verdict).toBeNull();
   });
 });
+
+describe("the estimate of a plan whose tasks run in parallel", () => {
+  const plan = {
+    tasks: [
+      { id: "T1", title: "a", description: "", dependsOn: [], files: ["a"], checks: [] },
+      { id: "T2", title: "b", description: "", dependsOn: [], files: ["b"], checks: [] },
+      { id: "T3", title: "c", description: "", dependsOn: [], files: ["c"], checks: [] },
+      { id: "T4", title: "d", description: "", dependsOn: ["T1", "T2", "T3"], files: ["d"], checks: [] },
+    ],
+  };
+  const base = { plan, planVersion: 1, planning: { tokens: 0, costUsd: 0, wallMs: 0 }, models: { implementation: "demo:default", validation: "demo:default" }, history: [] };
+
+  it("counts implementation's wall time by rounds (each as long as its largest task), tokens and cost over every task", () => {
+    const one = estimateRun({ ...base, maxConcurrentTasks: 1 });
+    const three = estimateRun({ ...base, maxConcurrentTasks: 3 });
+    expect(one.parallel).toBeUndefined();
+    expect(three.parallel).toEqual({ maxConcurrentTasks: 3, rounds: 2, wallUnits: 3 });
+    // Four tasks of size 1.5 each: 6 units in a row, two rounds of 1.5 side by side.
+    expect(three.stages.implementation.wallMs.high).toBeCloseTo(one.stages.implementation.wallMs.high / 2, 0);
+    expect(three.stages.implementation.tokens).toEqual(one.stages.implementation.tokens);
+    expect(three.stages.validation).toEqual(one.stages.validation);
+  });
+});

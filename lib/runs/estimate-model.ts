@@ -1,5 +1,6 @@
 import { priceOf } from "@/lib/ai/prices";
 import type { PlanDocument } from "@/lib/workflow/events";
+import { planRounds } from "@/lib/workflow/task-rounds";
 
 /*
  * The cost estimate on the plan gate (pure: the workflow's step and the dashboard share it). What the rest of a run will
@@ -20,6 +21,12 @@ export type RunEstimate = {
   /** The plan's size: one per task, and half a task more per file it may change (at most 10 files counted). */
   units: number;
   basis: { kind: "history"; runs: number } | { kind: "price-table" };
+  /**
+   * Tasks run side by side (limits.maxConcurrentTasks): implementation's wall time counts the plan's rounds (each as
+   * long as its largest task), `wallUnits` of the `units`; tokens and cost still add up over every task. Absent when
+   * the tasks run one after another.
+   */
+  parallel?: { maxConcurrentTasks: number; rounds: number; wallUnits: number };
   /** Planning's usage up to the gate (actual, not predicted). */
   planning: Usage;
   stages: Record<EstimatedStage, StageRange>;
@@ -37,9 +44,19 @@ export type HistoryRun = {
 /** Models per stage (config.modelRouting), as `provider:model`. */
 export type StageModels = { implementation: string; validation: string; delivery?: string | null };
 
+const taskUnits = (t: { files?: string[] }) => 1 + 0.5 * Math.min(t.files?.length ?? 0, 10);
+
 export function planUnits(plan: Pick<PlanDocument, "tasks">): number {
-  const units = plan.tasks.reduce((sum, t) => sum + 1 + 0.5 * Math.min(t.files?.length ?? 0, 10), 0);
+  const units = plan.tasks.reduce((sum, t) => sum + taskUnits(t), 0);
   return Math.max(1, units);
+}
+
+/** The plan's size along its rounds of parallel tasks: each round counts as its largest task. */
+export function parallelWallUnits(plan: Pick<PlanDocument, "tasks">, maxConcurrentTasks: number): { rounds: number; wallUnits: number } {
+  const rounds = planRounds(plan, new Set(), maxConcurrentTasks);
+  const size = new Map(plan.tasks.map((t) => [t.id, taskUnits(t)]));
+  const wallUnits = rounds.reduce((sum, round) => sum + Math.max(...round.map((id) => size.get(id) ?? 1)), 0);
+  return { rounds: rounds.length, wallUnits: Math.max(1, wallUnits) };
 }
 
 /**
@@ -103,14 +120,21 @@ export function estimateRun({
   planning,
   models,
   history,
+  maxConcurrentTasks = 1,
 }: {
   plan: Pick<PlanDocument, "tasks">;
   planVersion: number;
   planning: Usage;
   models: StageModels;
   history: HistoryRun[];
+  /** limits.maxConcurrentTasks: above 1, implementation's wall time counts rounds of parallel tasks. */
+  maxConcurrentTasks?: number;
 }): RunEstimate {
   const units = planUnits(plan);
+  const parallel = maxConcurrentTasks > 1 ? parallelWallUnits(plan, maxConcurrentTasks) : null;
+  const side = parallel && parallel.wallUnits < units ? { maxConcurrentTasks, ...parallel } : null;
+  /** Implementation's wall time shrinks to the rounds' share of the plan (the other stages see the whole). */
+  const wallShare = (stage: EstimatedStage) => (side && stage === "implementation" ? side.wallUnits / units : 1);
   const learnFrom = similarRuns(history, units);
   const model: Record<EstimatedStage, string | null | undefined> = { implementation: models.implementation, validation: models.validation, delivery: models.delivery };
   const stages = {} as Record<EstimatedStage, StageRange>;
@@ -125,7 +149,7 @@ export function estimateRun({
         const tokensIn = s.tokensIn * k;
         const tokensOut = s.tokensOut * k;
         // Priced with this run's model when the price table knows it (history may have used another model).
-        return { tokens: tokensIn + tokensOut, costUsd: priced(model[stage], tokensIn, tokensOut) ?? s.costUsd * k, wallMs: s.wallMs * k };
+        return { tokens: tokensIn + tokensOut, costUsd: priced(model[stage], tokensIn, tokensOut) ?? s.costUsd * k, wallMs: s.wallMs * k * wallShare(stage) };
       });
       stages[stage] = finish({
         tokens: spread(predictions.map((p) => p.tokens)),
@@ -138,7 +162,7 @@ export function estimateRun({
       const tokensOut = d.tokensOut * k;
       const cost = priced(model[stage], tokensIn, tokensOut) ?? 0;
       const range = (v: number): Range => ({ low: v * 0.5, high: v * 2 });
-      stages[stage] = finish({ tokens: range(tokensIn + tokensOut), costUsd: range(cost), wallMs: range(d.wallMs * k) });
+      stages[stage] = finish({ tokens: range(tokensIn + tokensOut), costUsd: range(cost), wallMs: range(d.wallMs * k * wallShare(stage)) });
     }
   }
   const sum = (pick: (s: StageRange) => Range, actual: number): Range =>
@@ -148,6 +172,7 @@ export function estimateRun({
     tasks: plan.tasks.length,
     units,
     basis: learnFrom.length ? { kind: "history", runs: learnFrom.length } : { kind: "price-table" },
+    ...(side ? { parallel: side } : {}),
     planning,
     stages,
     total: finish({ tokens: sum((s) => s.tokens, planning.tokens), costUsd: sum((s) => s.costUsd, planning.costUsd), wallMs: sum((s) => s.wallMs, planning.wallMs) }),

@@ -131,6 +131,7 @@ export async function makeEstimate({ runId, plan, version }: { runId: string; pl
     planning: usage.planning ?? { tokens: 0, costUsd: 0, wallMs: 0 },
     models: { implementation: run.config.modelRouting.implementer, validation: run.config.modelRouting.validator },
     history,
+    maxConcurrentTasks: run.config.limits.maxConcurrentTasks ?? 1,
   });
 }
 

@@ -191,6 +191,11 @@ export const runConfigSchema = z.strictObject({
       /** Implementer model turns per attempt. */
       maxIterations: z.number().int().min(1).max(200).default(30),
       /**
+       * Plan tasks whose dependencies are merged run at the same time, up to this many (each in its own worktree,
+       * branch, sandbox and implementer conversation); 1 = one conversation does every task in order.
+       */
+      maxConcurrentTasks: z.number({ error: "must be a number" }).int("must be a whole number").min(1, "must be at least 1").max(10, "must be at most 10").default(3),
+      /**
        * This run computes only while fewer than this many of its user's runs compute (never more than the server's
        * MAX_CONCURRENT_RUNS_PER_USER): 1 = "run this one alone". Unset = the server's limit.
        */

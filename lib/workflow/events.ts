@@ -79,6 +79,15 @@ export type RunEventPayloads = {
   /** `index` counts from 1: task `index` of `total`. */
   TASK_STARTED: { taskId: string; index: number; total: number };
   TASK_COMPLETED: { taskId: string; commitSha?: string | null };
+  /**
+   * Parallel tasks (limits.maxConcurrentTasks): the task's own branch was cut from the run branch at `baseSha` for
+   * its `run`-th run (a re-run after a merge conflict is the 2nd), in scheduling `round`.
+   */
+  TASK_BRANCH_CREATED: { taskId: string; branch: string; baseSha: string; run: number; round: number };
+  /** Parallel tasks: the task's branch merged into the run branch (host-side git), as merge commit `commitSha`. */
+  TASK_MERGED: { taskId: string; branch: string; commitSha: string };
+  /** Parallel tasks: the task's branch conflicts with the run branch in `files`; `next` says what the run does. */
+  TASK_MERGE_CONFLICT: { taskId: string; branch: string; files: string[]; next: "rerun" | "gate" };
   /** Files left out of a work-in-progress commit before a wait because their changes hold a secret (paths redacted). */
   SECRET_WITHHELD: { files: string[]; when: string };
   /**

@@ -167,6 +167,9 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "ARTIFACT_CREATED":
     case "TASK_STARTED":
     case "TASK_COMPLETED":
+    case "TASK_BRANCH_CREATED":
+    case "TASK_MERGED":
+    case "TASK_MERGE_CONFLICT":
     case "SECRET_WITHHELD":
     case "POLICY_REFUSED":
     case "TASK_PROGRESS":

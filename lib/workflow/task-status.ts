@@ -33,3 +33,23 @@ export function taskStatuses(events: ReadonlyArray<{ type: string; payload: unkn
   }
   return out;
 }
+
+/** A parallel task's own branch as the run page shows it: the latest run's branch, and whether it is merged. */
+export type TaskBranch = { branch: string; run: number; state: "working" | "merged" | "conflict" };
+
+/**
+ * Each parallel task's branch (limits.maxConcurrentTasks) from the run's events: TASK_BRANCH_CREATED (working; a
+ * later run after a conflict replaces it), then TASK_MERGED (merged) or TASK_MERGE_CONFLICT (conflict). Tasks of a
+ * single session have none.
+ */
+export function taskBranches(events: ReadonlyArray<{ type: string; payload: unknown }>): Record<string, TaskBranch> {
+  const out: Record<string, TaskBranch> = {};
+  for (const event of events) {
+    const p = event.payload as { taskId?: string; branch?: string; run?: number } | null;
+    if (!p?.taskId || !p.branch) continue;
+    if (event.type === "TASK_BRANCH_CREATED") out[p.taskId] = { branch: p.branch, run: p.run ?? 1, state: "working" };
+    else if (event.type === "TASK_MERGED" && out[p.taskId]) out[p.taskId]!.state = "merged";
+    else if (event.type === "TASK_MERGE_CONFLICT" && out[p.taskId]) out[p.taskId]!.state = "conflict";
+  }
+  return out;
+}

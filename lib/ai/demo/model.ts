@@ -263,21 +263,46 @@ function fixPass(ins: DemoInstructions, prompt: LanguageModelV3Prompt): { turns:
   };
 }
 
+/** A tasks.md pasted into the request (```tasks.md fence): its tasks' [run:] markers are theirs, not the request's. */
+const PASTED_TASKS = /^(`{3,}|~{3,})[ \t]*tasks\.md[ \t]*\n[\s\S]*?^\1[ \t]*$/m;
+
+type DemoTodo = { id: string; title?: string; files?: string[]; description?: string };
+
 function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, text: string): ScriptedReply {
-  let todos: Array<{ id: string; files?: string[] }> = [];
+  let todos: DemoTodo[] = [];
   try {
     todos = JSON.parse(readSection(text, "todos") ?? "[]");
   } catch {
     todos = [];
   }
+  const request = readSection(text, "request") ?? "";
+  const tasksRun = PASTED_TASKS.test(request);
+  // A parallel task's session (<parallel-task>) does its own todo only: files no todo of its names are another
+  // task's, and the request's own [run:] commands and questions belong to the plan's last task.
+  const parallel = readSection(text, "parallel-task") !== null;
+  const planTasks = (readSection(text, "plan") ?? "").split("\nAcceptance criteria:")[0]!;
+  const planTaskIds = [...planTasks.matchAll(/^- (\S+?): /gm)].map((m) => m[1]!);
+  const holdsLast = !parallel || todos.some((t) => t.id === planTaskIds.at(-1));
+  const requestRuns = tasksRun ? parseInstructions(request.replace(PASTED_TASKS, "")).runs : ins.runs;
   const answers = clarificationAnswers(prompt);
   const writes: Array<{ path: string; content: string }> = [
     ...ins.files,
     { path: ins.notePath, content: noteContent(ins, answers) },
   ];
-  const owner = (path: string) => todos.find((t) => t.files?.includes(path)) ?? todos[todos.length - 1];
+  // A tasks.md task's `Files:` without a file block in the request: a line naming the task.
+  if (tasksRun) {
+    for (const todo of todos) {
+      for (const file of todo.files ?? []) {
+        if (!file.endsWith("/") && !writes.some((w) => w.path === file)) writes.push({ path: file, content: `${todo.id}: ${todo.title ?? todo.id}\n` });
+      }
+    }
+  }
+  // In a tasks.md run the request note is written only by a task that names it (it is in no other task's scope).
+  const owner = (path: string) =>
+    todos.find((t) => t.files?.includes(path)) ?? (holdsLast && !(tasksRun && path === ins.notePath) ? todos[todos.length - 1] : undefined);
 
-  const turns: Call[][] = ins.asks.map((a) => {
+  // The request's questions are asked once per run: in parallel sessions, by the plan's last task's.
+  const turns: Call[][] = (holdsLast ? ins.asks : []).map((a) => {
     const marker = a.responseType === "multiple_choice" ? "ask-multi" : a.responseType === "file" ? "ask-file" : "ask";
     const input: Record<string, unknown> = { question: a.question, options: a.options, context: `Asked by the demo model ([${marker}] in the request).` };
     // [ask:] relies on the tool's default (single choice with options, text without); the others say what they want.
@@ -285,12 +310,12 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
     return [{ toolName: "request_clarification", input }];
   });
   // [run:] commands: one turn each, after the files are written, exactly as a model would call run_command.
-  const runTurns: Call[][] = ins.runs.map((line) => [{ toolName: "run_command", input: commandArgv(line) }]);
-  // [mcp:] calls: one turn each, after the commands, under the tool name the implementer gives MCP tools.
-  runTurns.push(...ins.mcps.map((m) => [{ toolName: `mcp__${m.server}__${m.tool.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, 64), input: m.args }]));
+  const runTurns = (lines: string[]): Call[][] => lines.map((line) => [{ toolName: "run_command", input: commandArgv(line) }]);
+  // [mcp:] calls: one turn each, after the request's commands, under the tool name the implementer gives MCP tools.
+  const mcpTurns: Call[][] = ins.mcps.map((m) => [{ toolName: `mcp__${m.server}__${m.tool.replace(/[^A-Za-z0-9_-]/g, "_")}`.slice(0, 64), input: m.args }]);
   if (todos.length === 0) {
     turns.push(writes.map((w) => ({ toolName: "write_file", input: w })));
-    turns.push(...runTurns);
+    turns.push(...runTurns(requestRuns), ...mcpTurns);
   } else {
     for (const [index, todo] of todos.entries()) {
       const mine = writes.filter((w) => owner(w.path) === todo);
@@ -298,7 +323,9 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
         { toolName: "update_todo", input: { id: todo.id, status: "in_progress" } },
         ...mine.map((w) => ({ toolName: "write_file", input: w })),
       ]);
-      if (index === todos.length - 1) turns.push(...runTurns);
+      // A tasks.md task's own [run:] markers (in its description lines), then the request's at the last task.
+      if (tasksRun && todo.description) turns.push(...runTurns(parseInstructions(todo.description).runs));
+      if (index === todos.length - 1 && holdsLast) turns.push(...runTurns(requestRuns), ...mcpTurns);
       // PAOR: progress is recorded as each todo finishes.
       const wrote = mine.map((w) => w.path);
       turns.push([

@@ -5,7 +5,7 @@ import { git } from "@/lib/git";
 import { TERMINAL_STATUSES } from "@/lib/workflow";
 import { append, loadRun, RunEndedError, workflowClock } from "./context";
 import { lastValidationReport, writeRecords } from "./records";
-import { sandboxOptions } from "./workspace";
+import { releaseTaskSandboxes, sandboxOptions } from "./workspace";
 import { emitRunNotice } from "./notices";
 
 /*
@@ -75,6 +75,7 @@ export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: 
   const run = await loadRun({ runId }).catch(() => null);
   if (!run) return { userId: null };
   await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+  await releaseTaskSandboxes(run).catch(() => null);
   const state = await getRunState({ id: runId });
   if (state && !TERMINAL_STATUSES.has(state.status) && reason !== null) {
     await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(reason).slice(0, 2000), stage: state.currentStage } }]).catch(

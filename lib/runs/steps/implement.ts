@@ -47,6 +47,7 @@ export async function beginImplementation({
   feedback,
   maxIterations,
   skip,
+  task,
 }: {
   runId: string;
   plan: PlanDocument;
@@ -55,14 +56,17 @@ export async function beginImplementation({
   maxIterations: number;
   /** Tasks triage found already done: not the implementer's to do. */
   skip?: Array<{ id: string; evidence: string[] }>;
+  /** A parallel task's own session: only this task, told what its dependencies changed. */
+  task?: { id: string; dependencies: string };
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
-  const touched = [...new Set(doc.tasks.flatMap((t) => t.files ?? []))];
+  // A parallel task's session reads the instructions nearest its own files; the run's single session, every task's.
+  const touched = [...new Set(doc.tasks.filter((t) => !task || t.id === task.id).flatMap((t) => t.files ?? []))];
   const instructions = await stageInstructions({ run, stage: "implementation", touched });
-  const state = startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip });
-  // MCP servers: their tools are listed once for the session (a stdio server starts in the run's sandbox to say them).
-  const mcp = await listMcpSession({ run, sandbox: async () => attachSandbox(await sandboxOptions(run)) });
+  const state = startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip, task });
+  // MCP servers: their tools are listed once for the session (a stdio server starts in the session's sandbox to say them).
+  const mcp = await listMcpSession({ run, sandbox: async () => attachSandbox(await sandboxOptions(run, task?.id ?? null)) });
   const messages = mcp.note ? [...state.messages, { role: "user" as const, content: section("mcp-servers", mcp.note) }] : state.messages;
   return { ...state, messages, ...(mcp.session ? { mcp: mcp.session } : {}) };
 }
@@ -110,6 +114,7 @@ export async function implementTurn({
   plan: doc,
   attempt,
   deadline,
+  taskId = null,
 }: {
   runId: string;
   stepKey: string;
@@ -118,16 +123,21 @@ export async function implementTurn({
   attempt: number;
   /** The implementation stage's deadline (epoch ms): the turn's model call and commands are aborted when it passes. */
   deadline?: number;
+  /**
+   * A parallel task's turn: in the task's own sandbox (its worktree on its branch). A pause request waits for the
+   * task boundary (the workflow honours it between rounds); the implementation's own outcome is the workflow's to record.
+   */
+  taskId?: string | null;
 }): Promise<TurnStepResult> {
   const stepStartedAt = Date.now();
   // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
-  const pauseRequest = await pendingPauseRequest({ runId });
+  const pauseRequest = taskId ? null : await pendingPauseRequest({ runId });
   if (pauseRequest) {
     const message = `Paused by a person${pauseRequest.note ? `: ${redact(pauseRequest.note)}` : ""}. Resume it to continue where it stopped.`;
     return { kind: "pause_requested", by: pauseRequest.by, message, now: workflowClock.now() };
   }
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run));
+  const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
   // A cancellation stops the turn where it is: the model call and any command it runs are aborted within a poll.
   const cancelled = watchForEnd(runId);
   // The stage deadline cuts a hung model call or command where it is, instead of after it returns.
@@ -190,7 +200,7 @@ export async function implementTurn({
   const ended = cancelled.signal.aborted ? "cancelled" : await endedStatus(runId);
   if (ended || !result) {
     await sandbox.destroy().catch(() => null);
-    await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+    await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
     throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
@@ -208,7 +218,9 @@ export async function implementTurn({
     events.push({ type: "TASK_PROGRESS", payload: r });
   }
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
-  const total = result.state.todos.length;
+  // A parallel task's session has one todo: it is numbered as the plan numbers it.
+  const total = taskId ? doc.tasks.length : result.state.todos.length;
+  const indexOf = (todoIndex: number, id: string) => (taskId ? doc.tasks.findIndex((t) => t.id === id) : todoIndex) + 1;
   const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
   // Nothing holding a secret is committed: the changes since the last checkpoint are dropped, the run pauses with a
   // "secret detected" reason, and after a retry the turn is redone with a note telling the model why.
@@ -225,12 +237,12 @@ export async function implementTurn({
     };
     return { kind: "secret_detected", state: redo, files: leaks, message, now: workflowClock.now() };
   }
-  const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.location) : new Map<string, string>();
+  const earlier = commits ? await checkpointsOfUnrecordedRun(runId, stepKey, sandbox.location, taskId) : new Map<string, string>();
   const finished: string[] = [];
   for (const [index, todo] of result.state.todos.entries()) {
     const was = before.get(todo.id);
     if (todo.status === "in_progress" && was !== "in_progress") {
-      events.push({ type: "TASK_STARTED", payload: { taskId: todo.id, index: index + 1, total } });
+      events.push({ type: "TASK_STARTED", payload: { taskId: todo.id, index: indexOf(index, todo.id), total } });
     }
     if (todo.status === "done" && was !== "done") {
       const checkpoint = earlier.has(todo.id)
@@ -240,19 +252,20 @@ export async function implementTurn({
       finished.push(todo.id);
     }
   }
-  // A run from a tasks.md keeps its checkboxes: each finished task is checked and committed after its checkpoint.
-  await checkTasksFile(run, doc, finished, sandbox);
+  // A run from a tasks.md keeps its checkboxes: each finished task is checked and committed after its checkpoint (a
+  // parallel task's box is checked on the run branch when the task is merged).
+  if (!taskId) await checkTasksFile(run, doc, finished, sandbox);
   if (result.kind === "done") {
     const final = earlier.has("final")
       ? { sha: earlier.get("final")! }
-      : await commitCheckpoint({ sandbox, runId, taskId: "final", title: "implementation complete" });
-    events.push({ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: final.sha } });
+      : await commitCheckpoint({ sandbox, runId, taskId: "final", title: taskId ? `task ${taskId} complete` : "implementation complete" });
+    if (!taskId) events.push({ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: final.sha } });
   }
   if (result.kind === "failure") {
     // A command the turn left running has no one left to collect it.
     if (result.state.pendingCommand) await sandbox.killDetached?.(result.state.pendingCommand.id).catch(() => null);
     await rollbackToCheckpoint({ sandbox }).catch(() => null);
-    events.push({ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(result.message) } });
+    if (!taskId) events.push({ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(result.message) } });
   }
   if (events.length) await append(runId, stepKey, events);
   const now = workflowClock.now();
@@ -279,6 +292,7 @@ export async function pollCommand({
   state,
   plan: doc,
   deadline,
+  taskId = null,
 }: {
   runId: string;
   stepKey: string;
@@ -286,12 +300,14 @@ export async function pollCommand({
   plan: PlanDocument;
   /** The implementation stage's deadline (epoch ms): past it the command is killed, as an inline one would be. */
   deadline?: number;
+  /** A parallel task's command: in the task's own sandbox. */
+  taskId?: string | null;
 }): Promise<CommandPollResult> {
   const started = Date.now();
   const pending = state.pendingCommand;
   if (!pending) return { kind: "continue", state, now: workflowClock.now() };
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run));
+  const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
   if (!sandbox.detachedStatus || !sandbox.killDetached) {
     throw new AppError("internal:sandbox", "The run's sandbox cannot look up a command left running detached.");
   }
@@ -330,7 +346,7 @@ export async function pollCommand({
  * events name (the crash came after they were written), and the checkpoint commits on the worktree's HEAD after the
  * newest commit any other event names (the crash came between the commit and the events).
  */
-async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, worktree: WorktreeLocation): Promise<Map<string, string>> {
+async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, worktree: WorktreeLocation, taskId: string | null): Promise<Map<string, string>> {
   const found = new Map<string, string>();
   let known: string | null = null;
   for (const e of await listEvents({ runId, limit: 100_000 })) {
@@ -338,6 +354,9 @@ async function checkpointsOfUnrecordedRun(runId: string, stepKey: string, worktr
     if (p.stepKey === stepKey) {
       if (e.type === "TASK_COMPLETED" && p.commitSha && p.taskId) found.set(p.taskId, p.commitSha);
       if (e.type === "IMPLEMENTATION_SUCCEEDED" && p.commitSha) found.set("final", p.commitSha);
+    } else if (taskId) {
+      // A parallel task's branch holds only its own commits since it was cut (other tasks' commits are elsewhere).
+      if (e.type === "TASK_BRANCH_CREATED" && p.taskId === taskId && p.baseSha) known = p.baseSha;
     } else if (e.type === "BRANCH_CREATED" && p.baseSha) known = p.baseSha;
     else if (["TASK_COMPLETED", "IMPLEMENTATION_SUCCEEDED", "PLAN_CREATED", "PLAN_EDITED"].includes(e.type) && p.commitSha) known = p.commitSha;
   }

@@ -89,7 +89,18 @@ function capped(text: string, max: number): string {
  * sandbox) or reached (remote, where the address policy allows), the tool called, the call recorded, and its result
  * told to the implementer. A call that fails is the tool's error result, not the run's.
  */
-export async function callMcpTool({ runId, stepKey, state }: { runId: string; stepKey: string; state: ImplementerState }): Promise<
+export async function callMcpTool({
+  runId,
+  stepKey,
+  state,
+  taskId = null,
+}: {
+  runId: string;
+  stepKey: string;
+  state: ImplementerState;
+  /** A parallel task's call: its stdio server starts in the task's own sandbox. */
+  taskId?: string | null;
+}): Promise<
   WithNow<{ kind: "continue"; state: ImplementerState }>
 > {
   const call = state.pendingMcp;
@@ -106,7 +117,7 @@ export async function callMcpTool({ runId, stepKey, state }: { runId: string; st
     const server = servers.find((s) => s.name === call.server);
     try {
       if (!server) throw new Error(`The MCP server "${call.server}" is no longer declared.`);
-      const sandbox = await attachSandbox(await sandboxOptions(run));
+      const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
       result = await withMcpClient({ server, sandbox, timeoutMs: callTimeout() }, (client, options) => callServerTool(client, { tool: call.tool, args: call.args }, options));
     } catch (error) {
       result = { text: `The MCP call failed: ${(error as Error).message}`, isError: true };

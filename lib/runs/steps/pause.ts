@@ -63,3 +63,13 @@ export async function readResume({
   const by = resumed?.type === "RUN_RESUMED" ? resumed.payload.by : null;
   return { state: "done", action, editedPlan, by, now: workflowClock.now() };
 }
+
+/**
+ * Whether the run waits for no person right now (running, no gate, no question): a parallel task opens its own wait
+ * only then, since a run has one such wait at a time.
+ */
+export async function waitsForNoOne({ runId }: { runId: string }): Promise<boolean> {
+  const state = await getRunState({ id: runId });
+  if (state && TERMINAL_STATUSES.has(state.status)) return true; // the open step then says the run ended
+  return state?.status === "running" && !state.pendingGate && !state.pendingClarification;
+}

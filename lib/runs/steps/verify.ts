@@ -30,6 +30,7 @@ export async function verifyTasks({
   plan: doc,
   taskIds,
   attempts,
+  sandboxOf = null,
 }: {
   runId: string;
   stepKey: string;
@@ -37,11 +38,13 @@ export async function verifyTasks({
   taskIds: string[];
   /** Debug attempts per task so far (the workflow's count). */
   attempts: Record<string, number>;
+  /** A parallel task's checks run in that task's own sandbox. */
+  sandboxOf?: string | null;
 }): Promise<VerifyStepResult> {
   const tasks = taskIds.map((id) => doc.tasks.find((t) => t.id === id)).filter((t) => t && (t.checks ?? []).length) as PlanDocument["tasks"];
   if (!tasks.length) return { verified: [], failed: null, now: workflowClock.now() };
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run));
+  const sandbox = await attachSandbox(await sandboxOptions(run, sandboxOf));
   const started = Date.now();
   const events: NewRunEvent[] = [];
   const verified: string[] = [];

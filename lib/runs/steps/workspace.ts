@@ -3,7 +3,8 @@ import { redact } from "@/lib/redact";
 import { scanChangesForSecrets, withheldPaths } from "../secret-scan";
 import { log } from "@/lib/log";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
-import { commitWorkInProgress, git, lastCheckpoint, readProjectConfig } from "@/lib/git";
+import { commitWorkInProgress, git, lastCheckpoint, readProjectConfig, taskBranchName } from "@/lib/git";
+import { listEvents } from "@/lib/db/event-store";
 import { append, loadRun, type RunContext } from "./context";
 
 /*
@@ -17,16 +18,29 @@ import { append, loadRun, type RunContext } from "./context";
  * outbound network only when it sets sandbox.allowInternet), so a sandbox recreated after a restart or a pause commits
  * and compares exactly what the first one did.
  */
-export async function sandboxOptions(run: RunContext): Promise<CreateSandboxOptions & { branch: string }> {
+export async function sandboxOptions(run: RunContext, taskId?: string | null): Promise<CreateSandboxOptions & { branch: string }> {
   const file = await readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
   return {
-    runId: run.runId,
+    // A parallel task's sandbox is its own: its own worktree on its own branch (cut from the run branch).
+    runId: taskId ? taskSandboxId(run.runId, taskId) : run.runId,
     repoPath: run.repoPath,
     ref: run.branch,
-    branch: run.branch,
+    branch: taskId ? taskBranchName(run.branch, taskId) : run.branch,
     excludePaths: file.excludePaths,
     allowInternet: file.allowInternet,
   };
+}
+
+/** The sandbox id (and so the worktree directory) of a parallel task of the run. */
+export function taskSandboxId(runId: string, taskId: string): string {
+  return `${runId}--${taskId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+}
+
+/** Drop the sandboxes of the run's parallel tasks (TASK_BRANCH_CREATED): their commands stop, their branches stay. */
+export async function releaseTaskSandboxes(run: RunContext): Promise<void> {
+  const events = await listEvents({ runId: run.runId, limit: 100_000 });
+  const ids = new Set(events.flatMap((e) => (e.type === "TASK_BRANCH_CREATED" ? [e.payload.taskId] : [])));
+  for (const id of ids) await releaseSandbox(await sandboxOptions(run, id)).catch(() => null);
 }
 
 /** Before a wait: commit the work in progress and drop the sandbox; returns the tree to check on resume. */

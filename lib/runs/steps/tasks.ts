@@ -1,0 +1,135 @@
+import { listEvents } from "@/lib/db/event-store";
+import { redact } from "@/lib/redact";
+import { releaseSandbox } from "@/lib/sandbox";
+import { cutTaskBranch, DIFF_SAFE, git, mergeTaskBranch, resolveCommit, taskBranchName, type ConflictSide } from "@/lib/git";
+import type { ImplementerState } from "@/lib/agents";
+import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
+import { append, loadRun, workflowClock, type WithNow } from "./context";
+import { beginImplementation } from "./implement";
+import { checkTasksFile } from "./tasks-file";
+import { sandboxOptions } from "./workspace";
+
+/*
+ * Parallel tasks (limits.maxConcurrentTasks): the steps around one task's own session — its branch cut from the run
+ * branch and its starting state, its branch merged back (host-side git), and the attempt's outcome once every task is
+ * merged. The sessions' turns are the ordinary implementation steps, run in the task's own sandbox (./implement.ts).
+ */
+
+/** Before the first round: the run's own sandbox goes (no worktree may have the run branch out while tasks merge). */
+export async function prepareTasks({ runId }: { runId: string }) {
+  const run = await loadRun({ runId });
+  await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+  return { now: workflowClock.now() };
+}
+
+/** What the task's dependencies changed, from their merges (file names and line counts; the task reads the code itself). */
+async function dependencySummary(runId: string, repoPath: string, dependsOn: string[]): Promise<string> {
+  if (!dependsOn.length) return "";
+  const merged = new Map<string, string>();
+  for (const e of await listEvents({ runId, limit: 100_000 })) if (e.type === "TASK_MERGED") merged.set(e.payload.taskId, e.payload.commitSha);
+  const parts: string[] = [];
+  for (const id of dependsOn) {
+    const sha = merged.get(id);
+    if (!sha) continue;
+    const stat = await git(repoPath, ["diff", ...DIFF_SAFE, "--stat", `${sha}^1`, sha, "--", ".", ":(exclude).autonomous"], { allowFailure: true });
+    parts.push(`Task ${id} (merged):\n${stat.stdout.trim() || "(no file changes)"}`);
+  }
+  return redact(parts.join("\n\n"));
+}
+
+/**
+ * A task's session begins: its branch (re)cut from the run branch as it is now — its dependencies merged — and its
+ * starting state. `run` counts the task's runs (2: once more after a merge conflict), `round` the scheduling round.
+ */
+export async function beginTask({
+  runId,
+  stepKey,
+  plan: doc,
+  taskId,
+  request,
+  feedback,
+  maxIterations,
+  run: n,
+  round,
+}: {
+  runId: string;
+  stepKey: string;
+  plan: PlanDocument;
+  taskId: string;
+  request: string;
+  feedback: string | null;
+  maxIterations: number;
+  run: number;
+  round: number;
+}): Promise<{ state: ImplementerState; branch: string; baseSha: string }> {
+  const run = await loadRun({ runId });
+  const branch = taskBranchName(run.branch, taskId);
+  // A run after a conflict starts afresh: the first run's worktree goes before the branch is cut again.
+  if (n > 1) await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+  const baseSha = await cutTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch });
+  const task = doc.tasks.find((t) => t.id === taskId);
+  const dependencies = await dependencySummary(runId, run.repoPath, task?.dependsOn ?? []);
+  await append(runId, stepKey, [{ type: "TASK_BRANCH_CREATED", payload: { taskId, branch, baseSha, run: n, round } }]);
+  const state = await beginImplementation({ runId, plan: doc, request, feedback, maxIterations, task: { id: taskId, dependencies } });
+  return { state, branch, baseSha };
+}
+
+export type TaskMerge = { taskId: string; branch: string } & (
+  | { status: "merged"; sha: string }
+  | { status: "conflict"; files: string[]; sides: ConflictSide[] }
+);
+
+/**
+ * The round's finished tasks merged into the run branch, one after another in the order given (plan order) — in one
+ * step, so a round costs one step of merging however many tasks it ran. Each task's sandbox is released first (its
+ * work is committed). A conflict changes
+ * nothing; `next` is what the run does about it (recorded with the conflict). Safe to run again: a task already merged
+ * reads as merged (its merge commit), and the events are written once. The merged tasks' tasks.md boxes are checked in
+ * one commit after the merges.
+ */
+export async function mergeTasks({
+  runId,
+  stepKey,
+  plan: doc,
+  tasks,
+}: {
+  runId: string;
+  stepKey: string;
+  plan: PlanDocument;
+  tasks: Array<{ taskId: string; next: "rerun" | "gate" }>;
+}): Promise<WithNow<{ merges: TaskMerge[] }>> {
+  const run = await loadRun({ runId });
+  const events: NewRunEvent[] = [];
+  const merges: TaskMerge[] = [];
+  for (const { taskId, next } of tasks) {
+    const branch = taskBranchName(run.branch, taskId);
+    await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+    const title = doc.tasks.find((t) => t.id === taskId)?.title ?? taskId;
+    const merged = await mergeTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch, runId, taskId, title });
+    if (merged.status === "conflict") {
+      const files = merged.files.map((f) => redact(f));
+      const sides = merged.sides.map((s) => ({ path: redact(s.path), runBranch: s.runBranch === null ? null : redact(s.runBranch), task: s.task === null ? null : redact(s.task) }));
+      events.push({ type: "TASK_MERGE_CONFLICT", payload: { taskId, branch, files, next } });
+      merges.push({ taskId, branch, status: "conflict", files, sides });
+      continue;
+    }
+    events.push({ type: "TASK_MERGED", payload: { taskId, branch, commitSha: merged.sha } });
+    merges.push({ taskId, branch, status: "merged", sha: merged.sha });
+  }
+  // The merged tasks' tasks.md boxes, checked on the run branch in one commit.
+  await checkTasksFile(run, doc, merges.filter((m) => m.status === "merged").map((m) => m.taskId));
+  if (events.length) await append(runId, stepKey, events);
+  return { merges, now: workflowClock.now() };
+}
+
+/** The attempt's outcome once every round is done: succeeded at the run branch's tip, or failed with the reason. */
+export async function finishTasks({ runId, stepKey, attempt, failure }: { runId: string; stepKey: string; attempt: number; failure: string | null }) {
+  const run = await loadRun({ runId });
+  if (failure) {
+    await append(runId, stepKey, [{ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(failure) } }]);
+  } else {
+    const tip = await resolveCommit(run.repoPath, `refs/heads/${run.branch}`);
+    await append(runId, stepKey, [{ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: tip } }]);
+  }
+  return { now: workflowClock.now() };
+}
