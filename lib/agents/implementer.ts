@@ -210,6 +210,12 @@ an estimate from 0 to 1 and what changed. If an observation breaks the plan (an 
 missing), call propose_replan instead of working around it. When every todo is done, reply with a short summary of what
 you changed and no tool call.`;
 
+/** A parallel task's session: only its task, and what the tasks it depends on changed. */
+function parallelTaskSections(task: { id: string; dependencies: string }): string[] {
+  const only = `You implement only task ${task.id} of the plan, on a branch of its own. The plan's other tasks are done in other sessions, some at the same time as this one; do not do their work.`;
+  return [section("parallel-task", only), ...(task.dependencies.trim() ? [section("dependencies-changed", task.dependencies)] : [])];
+}
+
 export function startImplementer({
   plan,
   request,
@@ -242,15 +248,7 @@ export function startImplementer({
   const parts = [section("request", request), section("plan", describePlan(plan))];
   if (memory?.trim()) parts.push(section("memory", memory));
   if (instructions?.trim()) parts.push(instructions);
-  if (task) {
-    parts.push(
-      section(
-        "parallel-task",
-        `You implement only task ${task.id} of the plan, on a branch of its own. The plan's other tasks are done in other sessions, some at the same time as this one; do not do their work.`,
-      ),
-    );
-    if (task.dependencies.trim()) parts.push(section("dependencies-changed", task.dependencies));
-  }
+  if (task) parts.push(...parallelTaskSections(task));
   parts.push(section("todos", JSON.stringify(open.map((t) => ({ id: t.id, title: t.title, files: t.files, ...(t.description ? { description: t.description } : {}) })))));
   if (skip.length) {
     parts.push(
