@@ -1,18 +1,17 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { Readable } from "node:stream";
 import { parseArgs } from "node:util";
 import { getEnv } from "@/lib/env";
 import { appBearerAccepted, EXECUTOR_KEY_HEADER, executorTargetFor, hasExecutorKey } from "@/lib/security/executor-key";
 import {
   CHECKPOINT_PATH,
   configuredAppUrls,
-  handleCheckpointRequest,
+  handleCheckpointBody,
   startExecutor,
   stopExecutor,
   type Executor,
 } from "@/lib/executor";
-import { eventKeyFromPath, handleKeyedEventRequest } from "@/lib/security/event-endpoint";
+import { eventKeyFromPath, handleKeyedEventBody } from "@/lib/security/event-endpoint";
 import { workerEnvRefusal, workerKeyLines } from "@/lib/security/worker-start";
 
 /**
@@ -64,15 +63,27 @@ const pollMs = positive("poll-ms", values["poll-ms"]);
 let executor: Executor | undefined;
 
 /**
- * The request as the shared handlers take it, its body still a stream: they check the key first and then read the
- * body within their limits, so a caller without the key never has a byte of it held here.
+ * The body of a call, read off the socket only once the shared handlers have accepted its key (they call this), or
+ * null past `limit`: refused by Content-Length before a byte is read, or as soon as it passes the cap (the rest is
+ * never read). A caller without the key never has a byte of it held here. No web stream or `Request` is built.
  */
-function toRequest(req: http.IncomingMessage): Request {
-  const headers = new Headers({ "content-type": "application/json" });
-  const length = req.headers["content-length"];
-  if (length) headers.set("content-length", length);
-  const body = Readable.toWeb(req) as ReadableStream<Uint8Array>;
-  return new Request(`http://worker${req.url}`, { method: "POST", body, headers, duplex: "half" } as RequestInit);
+function bodyOf(req: http.IncomingMessage): (limit: number) => Promise<string | null> {
+  return (limit) => {
+    const declared = Number(req.headers["content-length"]);
+    if (Number.isFinite(declared) && declared > limit) return Promise.resolve(null);
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const onData = (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= limit) return void chunks.push(chunk);
+        req.off("data", onData).off("end", onEnd).pause();
+        resolve(null);
+      };
+      const onEnd = () => resolve(Buffer.concat(chunks, size).toString("utf8"));
+      req.on("data", onData).on("end", onEnd).once("error", reject);
+    });
+  };
 }
 
 const server = http.createServer(async (req, res) => {
@@ -81,13 +92,13 @@ const server = http.createServer(async (req, res) => {
   const key = req.method === "POST" ? eventKeyFromPath(pathname) : undefined;
   if (key !== undefined) {
     // The same key check as the Next route /e/:key: only the executor key is an event key.
-    response = await handleKeyedEventRequest({ request: toRequest(req), key }).catch(() =>
+    response = await handleKeyedEventBody({ key, read: bodyOf(req) }).catch(() =>
       Response.json({ error: "The event could not be stored", status: 500 }, { status: 500 }),
     );
   } else if (req.method === "POST" && CHECKPOINT_PATH.test(pathname)) {
     response = !appBearerAccepted(String(req.headers.authorization ?? ""))
       ? Response.json({ error: "Checkpoint calls need the executor key: set INNGEST_SIGNING_KEY=signkey-dev-<executor key>", status: 401 }, { status: 401 })
-      : await handleCheckpointRequest(toRequest(req)).catch(() => Response.json({ error: "The checkpoint could not be stored", status: 500 }, { status: 500 }));
+      : await handleCheckpointBody({ url: `http://worker${req.url}`, method: "POST", read: bodyOf(req) }).catch(() => Response.json({ error: "The checkpoint could not be stored", status: 500 }, { status: 500 }));
   } else if (req.method === "GET" && pathname === "/health") {
     // Liveness for anyone; the worker id, apps and leases only with the executor key.
     const detailed = executor && hasExecutorKey(String(req.headers[EXECUTOR_KEY_HEADER] ?? ""));

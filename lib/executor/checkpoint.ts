@@ -66,16 +66,29 @@ function fail(status: number, message: string): Response {
  * key; in-process calls through the app's own `fetch` need none).
  */
 export async function handleCheckpointRequest(request: Request): Promise<Response> {
-  return handleCheckpoint({ url: request.url, method: request.method, read: () => readCappedText(request, MAX_BODY_BYTES) });
+  return handleCheckpointBody({ url: request.url, method: request.method, read: () => readCappedText(request, MAX_BODY_BYTES) });
 }
 
-async function handleCheckpoint({ url: href, method, read }: { url: string; method: string; read: () => Promise<string | null> }): Promise<Response> {
+/**
+ * The same for a body the caller reads (`read` resolves to null past `limit`, which is the endpoint's own cap): the
+ * in-process transports hand over the SDK's string body, and the worker reads it off its socket, without building a
+ * `Request` around it. The caller authenticates first, as for handleCheckpointRequest.
+ */
+export async function handleCheckpointBody({
+  url: href,
+  method,
+  read,
+}: {
+  url: string;
+  method: string;
+  read: (limit: number) => Promise<string | null>;
+}): Promise<Response> {
   const url = new URL(href);
   const match = CHECKPOINT_PATH.exec(url.pathname);
   if (!match) return fail(404, `Only POST /v1/checkpoint/{runId}/async is served here (got ${url.pathname})`);
   if (method !== "POST") return fail(405, "Use POST to checkpoint steps");
-  const text = await read();
-  if (text === null || Buffer.byteLength(text) > MAX_BODY_BYTES) return fail(413, `Checkpoint body over ${MAX_BODY_BYTES} bytes`);
+  const text = await read(MAX_BODY_BYTES);
+  if (text === null || (text.length > MAX_BODY_BYTES / 3 && Buffer.byteLength(text) > MAX_BODY_BYTES)) return fail(413, `Checkpoint body over ${MAX_BODY_BYTES} bytes`);
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -164,7 +177,7 @@ export function checkpointingFetch(base: typeof fetch = fetch): typeof fetch {
       // than storing the step).
       if (typeof init?.body === "string") {
         const body = init.body;
-        return handleCheckpoint({ url, method: init.method ?? "GET", read: async () => body });
+        return handleCheckpointBody({ url, method: init.method ?? "GET", read: async () => body });
       }
       return handleCheckpointRequest(new Request(input, init));
     }

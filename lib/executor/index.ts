@@ -7,7 +7,7 @@ import type { AppTarget } from "./protocol";
 export { Executor, defaultBackoff, cloudLimits, type CloudLimits, type ExecutorOptions, type ExecutorStatus } from "./executor";
 export { signRequest, hashSigningKey, bearerMatchesSigningKey, SIGNATURE_HEADER } from "./signing";
 export { ingestEvents, EventValidationError } from "./events";
-export { checkpointingFetch, handleCheckpointRequest, bearerCarriesKey, CHECKPOINT_PATH } from "./checkpoint";
+export { checkpointingFetch, handleCheckpointRequest, handleCheckpointBody, bearerCarriesKey, CHECKPOINT_PATH } from "./checkpoint";
 export type { AppTarget, FetchHandler } from "./protocol";
 
 /*
@@ -101,8 +101,15 @@ export async function sendEvents(events: unknown): Promise<{ ids: string[] }> {
 export async function handleEventRequest(request: Request): Promise<Response> {
   if (request.method !== "POST") return Response.json({ error: "Use POST to send events", status: 405 }, { status: 405 });
   const max = getEnv().GATEHOUSE_MAX_BODY_BYTES;
-  const text = await readCappedText(request, max);
-  if (text === null) {
+  return handleEventBody(await readCappedText(request, max), max);
+}
+
+/**
+ * The event API for a body already read (null: it was over `max` bytes), as the in-process transports and the worker
+ * call it: the SDK sends its events as a string, so no `Request` is built to carry it and no stream is read back.
+ */
+export async function handleEventBody(text: string | null, max = getEnv().GATEHOUSE_MAX_BODY_BYTES): Promise<Response> {
+  if (text === null || (text.length > max / 3 && Buffer.byteLength(text) > max)) {
     return Response.json({ error: `Events body over ${max} bytes (GATEHOUSE_MAX_BODY_BYTES)`, status: 413 }, { status: 413 });
   }
   let body: unknown;

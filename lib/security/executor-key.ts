@@ -14,11 +14,19 @@ import { bearerMatchesSigningKey, removeSigningKeyPrefix } from "@/lib/executor/
 
 export const EXECUTOR_KEY_HEADER = "x-gatehouse-executor-key";
 
+/**
+ * The key file's content per data directory, read once per process: the key is asked for on every call the executor
+ * makes and every call back (the SDK reads its signing key per request and per checkpoint), and the file is written once.
+ */
+const keyFiles = new Map<string, string>();
+
 export function getExecutorKey(): string {
   const env = getEnv();
   // Several instances without a shared data directory (Vercel + Turso, replicas on sqld) share the key through env.
   if (env.GATEHOUSE_EXECUTOR_KEY) return env.GATEHOUSE_EXECUTOR_KEY;
-  return dataDirSecret({ name: "executor-key", encoding: "hex" });
+  let key = keyFiles.get(env.dataDir);
+  if (key === undefined) keyFiles.set(env.dataDir, (key = dataDirSecret({ name: "executor-key", encoding: "hex" })));
+  return key;
 }
 
 /** Whether a request to Gatehouse's own executor endpoints carries the key (header or event-key path segment). */
@@ -33,8 +41,12 @@ export function hasExecutorKey(presented: string | null | undefined): boolean {
  */
 export function ownSigningKey(): string {
   const key = getExecutorKey();
-  return `signkey-prod-${/^(?:[0-9a-f]{2})+$/i.test(key) ? key : crypto.createHash("sha256").update(key).digest("hex")}`;
+  if (lastSigning?.key !== key) {
+    lastSigning = { key, signing: `signkey-prod-${/^(?:[0-9a-f]{2})+$/i.test(key) ? key : crypto.createHash("sha256").update(key).digest("hex")}` };
+  }
+  return lastSigning.signing;
 }
+let lastSigning: { key: string; signing: string } | undefined;
 
 function isOwnServeUrl(url: string): boolean {
   return url.split("?")[0] === `${getEnv().publicUrl}/api/inngest`;

@@ -19,8 +19,9 @@ export const INNGEST_SYNC_MAX_BYTES = 64 * 1024;
  * - in embedded mode a PUT must ask for an in-band sync, the only kind the executor makes (out of band the SDK would
  *   try to register with this app's own /fn/register and fail with a 500).
  * The body is then read within INNGEST_CALL_MAX_BYTES (a sync's within INNGEST_SYNC_MAX_BYTES) and the budget of
- * unverified bodies (lib/body.ts); it must be JSON. In embedded mode the signature is verified here, as the SDK
- * verifies it, with the app's own signing key; with Inngest the SDK verifies it right after.
+ * unverified bodies (lib/body.ts); it must be JSON. The signature over it is then verified by the SDK, once (it runs
+ * signed: in embedded mode with the app's own signing key, with Inngest with INNGEST_SIGNING_KEY); only an SDK that
+ * would not verify in embedded mode has it verified here.
  */
 export async function admitInngestCall({ request, embedded, signed }: { request: Request; embedded: boolean; signed: boolean }): Promise<Request> {
   const header = request.headers.get(SIGNATURE_HEADER);
@@ -54,7 +55,10 @@ export async function admitInngestCall({ request, embedded, signed }: { request:
       throw new AppError("bad_request:executor", "The body must be JSON, as Inngest sends it.");
     }
   }
-  if (embedded && !verifyRequestSignature({ body, header, signingKeys: [ownSigningKey()] })) {
+  // The SDK verifies the signature itself whenever it runs signed (always, in embedded mode: the client is isDev: false
+  // with the app's signing key), right after this and before anything of the call runs; checking it here as well
+  // parsed, canonicalised and hashed every call twice. Only an unsigned SDK in embedded mode would leave it to us.
+  if (embedded && !signed && !verifyRequestSignature({ body, header, signingKeys: [ownSigningKey()] })) {
     throw new AppError("unauthorized:executor", "X-Inngest-Signature does not match the body: only Gatehouse's executor may call this endpoint.");
   }
   return new Request(request.url, { method: request.method, headers: request.headers, body: bufferedBody(raw) });

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { Inngest } from "inngest";
@@ -14,6 +15,10 @@ import { afterEach, describe, expect, it } from "vitest";
  * 2: the request version (-1, 1 or 2; 0 refused) was checked by a chain of `.or()` unions, each failing branch of which
  * built a ZodError with its stack: 4 per parse, two parses per request, ~110 µs. One flat union accepts the same values
  * and builds no error for a valid version.
+ * 3: parseFnData built its request schemas (about 30 zod objects) on every call to the serve handler; they are built
+ * once. 4: the client's and the serve handler's headers re-read the whole environment (getProcessEnv) on every
+ * checkpoint and every answer, although the caller passes the environment it read at the start of the request; they
+ * use that one. 5: hashSigningKey (a SHA-256 in JavaScript, for the bearer of every checkpoint call) is remembered per key.
  */
 
 const real = process.env;
@@ -48,6 +53,34 @@ async function countingZodErrors(): Promise<{ count: () => number; restore: () =
     },
   });
   return { count: () => n, restore: () => void delete (ZodError.prototype as { name?: string }).name };
+}
+
+/** Counts zod 3 schemas the SDK builds: ZodType's constructor assigns `this._def`, which meets this setter. */
+async function countingZodSchemas(): Promise<{ count: () => number; restore: () => void }> {
+  const zodV3 = path.join(process.cwd(), "node_modules", "inngest", "node_modules", "zod", "v3", "index.js");
+  const { ZodType } = (await import(pathToFileURL(zodV3).href)) as { ZodType: { prototype: object } };
+  let n = 0;
+  Object.defineProperty(ZodType.prototype, "_def", {
+    configurable: true,
+    get: () => undefined,
+    set(this: object, value: unknown) {
+      n++;
+      Object.defineProperty(this, "_def", { value, writable: true, enumerable: true, configurable: true });
+    },
+  });
+  return { count: () => n, restore: () => void delete (ZodType.prototype as { _def?: unknown })._def };
+}
+
+/** process.env seen through a Proxy that counts reads of the SDK's own variables (INNGEST_*). */
+function countingEnvReads(): { reads: () => number } {
+  let n = 0;
+  process.env = new Proxy({ ...real }, {
+    get(target, key) {
+      if (typeof key === "string" && key.startsWith("INNGEST_")) n++;
+      return Reflect.get(target, key);
+    },
+  }) as NodeJS.ProcessEnv;
+  return { reads: () => n };
 }
 
 /** The executor's call to run the probe function's first step, sent as request version `version`. */
@@ -112,6 +145,71 @@ describe("the Inngest SDK reads its environment by name (patched)", () => {
       expect(await refused.text()).toContain("Failed to parse data from executor");
     } finally {
       zod.restore();
+    }
+  });
+
+  it("builds the schemas that read a call's body once, not on every call", async () => {
+    const handler = probeApp();
+    expect((await handler(stepRequest(2))).status).toBe(206);
+    const zod = await countingZodSchemas();
+    try {
+      for (let i = 0; i < 3; i++) expect((await handler(stepRequest(2))).status).toBe(206);
+      // Unpatched, each call builds the ~30 schemas of parseFnData again (and the version schema twice).
+      expect(zod.count()).toBeLessThan(10);
+    } finally {
+      zod.restore();
+    }
+  });
+
+  it("headers use the environment the client and the handler already read; a new client still sees INNGEST_ENV", async () => {
+    const sent: Record<string, string>[] = [];
+    const inngest = new Inngest({
+      id: "env-headers",
+      isDev: true,
+      baseUrl: "http://events.test",
+      fetch: async (_input, init) => {
+        sent.push(Object.fromEntries(new Headers(init?.headers).entries()));
+        return Response.json({ ids: ["e1"], status: 200 });
+      },
+    });
+    await inngest.send({ name: "probe/one", data: {} });
+    const env = countingEnvReads();
+    for (let i = 0; i < 3; i++) await inngest.send({ name: "probe/one", data: {} });
+    // Unpatched, every send reads all ~40 INNGEST_* variables again for its headers.
+    expect(env.reads()).toBe(0);
+    process.env = real;
+    process.env.INNGEST_ENV = "branch-headers";
+    try {
+      const fresh = new Inngest({ id: "env-headers-2", isDev: true, baseUrl: "http://events.test", fetch: inngest["fetch"] as typeof fetch });
+      await fresh.send({ name: "probe/one", data: {} });
+      expect(sent.at(-1)?.["x-inngest-env"]).toBe("branch-headers");
+    } finally {
+      delete process.env.INNGEST_ENV;
+    }
+  });
+
+  it("hashes a signing key for its bearer once per key, to the same value", async () => {
+    const strings = path.join(process.cwd(), "node_modules", "inngest", "helpers", "strings.js");
+    const { hashSigningKey } = (await import(pathToFileURL(strings).href)) as { hashSigningKey: (key: string) => string };
+    const { createRequire } = await import("node:module");
+    const hashjs = createRequire(strings)("hash.js") as { sha256: () => { update: (...a: unknown[]) => unknown } };
+    const proto = Object.getPrototypeOf(Object.getPrototypeOf(hashjs.sha256())) as { update: (...a: unknown[]) => unknown };
+    const update = proto.update;
+    let updates = 0;
+    proto.update = function (this: unknown, ...args: unknown[]) {
+      updates++;
+      return update.apply(this, args);
+    };
+    try {
+      const key = `signkey-prod-${"c3".repeat(32)}`;
+      const first = hashSigningKey(key);
+      expect(first).toBe(`signkey-prod-${createHash("sha256").update(Buffer.from("c3".repeat(32), "hex")).digest("hex")}`);
+      const before = updates;
+      expect(before).toBeGreaterThan(0);
+      expect(hashSigningKey(key)).toBe(first);
+      expect(updates).toBe(before);
+    } finally {
+      proto.update = update;
     }
   });
 });

@@ -34,8 +34,8 @@ export const GET: Handler = async (request, context) => {
  * the signing key made from the executor key; Inngest: INNGEST_SIGNING_KEY, unless INNGEST_DEV), so it verifies
  * X-Inngest-Signature itself and refuses a wrongly signed or stale call with a 401. Before it, admitInngestCall
  * refuses what it can without reading the body (no signature, a malformed or expired one, an embedded PUT that is not
- * an in-band sync), reads the body within its cap and the budget of unverified bodies, and in embedded mode verifies
- * the signature itself; a body that is not JSON is a 400 (the SDK would throw on it).
+ * an in-band sync) and reads the body within its cap and the budget of unverified bodies; a body that is not JSON is a
+ * 400 (the SDK would throw on it). The signature itself is verified once, by the SDK.
  */
 function signedCall(handler: Handler): Handler {
   return async (request, context) => {
