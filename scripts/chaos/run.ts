@@ -146,7 +146,7 @@ export async function runChaos({
   const gh = await startGitHubEmulator({ appId: "4242", publicKey });
   let notePath = "docs/requests/note.md";
   const model = await startModelServer(() => notePath);
-  Object.assign(process.env, {
+  const vars: Record<string, string> = {
     GITHUB_APP_ID: "4242",
     GITHUB_APP_PRIVATE_KEY: privateKey,
     GITHUB_APP_WEBHOOK_SECRET: "whsec-gatehouse-chaos-0123456789",
@@ -156,7 +156,10 @@ export async function runChaos({
     GATEHOUSE_RATE_LIMIT_RUNS: "100000",
     GATEHOUSE_RATE_LIMIT_DECISIONS: "100000",
     MAX_CONCURRENT_RUNS_PER_USER: "1000",
-  });
+  };
+  // Set for the server (and this process's own look-ups), and put back as they were at the end.
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
   resetEnvCache();
   const owner = await ensureLocalOwner();
   const { token } = await createApiToken({ userId: owner.id, name: "chaos" });
@@ -379,6 +382,11 @@ export async function runChaos({
     model.reset();
     await model.close();
     await gh.close();
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    resetEnvCache();
   }
   return results;
 }
