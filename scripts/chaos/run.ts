@@ -368,7 +368,7 @@ export async function runChaos({
           result.duplicates.modelCalls += d.modelCalls;
           result.duplicates.pullRequests += d.pullRequests;
           if (!d.consistent) result.inconsistent++;
-          log(`${point} #${i + 1}: ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+          log(`${point} #${i + 1}: ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s; twice: ${JSON.stringify({ commits: d.commits, events: d.events, modelCalls: d.modelCalls, pullRequests: d.pullRequests })}${d.consistent ? "" : "; replay differs"}`);
         } catch (error) {
           result.failures.push(`trial ${i + 1}: ${(error as Error).message.slice(0, 500)}`);
           log(`${point} #${i + 1}: ${(error as Error).message.slice(0, 500)}`);
