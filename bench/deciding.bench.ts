@@ -20,6 +20,7 @@ export async function run() {
     { measure: "approvals applied (200) / refused as already decided (409) / other", value: `${r.applied} / ${r.refused} / ${r.errors.length}` },
     { measure: "gates approved twice / never (lost)", value: `${r.appliedTwice} / ${r.lost}` },
     { measure: "runs whose workflow had not taken its decision", value: r.notTaken },
+    { measure: "approvals sent again after a connection reset", value: r.resets },
     { measure: "all decisions made in (s)", value: fmt(r.decideMs / 1000, 1) },
     { measure: "approve latency p50 (ms)", value: fmt(percentile(r.latencyMs, 50), 1) },
     { measure: "approve latency p95 (ms)", value: fmt(percentile(r.latencyMs, 95), 1) },

@@ -30,6 +30,8 @@ export type DecidingResult = {
   /** Runs whose workflow had not taken its decision within the time allowed. */
   notTaken: number;
   latencyMs: number[];
+  /** Requests whose connection was reset and sent again. */
+  resets: number;
   loopDelayMs: { p50: number; p99: number; max: number };
   decideMs: number;
 };
@@ -74,6 +76,7 @@ export async function runDecidingLoad({
     const latencyMs: number[] = [];
     let applied = 0;
     let refused = 0;
+    let resets = 0;
     const errors: string[] = [];
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
@@ -83,9 +86,20 @@ export async function runDecidingLoad({
         const mine = ids.filter((_, i) => i % deciders === d || i % deciders === (d + deciders - 1) % deciders);
         for (const id of mine) {
           const t0 = performance.now();
-          const res = await fetch(`${api.url}/api/runs/${id}/approve`, { method: "POST", headers: { ...person.headers, "content-type": "application/json" }, body: "{}" });
+          let res: Response | null = null;
+          // A connection reset under load is sent again, as a client would: a decision is stored once per gate, so a
+          // repeat is at worst a 409.
+          for (let attempt = 0; !res; attempt++) {
+            try {
+              res = await fetch(`${api.url}/api/runs/${id}/approve`, { method: "POST", headers: { ...person.headers, "content-type": "application/json" }, body: "{}" });
+              await res.arrayBuffer();
+            } catch (error) {
+              res = null;
+              resets++;
+              if (attempt >= 3) throw error;
+            }
+          }
           const ms = performance.now() - t0;
-          await res.arrayBuffer();
           if (res.status === 200) {
             applied++;
             latencyMs.push(ms);
@@ -124,6 +138,7 @@ export async function runDecidingLoad({
       lost: ids.filter((id) => !perRun.has(id)).length,
       notTaken,
       latencyMs,
+      resets,
       loopDelayMs: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
       decideMs,
     };
