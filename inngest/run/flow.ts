@@ -2,6 +2,8 @@ import type { GetStepTools } from "inngest";
 import type { inngest } from "../client";
 import { NOTHING_SPENT, type BudgetStage, type Spent } from "@/lib/runs/budget";
 import { loadRun, RunEndedError, type RunContext } from "@/lib/runs/steps/context";
+import { storageFailure } from "@/lib/runs/steps/pause";
+import { pauseUntilResumed } from "./waits";
 import type { RunConfig, Stage } from "@/lib/workflow";
 
 /*
@@ -45,27 +47,52 @@ export type RunFlow = {
   task?: { id: string } | null;
 };
 
-function stepRunner(step: Step): RunFlow["runStep"] {
+/** The key under which a step memoizes "the disk was full or read-only" (see runStep). */
+const STORAGE = "__storageFailure";
+
+/** Which stage a step belongs to, by its key's prefix (for the pause's stage). */
+function stageOf(id: string): Stage | null {
+  if (/^(plan|planning)/.test(id)) return "planning";
+  if (/^impl/.test(id)) return "implementation";
+  if (/^(validat|fix)/.test(id)) return "validation";
+  if (/^deliver/.test(id)) return "delivery";
+  return null;
+}
+
+function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] {
   return async function runStep<T>(id: string, fn: () => Promise<T>): Promise<T> {
-    const out = (await step.run(id, async () => {
-      try {
-        return await fn();
-      } catch (error) {
-        if (error instanceof RunEndedError) return { [ENDED]: error.status };
-        throw error;
+    // A step that failed on a full or read-only disk pauses the run (reason "storage") rather than failing it; once a
+    // person resumes, the same work runs again in a step of its own (its events keep the original step key).
+    for (let n = 0; ; n++) {
+      const stepId = n === 0 ? id : `${id}:after-storage:${n}`;
+      const out = (await step.run(stepId, async () => {
+        try {
+          return await fn();
+        } catch (error) {
+          if (error instanceof RunEndedError) return { [ENDED]: error.status };
+          const storage = flow() && !id.includes(":storage:") ? storageFailure(error) : null;
+          if (storage) return { [STORAGE]: storage };
+          throw error;
+        }
+      })) as unknown;
+      const ended = (out as Record<string, unknown> | null)?.[ENDED];
+      if (typeof ended === "string") throw new RunEndedError(ended);
+      const storage = (out as Record<string, unknown> | null)?.[STORAGE];
+      if (typeof storage === "string") {
+        await pauseUntilResumed(flow()!, `${id}:storage:${n}`, "storage", storage, stageOf(id));
+        continue;
       }
-    })) as unknown;
-    const ended = (out as Record<string, unknown> | null)?.[ENDED];
-    if (typeof ended === "string") throw new RunEndedError(ended);
-    return out as T;
+      return out as T;
+    }
   };
 }
 
 /** The flow of run `runId`: its `load` step, then nothing kept yet. */
 export async function loadFlow({ runId, step }: { runId: string; step: Step }): Promise<RunFlow> {
-  const runStep = stepRunner(step);
+  let flow: RunFlow | null = null;
+  const runStep = stepRunner(step, () => flow);
   const run = await runStep("load", () => loadRun({ runId }));
-  return {
+  flow = {
     runId,
     step,
     run,
@@ -75,6 +102,7 @@ export async function loadFlow({ runId, step }: { runId: string; step: Step }): 
     budgetRaised: { planning: NOTHING_SPENT, implementation: NOTHING_SPENT, validation: NOTHING_SPENT },
     debugAttempts: {},
   };
+  return flow;
 }
 
 /** Stage deadlines come from memoized step times, so replays take the same decisions. */

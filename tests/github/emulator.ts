@@ -79,7 +79,13 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
   /** Tokens ever issued (so tests can prove none leaked). */
   const issued: string[] = [];
   /** `now` is the clock installation tokens expire by (tests move it); app JWTs are always checked against real time. */
-  const state = { rejectAppJwt: false, tokenTtlMs: 60 * 60_000, now: () => Date.now() };
+  const state = {
+    rejectAppJwt: false,
+    tokenTtlMs: 60 * 60_000,
+    now: () => Date.now(),
+    /** Called with every request's "METHOD /path" before it is handled (chaos runs kill the server at a chosen one). */
+    onRequest: null as ((key: string) => void) | null,
+  };
   let nextId = 1000;
 
   const server = http.createServer((req, res) => {
@@ -193,6 +199,7 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
     const u = new URL(req.url ?? "/", url);
     const key = `${req.method} ${u.pathname}`;
     requests.push(key);
+    state.onRequest?.(key);
     const fault = faults.find((f) => f.count > 0 && f.match.test(key));
     if (fault) {
       fault.count -= 1;

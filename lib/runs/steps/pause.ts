@@ -22,12 +22,13 @@ export async function pause({
   stepKey: string;
   /** invalid_plan: the plan with its invalid diagram, shown in the editor so a person can fix it by hand. */
   plan?: PlanDocument | null;
-  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "other";
+  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "storage" | "other";
   message: string;
   stage: Stage | null;
 }): Promise<{ tree: string | null }> {
   const run = await loadRun({ runId });
-  const tree = await parkSandbox(run, `paused: ${reason}`, stepKey);
+  // A full or read-only disk cannot take the workspace's snapshot: it stays where it is until the run resumes.
+  const tree = reason === "storage" ? null : await parkSandbox(run, `paused: ${reason}`, stepKey);
   await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage, ...(draft ? { plan: draft } : {}) } }]);
   await emitRunNotice({ runId, kind: "paused", key: stepKey });
   return { tree };
@@ -72,4 +73,23 @@ export async function waitsForNoOne({ runId }: { runId: string }): Promise<boole
   const state = await getRunState({ id: runId });
   if (state && TERMINAL_STATUSES.has(state.status)) return true; // the open step then says the run ended
   return state?.status === "running" && !state.pendingGate && !state.pendingClarification;
+}
+
+const STORAGE_ERRORS: Array<[RegExp, string]> = [
+  [/ENOSPC|No space left on device/i, "the disk is full"],
+  [/EDQUOT|Disk quota exceeded/i, "the disk quota is used up"],
+  [/EROFS|Read-only file system/i, "the file system is read-only"],
+];
+
+/**
+ * A step that failed because the disk where it writes (the data directory, a workspace, the repository) is full or
+ * read-only: what a person should know to fix it, or null for any other error. Such a failure pauses the run (reason
+ * `storage`) instead of failing it: nothing a retry does helps until a person frees space.
+ */
+export function storageFailure(error: unknown): string | null {
+  const text = error instanceof Error ? `${(error as NodeJS.ErrnoException).code ?? ""} ${error.message}` : String(error);
+  const found = STORAGE_ERRORS.find(([pattern]) => pattern.test(text));
+  if (!found) return null;
+  const detail = redact(error instanceof Error ? error.message : String(error)).slice(0, 300);
+  return `Paused: ${found[1]} where Gatehouse writes (${detail}). Free space or make it writable, then resume the run: it retries the step that failed, and nothing done before it is lost.`;
 }

@@ -1,0 +1,87 @@
+import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { and, eq } from "drizzle-orm";
+import { getEnv } from "@/lib/env";
+import { getDb } from "@/lib/db";
+import { modelCalls } from "@/lib/db/schema";
+import { listEvents } from "@/lib/db/event-store";
+import { ensureLocalOwner } from "@/lib/db/queries/users";
+import { Executor } from "@/lib/executor";
+import { ownAppTarget } from "@/inngest/embedded";
+import type { SessionUser } from "@/lib/auth/guard";
+import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForStatus, waitForWorkflow } from "../workflow/harness";
+
+/*
+ * The database goes away in the middle of a run: another process holds SQLite's write lock for longer than the busy
+ * timeout, so every write of the run's steps and of the executor itself is refused (SQLITE_BUSY) for a while, then
+ * the lock is released. The executor runs with its production retry backoff (1 s, 2 s, 4 s …), as the server does.
+ */
+
+let executor: Executor;
+let user: SessionUser;
+const logged: string[] = [];
+beforeAll(async () => {
+  executor = new Executor({
+    apps: [ownAppTarget({ inProcess: true })],
+    pollMs: 50,
+    leaseMs: 5_000,
+    log: (level, message, extra) => {
+      if (level !== "info") logged.push(`${level}: ${message} ${extra instanceof Error ? extra.message : JSON.stringify(extra ?? "")}`);
+    },
+  });
+  await executor.start();
+  const owner = await ensureLocalOwner();
+  user = { id: owner.id, name: owner.name, via: "admin-token" };
+});
+afterAll(async () => {
+  await executor.stop();
+});
+
+/** Another process (the sqlite3 shell) takes the database's write lock and holds it until released. */
+async function lockDatabase(): Promise<{ release: () => Promise<void> }> {
+  const file = getEnv().databaseUrl.replace(/^file:/, "");
+  const shell: ChildProcessWithoutNullStreams = spawn("sqlite3", [file]);
+  let out = "";
+  shell.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  shell.stderr.on("data", (d: Buffer) => (out += d.toString()));
+  shell.stdin.write("BEGIN IMMEDIATE;\nSELECT 'holding';\n");
+  await until(async () => out.includes("holding") || out.includes("Error"), "the lock");
+  expect(out).toContain("holding");
+  return {
+    release: async () => {
+      shell.stdin.end("COMMIT;\n.quit\n");
+      await new Promise((r) => shell.once("exit", r));
+    },
+  };
+}
+
+it("locked for 15 s mid-implementation: refused writes are retried, the run resumes and completes; no partial rows, no event lost or doubled", { timeout: 240_000 }, async () => {
+  const { project, repo } = await newProject(user);
+  const request = ["Database away", "", ...[0, 1, 2].map((i) => fileBlock(`src/f${i}.txt`, `content ${i}`))].join("\n");
+  const run = await launch(user, project.id, request, { trustMode: { planning: "auto" } });
+  await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start");
+  const lock = await lockDatabase();
+  const lockedAt = Date.now();
+  await new Promise((r) => setTimeout(r, 15_000));
+  const before = await listEvents({ runId: run.id, limit: 1000 });
+  await lock.release();
+  // Nothing was written while the lock was held (reads went on: WAL).
+  expect(before.filter((e) => e.timestamp > lockedAt + 1_000)).toEqual([]);
+
+  expect((await waitForStatus(run.id, ["completed", "failed", "paused"], 120_000)).status).toBe("completed");
+  expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+  // The refusals happened and were retried (the lock was real).
+  expect(logged.join("\n")).toMatch(/locked|SQLITE_BUSY/i);
+
+  const events = await expectRunConsistent(run.id);
+  // The demo plan has a task per file block and a closing one.
+  expect(events.filter((e) => e.type === "TASK_COMPLETED")).toHaveLength(4);
+  expect(events.filter((e) => e.type === "RUN_COMPLETED")).toHaveLength(1);
+  const subjects = git(repo, "log", "--format=%s", `main..${run.branch}`).split("\n");
+  const tasks = subjects.filter((s) => s.startsWith("Task "));
+  expect(new Set(tasks).size).toBe(tasks.length);
+  const db = await getDb();
+  const calls = await db.select().from(modelCalls).where(and(eq(modelCalls.workflowRunId, run.id), eq(modelCalls.status, "ok")));
+  const steps = calls.map((c) => c.stepKey!.replace(/#\d+$/, ""));
+  expect(new Set(steps).size).toBe(steps.length);
+});
