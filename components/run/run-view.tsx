@@ -14,7 +14,8 @@ import { Markdown } from "@/components/runs/markdown";
 import { apiGet, runKeys, type RunDetail } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { isTerminal } from "@/lib/dashboard/filters";
-import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
+import { formatUsd, humanize } from "@/lib/dashboard/format";
+import { Age } from "@/components/layout/client-time";
 import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
 import { taskStatuses } from "@/lib/workflow/task-status";
@@ -212,7 +213,7 @@ function RunHeader({ detail }: { detail: RunDetail }) {
             <StatusBadge status={run.status} outcome={run.outcome} />
             <span>stage: {humanize(run.currentStage)}</span>
             {project && <span>project: {project.name}</span>}
-            <span>started {formatAge(run.createdAt)} ago</span>
+            <span data-testid="run-started">started <Age iso={run.createdAt} /> ago</span>
             <span data-testid="run-cost">cost {formatUsd(cost.usd)}</span>
             {run.planVersion > 0 && <span>plan v{run.planVersion}</span>}
           </div>

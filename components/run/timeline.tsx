@@ -2,6 +2,7 @@
 
 import { CheckCircle2, CircleDot, Hourglass, TriangleAlert, XCircle } from "lucide-react";
 import { describeEvent, type ApiEvent, type Tone } from "@/lib/dashboard/timeline";
+import { LocalTime } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import type { Connection } from "./use-run-events";
 
@@ -57,9 +58,7 @@ export function Timeline({ events, connection, people = {} }: { events: ApiEvent
                 <div className="min-w-0">
                   <p className="text-sm leading-tight">{item.title}</p>
                   {item.detail && <p className="text-muted-foreground text-xs break-words">{item.detail}</p>}
-                  <time className="text-muted-foreground text-[11px]" dateTime={item.timestamp}>
-                    {new Date(item.timestamp).toLocaleTimeString()}
-                  </time>
+                  <LocalTime className="text-muted-foreground block text-[11px]" iso={item.timestamp} format="time" />
                 </div>
               </li>
             );

@@ -13,7 +13,8 @@ import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from "@
 import { Skeleton } from "@/components/ui/skeleton";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
 import { isRunFilter, RUN_FILTER_KEYS, RUN_FILTERS, runsQuery, type RunFilter } from "@/lib/dashboard/filters";
-import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
+import { formatUsd, humanize } from "@/lib/dashboard/format";
+import { Age } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import { apiGet, runKeys, type Run, type RunCost } from "./api";
 import { StatusBadge } from "./status-badge";
@@ -194,7 +195,7 @@ export function RunsTable() {
                     </TableCell>
                     <TableCell className="text-muted-foreground hidden md:table-cell">{humanize(run.currentStage)}</TableCell>
                     <TableCell className="text-muted-foreground hidden max-w-[10rem] truncate md:table-cell">{projectName(run.projectId)}</TableCell>
-                    <TableCell className="text-muted-foreground text-right tabular-nums">{formatAge(run.createdAt)}</TableCell>
+                    <TableCell className="text-muted-foreground text-right tabular-nums"><Age iso={run.createdAt} tickMs={5_000} /></TableCell>
                     <TableCell className="text-muted-foreground hidden text-right tabular-nums sm:table-cell" data-testid="run-cost">
                       {costs.data?.[run.id] ? formatUsd(costs.data[run.id]!.usd) : "—"}
                     </TableCell>
