@@ -21,6 +21,7 @@ import { nextStep } from "@/lib/dashboard/delivery";
 import { taskStatuses } from "@/lib/workflow/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
+import { MergeButton } from "./merge-button";
 import { ClarificationForm } from "./clarification-form";
 import { EstimateComparison } from "./estimate-table";
 import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
@@ -299,53 +300,6 @@ function RunHeader({ detail }: { detail: RunDetail }) {
         {run.merged && !run.pullRequest && <span className="text-emerald-600 dark:text-emerald-400">merged</span>}
       </div>
     </header>
-  );
-}
-
-/**
- * A person's merge decision on a finished run. The run's event stream has ended with the run, so after deciding, the
- * button follows the run's events until the merge is made (the card turns into "merged") or fails (the reason shows).
- */
-function MergeButton({ runId, base }: { runId: string; base: string }) {
-  const merge = useDecision(runId);
-  const queryClient = useQueryClient();
-  const [following, setFollowing] = useState(false);
-  const [failure, setFailure] = useState<string | null>(null);
-  useEffect(() => {
-    if (!following) return;
-    const started = Date.now();
-    const timer = setInterval(async () => {
-      const { events } = await apiGet<{ events: ApiEvent[] }>(`/api/runs/${runId}/events`).catch(() => ({ events: [] as ApiEvent[] }));
-      const last = events.filter((e) => e.type === "MERGE_DECIDED" || e.type === "MERGE_FAILED" || e.type === "PR_MERGED").at(-1);
-      if (last?.type === "PR_MERGED" || last?.type === "MERGE_FAILED" || Date.now() - started > 120_000) {
-        setFollowing(false);
-        if (last?.type === "MERGE_FAILED") setFailure(String(last.payload.reason ?? "the merge could not be made"));
-        await queryClient.invalidateQueries({ queryKey: runKeys.detail(runId) });
-      }
-    }, 1_000);
-    return () => clearInterval(timer);
-  }, [following, runId, queryClient]);
-  return (
-    <div className="space-y-1">
-      <Button
-        size="sm"
-        data-testid="merge-run"
-        disabled={merge.isPending || following}
-        onClick={() => {
-          setFailure(null);
-          merge.mutate({ url: `/api/runs/${runId}/merge`, success: `Merge into ${base} decided` }, { onSuccess: () => setFollowing(true) });
-        }}
-      >
-        <GitMerge className="size-3.5" aria-hidden />
-        {following ? `Merging into ${base}…` : `Merge into ${base}`}
-      </Button>
-      {merge.error && <p className="text-destructive text-xs">{merge.error.message}</p>}
-      {failure && (
-        <p className="text-destructive text-xs" data-testid="merge-failed">
-          Not merged: {failure}
-        </p>
-      )}
-    </div>
   );
 }
 
