@@ -18,6 +18,7 @@ import { formatUsd, humanize } from "@/lib/dashboard/format";
 import { Age } from "@/components/layout/client-time";
 import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
+import { approachLabel, approachOf } from "@/lib/runs/approach";
 import { taskStatuses } from "@/lib/workflow/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
@@ -60,6 +61,12 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
   const statuses = useMemo(() => taskStatuses(events), [events]);
   const progress = useMemo(() => stageProgress(events), [events]);
   const results = useMemo(() => validations(events), [events]);
+  // An approach of an "explore N" group: its RUN_CREATED (sequence 1) names the group, which the header links to.
+  const groupId = useMemo(() => {
+    const created = events.find((e) => e.type === "RUN_CREATED");
+    const id = created ? (created.payload as { groupId?: unknown }).groupId : null;
+    return typeof id === "string" && id ? id : null;
+  }, [events]);
 
   if (detail.isPending) {
     return (
@@ -89,7 +96,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
 
   return (
     <div className="space-y-6" data-testid="run-view" data-status={run.status}>
-      <RunHeader detail={detail.data} />
+      <RunHeader detail={detail.data} stage={progress?.stage ?? null} groupId={groupId} />
       {detail.data.sandbox?.warning && !isTerminal(run.status) && (
         <Alert data-testid="sandbox-warning">
           <TriangleAlert className="size-4" />
@@ -195,8 +202,9 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
   );
 }
 
-function RunHeader({ detail }: { detail: RunDetail }) {
+function RunHeader({ detail, stage, groupId }: { detail: RunDetail; stage: string | null; groupId: string | null }) {
   const { run, cost } = detail;
+  const approach = approachOf(run.originalRequest);
   const projects = useProjects();
   const project = projects.data?.find((p) => p.id === run.projectId);
   const cancel = useDecision(run.id);
@@ -212,11 +220,17 @@ function RunHeader({ detail }: { detail: RunDetail }) {
           </h1>
           <div className="text-muted-foreground flex flex-wrap items-center gap-x-3 gap-y-1 text-sm">
             <StatusBadge status={run.status} outcome={run.outcome} />
-            <span>stage: {humanize(run.currentStage)}</span>
+            {/* The stage the stage bar shows (from the same events), so the two never disagree. */}
+            <span data-testid="run-stage">stage: {humanize(stage ?? run.currentStage)}</span>
             {project && <span>project: {project.name}</span>}
             <span data-testid="run-started">started <Age iso={run.createdAt} /> ago</span>
             <span data-testid="run-cost">cost {formatUsd(cost.usd)}</span>
             {run.planVersion > 0 && <span>plan v{run.planVersion}</span>}
+            {groupId && (
+              <Link href={`/compare?group=${groupId}`} className="underline" data-testid="run-group-link">
+                {approach ? approachLabel(approach) : "one of several approaches"} · compare the approaches
+              </Link>
+            )}
           </div>
         </div>
         {!isTerminal(run.status) && (
@@ -275,7 +289,8 @@ function RunHeader({ detail }: { detail: RunDetail }) {
           Request
         </summary>
         <div className="border-t px-3 py-2" data-testid="run-request">
-          <Markdown>{run.originalRequest}</Markdown>
+          {/* A request is written by a person, line by line: its line breaks stay (Markdown would join them). */}
+          <Markdown className="[&_p]:whitespace-pre-line">{run.originalRequest}</Markdown>
         </div>
       </details>
       <div className="flex flex-wrap items-center gap-3 text-sm">

@@ -14,6 +14,7 @@ import { Skeleton } from "@/components/ui/skeleton";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
 import { isRunFilter, RUN_FILTER_KEYS, RUN_FILTERS, runsQuery, type RunFilter } from "@/lib/dashboard/filters";
 import { formatUsd, humanize } from "@/lib/dashboard/format";
+import { approachLabel, approachOf } from "@/lib/runs/approach";
 import { Age } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import { apiGet, runKeys, type Run, type RunCost } from "./api";
@@ -183,12 +184,20 @@ export function RunsTable() {
                 </TableRow>
               </TableHeader>
               <TableBody>
-                {rows.map((run) => (
+                {rows.map((run) => {
+                  // The approaches of one "explore N" request share a title: each row says which approach it is.
+                  const approach = approachOf(run.originalRequest);
+                  return (
                   <TableRow key={run.id} data-testid="run-row" data-run-id={run.id}>
                     <TableCell className="max-w-[16rem] truncate md:max-w-md">
                       <Link href={`/runs/${run.id}`} className="hover:underline focus-visible:underline" title={run.title} data-testid="run-title">
                         {run.title}
                       </Link>
+                      {approach && (
+                        <span className="text-muted-foreground ml-2 text-xs" data-testid="run-approach">
+                          {approachLabel(approach)}
+                        </span>
+                      )}
                     </TableCell>
                     <TableCell>
                       <StatusBadge status={run.status} outcome={run.outcome} />
@@ -200,7 +209,8 @@ export function RunsTable() {
                       {costs.data?.[run.id] ? formatUsd(costs.data[run.id]!.usd) : "—"}
                     </TableCell>
                   </TableRow>
-                ))}
+                  );
+                })}
               </TableBody>
             </Table>
           </div>
