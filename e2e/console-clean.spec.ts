@@ -8,6 +8,8 @@ import { authHeaders, createProject, signIn } from "./helpers";
  */
 
 const SHOTS = "e2e/.artifacts/screenshots";
+/** next dev compiles each route and function on first use: minutes on a busy machine. */
+const DEV = process.env.E2E_SERVER === "dev";
 
 type Run = { id: string; status: string; pendingGate?: { kind?: string } | null };
 
@@ -19,7 +21,7 @@ async function startRun(request: APIRequestContext, projectId: string, text: str
 
 async function waitForStatus(request: APIRequestContext, id: string, status: string) {
   await expect
-    .poll(async () => ((await (await request.get(`/api/runs/${id}`, { headers: authHeaders })).json()).run as Run).status, { timeout: 90_000 })
+    .poll(async () => ((await (await request.get(`/api/runs/${id}`, { headers: authHeaders })).json()).run as Run).status, { timeout: DEV ? 300_000 : 90_000 })
     .toBe(status);
 }
 
@@ -47,7 +49,8 @@ async function visit(page: Page, path: string, ready: (page: Page) => Promise<vo
 }
 
 test("every dashboard page renders without a console error or hydration warning", async ({ page, request }) => {
-  test.setTimeout(300_000);
+  // next dev compiles each page on its first visit (up to a minute each on a busy machine).
+  test.setTimeout(DEV ? 1_500_000 : 300_000);
   const project = await createProject(request, "console clean");
   const note = (name: string) => ["Write a note", "", `\`\`\`file:notes/${name}.txt`, name, "```"].join("\n");
   const [planGate, question, fix, budget, escalation, paused, completed] = await Promise.all([
@@ -76,8 +79,9 @@ test("every dashboard page renders without a console error or hydration warning"
 
   const problems = watchConsole(page);
   await signIn(page);
+  const timeout = DEV ? 120_000 : 30_000;
   const byTestId = (id: string) => async (p: Page) => {
-    await expect(p.getByTestId(id).first()).toBeVisible({ timeout: 30_000 });
+    await expect(p.getByTestId(id).first()).toBeVisible({ timeout });
   };
   await visit(page, "/", byTestId("runs-table"), "runs");
   await visit(page, `/runs/${planGate.id}`, byTestId("approval-card"), "plan-gate");
@@ -90,7 +94,7 @@ test("every dashboard page renders without a console error or hydration warning"
   await visit(page, `/compare?group=${groupId}`, byTestId("compare-column"), "compare");
   await visit(page, "/inbox", byTestId("inbox-item"), "inbox");
   await visit(page, "/projects", byTestId("project-card"), "projects");
-  await visit(page, "/settings", async (p) => expect(p.getByRole("heading", { name: "Settings" })).toBeVisible(), "settings");
+  await visit(page, "/settings", async (p) => expect(p.getByRole("heading", { name: "Settings" })).toBeVisible({ timeout }), "settings");
   await visit(page, "/runs/new", byTestId("start-run"), "new-run");
   await visit(page, "/no-such-page", byTestId("not-found"), "not-found");
   await visit(page, "/runs/run_doesnotexist", byTestId("not-found"), "run-not-found");
@@ -98,6 +102,6 @@ test("every dashboard page renders without a console error or hydration warning"
   await expect(page.getByRole("navigation", { name: "Main" })).toHaveCount(1);
   // A client-side navigation between pages too (the theme provider stays mounted; nothing is created twice).
   await page.getByRole("link", { name: "Back to runs" }).click();
-  await expect(page.getByTestId("runs-table")).toBeVisible();
+  await expect(page.getByTestId("runs-table")).toBeVisible({ timeout });
   expect(problems).toEqual([]);
 });
