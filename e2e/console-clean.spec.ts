@@ -39,13 +39,21 @@ function watchConsole(page: Page) {
   return problems;
 }
 
-/** Opens `path`, waits for `ready`, lets the page settle past a clock tick, and takes a screenshot. */
+/**
+ * Opens `path`, waits for `ready` and for React to have hydrated the page, lets it settle past a clock tick, and takes a
+ * screenshot. Hydrated: the theme button's label is set once mounted (the root 404 page has none). Waiting for it
+ * matters under next dev, where a page's script may compile for minutes after its HTML shows: a screenshot taken
+ * before hydration would touch the DOM React then compares.
+ */
 async function visit(page: Page, path: string, ready: (page: Page) => Promise<void>, shot: string) {
   await page.goto(path);
   await ready(page);
+  if (await page.getByTestId("theme-toggle").count()) {
+    await expect(page.getByTestId("theme-toggle")).toHaveAttribute("aria-label", /^Switch to (light|dark) theme$/, { timeout: DEV ? 300_000 : 30_000 });
+  }
   // Past a second boundary: a "started … ago" rendered from the clock on both sides would now differ.
   await page.waitForTimeout(1_500);
-  await page.screenshot({ path: `${SHOTS}/console-clean-${shot}.png`, fullPage: true });
+  await page.screenshot({ path: `${SHOTS}/console-clean-${shot}.png`, fullPage: true, caret: "initial" });
 }
 
 test("every dashboard page renders without a console error or hydration warning", async ({ page, request }) => {
