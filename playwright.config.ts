@@ -12,6 +12,9 @@ const PORT = E2E_PORT;
 const baseURL = `http://127.0.0.1:${PORT}`;
 const artifacts = path.join(import.meta.dirname, "e2e", ".artifacts");
 const standaloneDir = process.env.E2E_STANDALONE_DIR;
+// E2E_SERVER=dev: the specs run against `next dev` instead of the production build (React reports more there, e.g.
+// hydration warnings; e2e/console-clean.spec.ts is the one written for it). Pages compile on first visit: allow for it.
+const devServer = process.env.E2E_SERVER === "dev";
 
 function chromiumPath(): string | undefined {
   for (const name of ["chromium", "chromium-browser"]) {
@@ -30,7 +33,7 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   retries: 0,
-  timeout: 90_000,
+  timeout: devServer ? 240_000 : 90_000,
   expect: { timeout: 15_000 },
   reporter: [["list"]],
   globalSetup: "./e2e/global-setup.ts",
@@ -56,7 +59,9 @@ export default defineConfig({
     // the specs run against its `node server.js` instead of building here.
     command: standaloneDir
       ? `rm -rf ${path.join(artifacts, "data")} && cd ${JSON.stringify(standaloneDir)} && NEXT_MANUAL_SIG_HANDLE=true node server.js`
-      : `rm -rf ${path.join(artifacts, "data")} && npm run build && npm start`,
+      : devServer
+        ? `rm -rf ${path.join(artifacts, "data")} && npm run dev`
+        : `rm -rf ${path.join(artifacts, "data")} && npm run build && npm start`,
     url: `${baseURL}/api/health`,
     timeout: 300_000,
     reuseExistingServer: false,

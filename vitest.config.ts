@@ -1,5 +1,6 @@
 import path from "node:path";
 import { defineConfig } from "vitest/config";
+import { keepLog, PlainSummaryReporter } from "./tests/reporting";
 
 const all = ["lib/**/*.test.ts", "inngest/**/*.test.ts", "app/**/*.test.ts", "tests/**/*.test.ts"];
 const workflow = ["tests/workflow/**/*.test.ts"];
@@ -14,6 +15,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     setupFiles: ["tests/setup.ts"],
+    // Expected log lines of tests that fail things on purpose are left out; the run ends with a plain PASSED / FAILED line.
+    onConsoleLog: (log, _type, entity) => keepLog(log, process.env.GATEHOUSE_TEST_LOGS === "all", entity),
+    reporters: ["default", new PlainSummaryReporter()],
     // One TMPDIR for the run, removed at its end (tests/global-setup.ts).
     globalSetup: ["tests/global-setup.ts"],
     projects: [

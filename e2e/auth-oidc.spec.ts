@@ -95,7 +95,7 @@ test("settings: an API token is shown once, works as a bearer token, and stops w
   await page.getByLabel("Name").fill("e2e script");
   await page.getByTestId("create-token").click();
   const token = (await page.getByTestId("new-token-value").textContent())!.trim();
-  expect(token).toMatch(/^gh_pat_/);
+  expect(token).toMatch(/^gatehouse_api_/);
 
   const me = await page.request.get("/api/tokens", { headers: { authorization: `Bearer ${token}` } });
   expect(me.status()).toBe(200);

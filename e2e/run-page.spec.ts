@@ -106,7 +106,9 @@ test("run page: short title, request as collapsible Markdown, the plan once besi
   await page.reload();
   // The timeline is drawn by the client from the event stream: once it shows the end, the page is hydrated.
   await expect(page.getByTestId("timeline")).toContainText("Run completed");
+  // It first shows what will land (issue 32.4) and merges once confirmed.
   await page.getByTestId("merge-run").click();
+  await page.getByTestId("merge-confirm").getByTestId("confirm-merge").click();
   await expect(page.getByTestId("next-step")).toHaveAttribute("data-kind", "merged", { timeout: 30_000 });
   await expect(page.getByTestId("merge-run")).toHaveCount(0);
   const merged = await (await request.get(`/api/runs/${run.id}/events`, { headers: authHeaders })).json();

@@ -30,6 +30,7 @@ const PATTERNS: Array<[RegExp, string | ((match: string) => string)]> = [
   [/(?<![A-Za-z])gh[pousr]_[A-Za-z0-9]{16,}/g, "[REDACTED:github-token]"],
   [/github_pat_[A-Za-z0-9_]{16,}/g, "[REDACTED:github-token]"],
   [/gh_pat_[A-Za-z0-9_-]{16,}/g, "[REDACTED:gatehouse-token]"],
+  [/gatehouse_api_[A-Za-z0-9_-]{16,}/g, "[REDACTED:gatehouse-token]"],
   [/(?<![A-Za-z])AIza[0-9A-Za-z_-]{35}\b/g, "[REDACTED:google-key]"],
   [/(?:AKIA|ASIA)[0-9A-Z]{16}\b/g, "[REDACTED:aws-key]"],
   [/xox[abprs]-[A-Za-z0-9-]{10,}/g, "[REDACTED:slack-token]"],
@@ -51,7 +52,7 @@ const PATTERNS: Array<[RegExp, string | ((match: string) => string)]> = [
  * cannot match one, so the patterns' replaces are skipped for it (most text the run log stores). The bare AWS secret
  * key has no prefix, so it is looked for apart (AWS_SECRET_KEY_RUN).
  */
-const MAY_MATCH_A_PATTERN = /-----BEGIN|sk-|gh[pousr]_|github_pat_|gh_pat_|AIza|AKIA|ASIA|xox[abprs]-|e2b_|signkey-|eyJ|bearer|api[_-]?key|secret|token|password|passwd|private[_-]?key/i;
+const MAY_MATCH_A_PATTERN = /-----BEGIN|sk-|gh[pousr]_|github_pat_|gh_pat_|gatehouse_api_|AIza|AKIA|ASIA|xox[abprs]-|e2b_|signkey-|eyJ|bearer|api[_-]?key|secret|token|password|passwd|private[_-]?key/i;
 
 /** The shortest piece of a configured secret that is redacted wherever it appears (prefixes included). */
 export const MIN_SECRET_FRAGMENT = 8;

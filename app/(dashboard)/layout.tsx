@@ -45,8 +45,8 @@ export default async function DashboardLayout({ children }: { children: React.Re
       <main id="main" className="mx-auto w-full max-w-6xl flex-1 px-4 py-6">
         {children}
       </main>
-      {/* Bottom left: the run page keeps its timeline on the right. */}
-      <Toaster richColors closeButton position="bottom-left" />
+      {/* Bottom centre: not under Next's dev indicator (bottom left) nor over the run page's timeline (right). */}
+      <Toaster richColors closeButton position="bottom-center" />
     </div>
   );
 }

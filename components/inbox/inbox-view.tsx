@@ -10,11 +10,14 @@ import { Card, CardContent } from "@/components/ui/card";
 import { Skeleton } from "@/components/ui/skeleton";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
 import { apiGet, apiSend, runKeys } from "@/components/runs/api";
-import { formatAge, humanize } from "@/lib/dashboard/format";
+import { humanize } from "@/lib/dashboard/format";
+import { Age } from "@/components/layout/client-time";
 import type { InboxFilter, InboxItem } from "@/lib/runs/inbox";
 import { cn } from "@/lib/utils";
 import { INBOX_FILTER_LABELS, inboxKeys, type InboxPage } from "./api";
 import { InboxDeadline } from "./inbox-deadline";
+
+const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
 
 const FILTERS = Object.keys(INBOX_FILTER_LABELS) as InboxFilter[];
 
@@ -111,7 +114,7 @@ export function InboxView() {
                 >
                   <TableCell className="max-w-[22rem] md:max-w-xl">
                     <div className="flex items-center gap-2">
-                      <Badge variant="outline">{item.kind === "gate" ? `${humanize(item.gateKind)} gate` : "Question"}</Badge>
+                      <Badge variant="outline">{item.kind === "gate" ? `${capitalize(humanize(item.gateKind))} gate` : "Question"}</Badge>
                       <Link href={item.link} className="truncate hover:underline focus-visible:underline" title={item.summary} data-testid="inbox-item-link">
                         {item.summary}
                       </Link>
@@ -122,12 +125,15 @@ export function InboxView() {
                       </p>
                       <InboxDeadline item={item} />
                     </div>
+                    {item.decision && (
+                      <p className="text-xs font-normal" data-testid="inbox-item-decision">
+                        {item.decision}
+                      </p>
+                    )}
                   </TableCell>
                   <TableCell className="text-muted-foreground hidden max-w-[10rem] truncate font-normal md:table-cell">{item.projectName}</TableCell>
                   <TableCell className="text-muted-foreground text-right font-normal tabular-nums">
-                    <time dateTime={item.openedAt} title={new Date(item.openedAt).toLocaleString()}>
-                      {formatAge(item.openedAt)}
-                    </time>
+                    <Age iso={item.openedAt} tickMs={5_000} />
                   </TableCell>
                   <TableCell data-testid="inbox-item-state">
                     {item.done ? (
@@ -152,8 +158,15 @@ export function InboxView() {
                         </Button>
                       )}
                       {!item.done && (
-                        <Button variant="outline" size="sm" disabled={mark.isPending} data-testid="inbox-mark-done" onClick={() => mark.mutate({ id: item.id, action: "done" })}>
-                          Done
+                        <Button
+                          variant="ghost"
+                          size="sm"
+                          disabled={mark.isPending}
+                          data-testid="inbox-mark-done"
+                          title="Take it off your open list without deciding it; it stays open for the run and for others"
+                          onClick={() => mark.mutate({ id: item.id, action: "done" })}
+                        >
+                          Mark done
                         </Button>
                       )}
                     </div>

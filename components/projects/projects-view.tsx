@@ -14,6 +14,7 @@ import { RadioGroup, RadioGroupItem } from "@/components/ui/radio-group";
 import { Skeleton } from "@/components/ui/skeleton";
 import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/runs/markdown";
+import { settingLines } from "@/lib/dashboard/format";
 import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { MyInvitations, ProjectInvitations } from "./invitations";
@@ -113,7 +114,7 @@ function ProjectCard({ project }: { project: Project }) {
         ) : (
           <div className="space-y-1">
             <h3 className="text-sm font-semibold">Default run config</h3>
-            <pre className="bg-muted overflow-x-auto rounded p-2 text-xs">{JSON.stringify(project.defaultConfig ?? {}, null, 2)}</pre>
+            <DefaultConfig config={project.defaultConfig ?? {}} />
           </div>
         )}
         {canManage && (
@@ -284,5 +285,27 @@ function CreateProject() {
         </CardFooter>
       </form>
     </Card>
+  );
+}
+
+/** The project's default run config in words: one line per setting, or that runs start from the built-in defaults. */
+function DefaultConfig({ config }: { config: Record<string, unknown> }) {
+  const lines = settingLines(config);
+  if (lines.length === 0) {
+    return (
+      <p className="text-muted-foreground text-sm" data-testid="default-config">
+        None set: runs start from the built-in defaults (plan approved by a person, everything else automatic).
+      </p>
+    );
+  }
+  return (
+    <dl className="grid grid-cols-[auto_1fr] gap-x-4 gap-y-0.5 text-sm" data-testid="default-config">
+      {lines.map((l) => (
+        <div key={l.key} className="contents">
+          <dt className="text-muted-foreground font-mono text-xs leading-5">{l.key}</dt>
+          <dd className="break-words">{l.value}</dd>
+        </div>
+      ))}
+    </dl>
   );
 }

@@ -77,6 +77,17 @@ export function PlanEditor({ value, onChange, onValidity }: { value: string; onC
 export type EditableTask = { id: string; title: string; description?: string; files?: string[]; dependsOn?: string[]; checks?: string[] };
 export type EditableCriterion = { id?: string; description: string; command?: string };
 
+function TaskField({ id, label, children }: { id: string; label: string; children: React.ReactNode }) {
+  return (
+    <div className="grid gap-1">
+      <Label htmlFor={id} className="text-muted-foreground text-xs font-normal">
+        {label}
+      </Label>
+      {children}
+    </div>
+  );
+}
+
 /** "a, b , c" ↔ ["a", "b", "c"]: files and dependencies are edited as comma-separated lists. */
 const toList = (text: string) => text.split(",").map((s) => s.trim()).filter(Boolean);
 
@@ -110,22 +121,40 @@ export function PlanFieldsEditor({
           // removal remounts the rows that moved with their own values.
           <div key={`${task.id}-${i}`} className="grid gap-2 rounded-md border p-2 sm:grid-cols-[4rem_1fr]" data-testid="edit-task">
             <span className="font-mono text-xs leading-9">{task.id}</span>
+            {/* Each field keeps a visible label once filled (a placeholder alone disappears with the first letter). */}
             <div className="grid gap-2">
-              <Input aria-label={`Task ${task.id} title`} value={task.title} onChange={(e) => setTask(i, { title: e.target.value })} />
-              <Input
-                aria-label={`Task ${task.id} files`}
-                placeholder="Files or folders, comma-separated (e.g. src/app.ts, docs/)"
-                className="font-mono text-xs"
-                defaultValue={(task.files ?? []).join(", ")}
-                onChange={(e) => setTask(i, { files: toList(e.target.value) })}
-              />
-              <Input
-                aria-label={`Task ${task.id} depends on`}
-                placeholder="Depends on task ids, comma-separated (e.g. T1)"
-                className="font-mono text-xs"
-                defaultValue={(task.dependsOn ?? []).join(", ")}
-                onChange={(e) => setTask(i, { dependsOn: toList(e.target.value) })}
-              />
+              <TaskField id={`task-${i}-title`} label="Title">
+                <Input id={`task-${i}-title`} aria-label={`Task ${task.id} title`} value={task.title} onChange={(e) => setTask(i, { title: e.target.value })} />
+              </TaskField>
+              <TaskField id={`task-${i}-description`} label="Description (what to do, for the implementer)">
+                <Textarea
+                  id={`task-${i}-description`}
+                  aria-label={`Task ${task.id} description`}
+                  rows={2}
+                  value={task.description ?? ""}
+                  onChange={(e) => setTask(i, { description: e.target.value || undefined })}
+                />
+              </TaskField>
+              <TaskField id={`task-${i}-files`} label="Files (the scope), comma-separated">
+                <Input
+                  id={`task-${i}-files`}
+                  aria-label={`Task ${task.id} files`}
+                  placeholder="e.g. src/app.ts, docs/"
+                  className="font-mono text-xs"
+                  defaultValue={(task.files ?? []).join(", ")}
+                  onChange={(e) => setTask(i, { files: toList(e.target.value) })}
+                />
+              </TaskField>
+              <TaskField id={`task-${i}-depends`} label="Depends on (task ids), comma-separated">
+                <Input
+                  id={`task-${i}-depends`}
+                  aria-label={`Task ${task.id} depends on`}
+                  placeholder="e.g. T1"
+                  className="font-mono text-xs"
+                  defaultValue={(task.dependsOn ?? []).join(", ")}
+                  onChange={(e) => setTask(i, { dependsOn: toList(e.target.value) })}
+                />
+              </TaskField>
               <div>
                 <Button type="button" variant="ghost" size="sm" onClick={() => onTasks(tasks.filter((_, j) => j !== i))} disabled={tasks.length <= 1}>
                   Remove task

@@ -14,12 +14,15 @@ import { Markdown } from "@/components/runs/markdown";
 import { apiGet, runKeys, type RunDetail } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { isTerminal } from "@/lib/dashboard/filters";
-import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
+import { formatUsd, humanize } from "@/lib/dashboard/format";
+import { Age } from "@/components/layout/client-time";
 import { planVersions, stageProgress, taskTriage, validations, type ApiEvent } from "@/lib/dashboard/timeline";
 import { nextStep } from "@/lib/dashboard/delivery";
+import { approachLabel, approachOf } from "@/lib/runs/approach";
 import { taskBranches, taskStatuses } from "@/lib/workflow/task-status";
 import type { PlanDocument } from "@/lib/workflow/events";
 import { BranchDiff } from "./branch-diff";
+import { MergeButton } from "./merge-button";
 import { ClarificationForm } from "./clarification-form";
 import { EstimateComparison } from "./estimate-table";
 import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
@@ -61,6 +64,12 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
   const branches = useMemo(() => taskBranches(events), [events]);
   const progress = useMemo(() => stageProgress(events), [events]);
   const results = useMemo(() => validations(events), [events]);
+  // An approach of an "explore N" group: its RUN_CREATED (sequence 1) names the group, which the header links to.
+  const groupId = useMemo(() => {
+    const created = events.find((e) => e.type === "RUN_CREATED");
+    const id = created ? (created.payload as { groupId?: unknown }).groupId : null;
+    return typeof id === "string" && id ? id : null;
+  }, [events]);
 
   if (detail.isPending) {
     return (
@@ -90,7 +99,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
 
   return (
     <div className="space-y-6" data-testid="run-view" data-status={run.status}>
-      <RunHeader detail={detail.data} />
+      <RunHeader detail={detail.data} stage={progress?.stage ?? null} groupId={groupId} />
       {detail.data.sandbox?.warning && !isTerminal(run.status) && (
         <Alert data-testid="sandbox-warning">
           <TriangleAlert className="size-4" />
@@ -199,8 +208,9 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
   );
 }
 
-function RunHeader({ detail }: { detail: RunDetail }) {
+function RunHeader({ detail, stage, groupId }: { detail: RunDetail; stage: string | null; groupId: string | null }) {
   const { run, cost } = detail;
+  const approach = approachOf(run.originalRequest);
   const projects = useProjects();
   const project = projects.data?.find((p) => p.id === run.projectId);
   const cancel = useDecision(run.id);
@@ -216,11 +226,17 @@ function RunHeader({ detail }: { detail: RunDetail }) {
           </h1>
           <div className="text-muted-foreground flex flex-wrap items-center gap-x-3 gap-y-1 text-sm">
             <StatusBadge status={run.status} outcome={run.outcome} />
-            <span>stage: {humanize(run.currentStage)}</span>
+            {/* The stage the stage bar shows (from the same events), so the two never disagree. */}
+            <span data-testid="run-stage">stage: {humanize(stage ?? run.currentStage)}</span>
             {project && <span>project: {project.name}</span>}
-            <span>started {formatAge(run.createdAt)} ago</span>
+            <span data-testid="run-started">started <Age iso={run.createdAt} /> ago</span>
             <span data-testid="run-cost">cost {formatUsd(cost.usd)}</span>
             {run.planVersion > 0 && <span>plan v{run.planVersion}</span>}
+            {groupId && (
+              <Link href={`/compare?group=${groupId}`} className="underline" data-testid="run-group-link">
+                {approach ? approachLabel(approach) : "one of several approaches"} · compare the approaches
+              </Link>
+            )}
           </div>
         </div>
         {!isTerminal(run.status) && (
@@ -279,7 +295,8 @@ function RunHeader({ detail }: { detail: RunDetail }) {
           Request
         </summary>
         <div className="border-t px-3 py-2" data-testid="run-request">
-          <Markdown>{run.originalRequest}</Markdown>
+          {/* A request is written by a person, line by line: its line breaks stay (Markdown would join them). */}
+          <Markdown className="[&_p]:whitespace-pre-line">{run.originalRequest}</Markdown>
         </div>
       </details>
       <div className="flex flex-wrap items-center gap-3 text-sm">
@@ -304,53 +321,6 @@ function RunHeader({ detail }: { detail: RunDetail }) {
         {run.merged && !run.pullRequest && <span className="text-emerald-600 dark:text-emerald-400">merged</span>}
       </div>
     </header>
-  );
-}
-
-/**
- * A person's merge decision on a finished run. The run's event stream has ended with the run, so after deciding, the
- * button follows the run's events until the merge is made (the card turns into "merged") or fails (the reason shows).
- */
-function MergeButton({ runId, base }: { runId: string; base: string }) {
-  const merge = useDecision(runId);
-  const queryClient = useQueryClient();
-  const [following, setFollowing] = useState(false);
-  const [failure, setFailure] = useState<string | null>(null);
-  useEffect(() => {
-    if (!following) return;
-    const started = Date.now();
-    const timer = setInterval(async () => {
-      const { events } = await apiGet<{ events: ApiEvent[] }>(`/api/runs/${runId}/events`).catch(() => ({ events: [] as ApiEvent[] }));
-      const last = events.filter((e) => e.type === "MERGE_DECIDED" || e.type === "MERGE_FAILED" || e.type === "PR_MERGED").at(-1);
-      if (last?.type === "PR_MERGED" || last?.type === "MERGE_FAILED" || Date.now() - started > 120_000) {
-        setFollowing(false);
-        if (last?.type === "MERGE_FAILED") setFailure(String(last.payload.reason ?? "the merge could not be made"));
-        await queryClient.invalidateQueries({ queryKey: runKeys.detail(runId) });
-      }
-    }, 1_000);
-    return () => clearInterval(timer);
-  }, [following, runId, queryClient]);
-  return (
-    <div className="space-y-1">
-      <Button
-        size="sm"
-        data-testid="merge-run"
-        disabled={merge.isPending || following}
-        onClick={() => {
-          setFailure(null);
-          merge.mutate({ url: `/api/runs/${runId}/merge`, success: `Merge into ${base} decided` }, { onSuccess: () => setFollowing(true) });
-        }}
-      >
-        <GitMerge className="size-3.5" aria-hidden />
-        {following ? `Merging into ${base}…` : `Merge into ${base}`}
-      </Button>
-      {merge.error && <p className="text-destructive text-xs">{merge.error.message}</p>}
-      {failure && (
-        <p className="text-destructive text-xs" data-testid="merge-failed">
-          Not merged: {failure}
-        </p>
-      )}
-    </div>
   );
 }
 

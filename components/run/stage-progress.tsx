@@ -1,17 +1,13 @@
 "use client";
 
-import { useEffect, useState } from "react";
+import { useNow } from "@/components/layout/client-time";
 import { formatDuration } from "@/lib/dashboard/format";
 import type { StageProgress as Progress } from "@/lib/dashboard/timeline";
 
 /** The running stage: elapsed time (ticking) and task i of n. */
 export function StageProgress({ progress, active }: { progress: Progress; active: boolean }) {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    if (!active) return;
-    const timer = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(timer);
-  }, [active]);
+  // Null on the server and during hydration: the elapsed time is the browser's, shown once mounted.
+  const now = useNow(active ? 1_000 : undefined);
   const task = progress.task;
   const pct = task && task.total > 0 ? Math.round((Math.min(progress.tasksCompleted, task.total) / task.total) * 100) : null;
   return (
@@ -22,7 +18,7 @@ export function StageProgress({ progress, active }: { progress: Progress; active
           {progress.attempt > 1 ? ` · attempt ${progress.attempt}` : ""}
         </span>
         <span className="text-muted-foreground tabular-nums" aria-label="Elapsed time">
-          {formatDuration(Math.max(0, now - Date.parse(progress.startedAt)))}
+          {now === null ? "…" : formatDuration(Math.max(0, now - Date.parse(progress.startedAt)))}
         </span>
       </div>
       {task && (

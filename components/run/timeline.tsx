@@ -2,6 +2,7 @@
 
 import { CheckCircle2, CircleDot, Hourglass, TriangleAlert, XCircle } from "lucide-react";
 import { describeEvent, type ApiEvent, type Tone } from "@/lib/dashboard/timeline";
+import { useNow } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import type { Connection } from "./use-run-events";
 
@@ -28,6 +29,8 @@ const CONNECTION_LABEL: Record<Connection, string> = {
 
 export function Timeline({ events, connection, people = {} }: { events: ApiEvent[]; connection: Connection; people?: Record<string, string> }) {
   const items = events.map((e) => describeEvent(e, people)).reverse();
+  // One clock for the whole list (null until mounted: times are in the browser's locale and zone, not the server's).
+  const mounted = useNow() !== null;
   return (
     <section aria-labelledby="timeline-heading" className="space-y-3" data-testid="timeline" data-connection={connection}>
       <div className="flex items-center justify-between">
@@ -57,8 +60,8 @@ export function Timeline({ events, connection, people = {} }: { events: ApiEvent
                 <div className="min-w-0">
                   <p className="text-sm leading-tight">{item.title}</p>
                   {item.detail && <p className="text-muted-foreground text-xs break-words">{item.detail}</p>}
-                  <time className="text-muted-foreground text-[11px]" dateTime={item.timestamp}>
-                    {new Date(item.timestamp).toLocaleTimeString()}
+                  <time className="text-muted-foreground block text-[11px]" dateTime={item.timestamp}>
+                    {mounted ? new Date(item.timestamp).toLocaleTimeString() : "…"}
                   </time>
                 </div>
               </li>

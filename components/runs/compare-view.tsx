@@ -88,7 +88,7 @@ export function CompareView({ runIds }: { runIds: string[] }) {
       <Alert>
         <AlertTitle>Nothing to compare</AlertTitle>
         <AlertDescription>
-          Start several approaches from the <Link href="/runs/new" className="underline">New run</Link> page, or open /compare?runs=id1,id2.
+          Start several approaches from the <Link href="/runs/new" className="underline">New run</Link> page, or open /compare?group=&lt;group id&gt; (a group&apos;s runs) or /compare?runs=id1,id2 (any runs).
         </AlertDescription>
       </Alert>
     );

@@ -1,6 +1,6 @@
 "use client";
 
-import { Children, type ReactNode } from "react";
+import { Children, isValidElement, type ReactNode } from "react";
 import ReactMarkdown, { type Components } from "react-markdown";
 import remarkGfm from "remark-gfm";
 import { CheckCircle2, Hourglass, XCircle } from "lucide-react";
@@ -33,7 +33,32 @@ function withIcons(children: ReactNode): ReactNode {
   });
 }
 
+/**
+ * A fenced block whose info string is `file:<path>` (how a request hands over a file's content) keeps its path as a
+ * label above the code: react-markdown would only turn it into a class name nobody sees.
+ */
+function fileLabel(children: ReactNode): string | null {
+  const code = Children.toArray(children)[0];
+  if (!isValidElement<{ className?: string }>(code)) return null;
+  const match = /(?:^|\s)language-file:(\S+)/.exec(code.props.className ?? "");
+  return match ? match[1]! : null;
+}
+
 const COMPONENTS: Components = {
+  pre: ({ children, node: _node, ...props }) => {
+    const file = fileLabel(children);
+    if (!file) return <pre {...props}>{children}</pre>;
+    return (
+      <figure className="my-2">
+        <figcaption className="text-muted-foreground mb-1 font-mono text-xs" data-testid="code-file-label">
+          file: {file}
+        </figcaption>
+        <pre {...props} className="!my-0">
+          {children}
+        </pre>
+      </figure>
+    );
+  },
   td: ({ children, node: _node, ...props }) => <td {...props}>{withIcons(children)}</td>,
   li: ({ children, node: _node, ...props }) => <li {...props}>{withIcons(children)}</li>,
   p: ({ children, node: _node, ...props }) => <p {...props}>{withIcons(children)}</p>,

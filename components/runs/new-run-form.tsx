@@ -88,6 +88,8 @@ export function NewRunForm({
   const queryClient = useQueryClient();
   const [projectId, setProjectId] = useState(initialProjectId && projects.some((p) => p.id === initialProjectId) ? initialProjectId : (projects[0]?.id ?? ""));
   const project = projects.find((p) => p.id === projectId);
+  // A local repository has no pull requests: the switch is off and disabled, and the run is started without one.
+  const isLocal = project?.repositoryType === "local";
   const [form, setForm] = useState<FormState>(() => initialState(project, defaults));
   const [request, setRequest] = useState("");
   const [approaches, setApproaches] = useState("1");
@@ -115,7 +117,7 @@ export function NewRunForm({
       validation: num(form.timeoutMinutes.validation),
     },
     limits: { maxConcurrentTasks: num(form.maxConcurrentTasks) },
-    git: { createPR: form.createPR, autoMerge: form.autoMerge, baseBranch: form.baseBranch },
+    git: { createPR: form.createPR && !isLocal, autoMerge: form.autoMerge, baseBranch: form.baseBranch },
   });
 
   const validate = (): Record<string, string> => {
@@ -153,7 +155,7 @@ export function NewRunForm({
       }
       // The approaches start together, in one request and one transaction, under one group id; every approach says
       // which one it is (and its note), so a planner — the demo model too — can take a different route for each.
-      const { runs } = await apiSend<{ groupId: string; runs: Run[] }>("/api/runs", {
+      const { groupId } = await apiSend<{ groupId: string; runs: Run[] }>("/api/runs", {
         projectId,
         request: request.trim(),
         config: config(),
@@ -161,7 +163,8 @@ export function NewRunForm({
         approachNotes: Array.from({ length: variantCount }, (_, i) => variants[i]?.trim() ?? ""),
       });
       await queryClient.invalidateQueries({ queryKey: ["runs"] });
-      router.push(`/compare?runs=${runs.map((r) => r.id).join(",")}`);
+      // The group's own address (as the README documents it), so the comparison can be found again from any run of it.
+      router.push(`/compare?group=${groupId}`);
     } catch (error) {
       setServerError(error instanceof Error ? error.message : String(error));
       setSubmitting(false);
@@ -327,11 +330,12 @@ export function NewRunForm({
                 </div>
               );
             })}
-            <div className="grid grid-cols-3 gap-2">
+            <fieldset className="grid grid-cols-3 items-end gap-2" data-testid="time-limits">
+              <legend className="mb-2 text-sm font-medium">Time limits (minutes)</legend>
               {TIMEOUTS.map(({ key, label }) => (
-                <div key={key} className="grid content-start gap-2">
-                  <Label htmlFor={fieldId(`timeoutMinutes.${key}`)} className="text-xs">
-                    {label} (min)
+                <div key={key} className="grid min-w-0 gap-1.5">
+                  <Label htmlFor={fieldId(`timeoutMinutes.${key}`)} className="text-muted-foreground text-xs font-normal whitespace-nowrap" title={`${label} time limit, in minutes`}>
+                    {label}
                   </Label>
                   <Input
                     id={fieldId(`timeoutMinutes.${key}`)}
@@ -343,7 +347,7 @@ export function NewRunForm({
                   />
                 </div>
               ))}
-            </div>
+            </fieldset>
             {TIMEOUTS.map(({ key }) => err(`timeoutMinutes.${key}`))}
             <div className="grid gap-2">
               <Label htmlFor={fieldId("limits.maxConcurrentTasks")}>Tasks at the same time</Label>
@@ -371,15 +375,18 @@ export function NewRunForm({
           </CardHeader>
           <CardContent className="space-y-4">
             <div className="flex items-center justify-between gap-2">
-              <Label htmlFor="git-createPR">Open a pull request</Label>
+              <Label htmlFor="git-createPR" className={isLocal ? "text-muted-foreground" : undefined}>
+                Open a pull request
+              </Label>
               <Switch
                 id="git-createPR"
-                checked={form.createPR}
+                checked={form.createPR && !isLocal}
+                disabled={isLocal}
                 onCheckedChange={(v) => setForm((f) => ({ ...f, createPR: v }))}
-                aria-describedby={project?.repositoryType === "local" ? "git-createPR-help" : undefined}
+                aria-describedby={isLocal ? "git-createPR-help" : undefined}
               />
             </div>
-            {project?.repositoryType === "local" && (
+            {isLocal && project && (
               <p id="git-createPR-help" className="text-muted-foreground -mt-2 text-xs" data-testid="create-pr-help">
                 {project.name} is a local repository: there is no pull request to open. The work stays on the run&apos;s branch
                 {form.autoMerge ? " and is squash-merged into the base branch when validation passes." : " for you to merge (the finished run shows the command)."}

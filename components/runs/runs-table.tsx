@@ -13,7 +13,9 @@ import { Select, SelectContent, SelectItem, SelectTrigger, SelectValue } from "@
 import { Skeleton } from "@/components/ui/skeleton";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
 import { isRunFilter, RUN_FILTER_KEYS, RUN_FILTERS, runsQuery, type RunFilter } from "@/lib/dashboard/filters";
-import { formatAge, formatUsd, humanize } from "@/lib/dashboard/format";
+import { formatUsd, humanize } from "@/lib/dashboard/format";
+import { approachLabel, approachOf } from "@/lib/runs/approach";
+import { Age } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import { apiGet, runKeys, type Run, type RunCost } from "./api";
 import { StatusBadge } from "./status-badge";
@@ -182,24 +184,33 @@ export function RunsTable() {
                 </TableRow>
               </TableHeader>
               <TableBody>
-                {rows.map((run) => (
+                {rows.map((run) => {
+                  // The approaches of one "explore N" request share a title: each row says which approach it is.
+                  const approach = approachOf(run.originalRequest);
+                  return (
                   <TableRow key={run.id} data-testid="run-row" data-run-id={run.id}>
                     <TableCell className="max-w-[16rem] truncate md:max-w-md">
                       <Link href={`/runs/${run.id}`} className="hover:underline focus-visible:underline" title={run.title} data-testid="run-title">
                         {run.title}
                       </Link>
+                      {approach && (
+                        <span className="text-muted-foreground ml-2 text-xs" data-testid="run-approach">
+                          {approachLabel(approach)}
+                        </span>
+                      )}
                     </TableCell>
                     <TableCell>
                       <StatusBadge status={run.status} outcome={run.outcome} />
                     </TableCell>
                     <TableCell className="text-muted-foreground hidden md:table-cell">{humanize(run.currentStage)}</TableCell>
                     <TableCell className="text-muted-foreground hidden max-w-[10rem] truncate md:table-cell">{projectName(run.projectId)}</TableCell>
-                    <TableCell className="text-muted-foreground text-right tabular-nums">{formatAge(run.createdAt)}</TableCell>
+                    <TableCell className="text-muted-foreground text-right tabular-nums"><Age iso={run.createdAt} tickMs={5_000} /></TableCell>
                     <TableCell className="text-muted-foreground hidden text-right tabular-nums sm:table-cell" data-testid="run-cost">
                       {costs.data?.[run.id] ? formatUsd(costs.data[run.id]!.usd) : "—"}
                     </TableCell>
                   </TableRow>
-                ))}
+                  );
+                })}
               </TableBody>
             </Table>
           </div>

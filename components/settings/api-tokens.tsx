@@ -6,6 +6,7 @@ import { Card, CardContent, CardDescription, CardHeader, CardTitle } from "@/com
 import { Input } from "@/components/ui/input";
 import { Label } from "@/components/ui/label";
 import { Table, TableBody, TableCell, TableHead, TableHeader, TableRow } from "@/components/ui/table";
+import { LocalTime } from "@/components/layout/client-time";
 
 type Token = { id: string; name: string; prefix: string; createdAt: string; revokedAt: string | null };
 
@@ -80,9 +81,12 @@ export function ApiTokens() {
         {created ? (
           <div role="status" className="rounded-md border p-3 text-sm" data-testid="new-token">
             <p className="font-medium">Copy “{created.name}” now — it will not be shown again:</p>
-            <code className="mt-2 block break-all select-all" data-testid="new-token-value">
-              {created.token}
-            </code>
+            <div className="mt-2 flex items-start gap-2">
+              <code className="bg-muted block flex-1 rounded px-2 py-1 break-all select-all" data-testid="new-token-value">
+                {created.token}
+              </code>
+              <CopyButton text={created.token} />
+            </div>
           </div>
         ) : null}
         {error ? (
@@ -106,7 +110,9 @@ export function ApiTokens() {
                 <TableCell>
                   <code>{t.prefix}…</code>
                 </TableCell>
-                <TableCell>{new Date(t.createdAt).toLocaleString()}</TableCell>
+                <TableCell>
+                  <LocalTime iso={t.createdAt} />
+                </TableCell>
                 <TableCell className="text-right">
                   {t.revokedAt ? (
                     <span className="text-muted-foreground text-sm">revoked</span>
@@ -129,5 +135,28 @@ export function ApiTokens() {
         </Table>
       </CardContent>
     </Card>
+  );
+}
+
+/** Copies the new token; says so (or that the browser refused, e.g. without clipboard permission: select it instead). */
+function CopyButton({ text }: { text: string }) {
+  const [state, setState] = useState<"idle" | "copied" | "failed">("idle");
+  return (
+    <Button
+      type="button"
+      variant="outline"
+      size="sm"
+      data-testid="copy-token"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+          setState("copied");
+        } catch {
+          setState("failed");
+        }
+      }}
+    >
+      {state === "copied" ? "Copied" : state === "failed" ? "Copy failed: select it" : "Copy"}
+    </Button>
   );
 }

@@ -12,7 +12,7 @@ const SECRET_SHAPES: Array<[string, string]> = [
   ["GitHub token", "(gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})"],
   ["AWS access key", "(AKIA|ASIA)[0-9A-Z]{16}"],
   ["Google API key", "AIza[0-9A-Za-z_-]{35}"],
-  ["Gatehouse API token", "gh_pat_[A-Za-z0-9_-]{32}"],
+  ["Gatehouse API token", "(gatehouse_api_|gh_pat_)[A-Za-z0-9_-]{32}"],
 ];
 
 export type CommittedSecretFinding = { file: string; what: string };

@@ -6,7 +6,10 @@ import { newId } from "@/lib/ids";
 import { redact } from "@/lib/redact";
 import { sha256 } from "./secret";
 
-export const API_TOKEN_PREFIX = "gh_pat_";
+/** New tokens: a prefix that names Gatehouse (the old `gh_pat_` read as a GitHub token). */
+export const API_TOKEN_PREFIX = "gatehouse_api_";
+/** Tokens created before the prefix changed keep working until revoked. */
+export const LEGACY_API_TOKEN_PREFIXES = ["gh_pat_"] as const;
 
 /** Create an API token: the token is returned once; only its SHA-256 is stored. */
 export async function createApiToken({ userId, name }: { userId: string; name: string }) {
@@ -15,7 +18,7 @@ export async function createApiToken({ userId, name }: { userId: string; name: s
   // A name is free text: a key pasted into it is redacted before it is stored (issue #29.7).
   const stored = redact(name);
   await write(async (tx) => {
-    await tx.insert(apiTokens).values({ id, userId, name: stored, tokenHash: sha256(token), prefix: token.slice(0, 12) });
+    await tx.insert(apiTokens).values({ id, userId, name: stored, tokenHash: sha256(token), prefix: token.slice(0, API_TOKEN_PREFIX.length + 4) });
   });
   return { id, token, name: stored };
 }
@@ -33,7 +36,8 @@ export async function revokeApiToken({ id, userId }: { id: string; userId: strin
 
 /** The user id behind a live (not revoked) token, or null. */
 export async function resolveApiToken(token: string): Promise<string | null> {
-  if (!token.startsWith(API_TOKEN_PREFIX) || token.length > 200) return null;
+  const known = [API_TOKEN_PREFIX, ...LEGACY_API_TOKEN_PREFIXES].some((prefix) => token.startsWith(prefix));
+  if (!known || token.length > 200) return null;
   const db = await getDb();
   const row = await db.query.apiTokens.findFirst({
     where: and(eq(apiTokens.tokenHash, sha256(token)), isNull(apiTokens.revokedAt)),

@@ -33,3 +33,18 @@ export function formatTokens(n: number): string {
 export function humanize(value: string | null | undefined): string {
   return value ? value.replaceAll("_", " ") : "—";
 }
+
+/**
+ * A settings object as readable lines, one per leaf: `trustMode.planning` → "manual", lists joined with commas,
+ * nested objects flattened with dots. An empty object has no lines (the caller says "defaults").
+ */
+export function settingLines(value: Record<string, unknown>, prefix = ""): Array<{ key: string; value: string }> {
+  const lines: Array<{ key: string; value: string }> = [];
+  for (const [k, v] of Object.entries(value)) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (v && typeof v === "object" && !Array.isArray(v)) lines.push(...settingLines(v as Record<string, unknown>, key));
+    else if (Array.isArray(v)) lines.push({ key, value: v.map((x) => (typeof x === "object" ? JSON.stringify(x) : String(x))).join(", ") || "none" });
+    else lines.push({ key, value: v === null ? "none" : typeof v === "boolean" ? (v ? "on" : "off") : String(v) });
+  }
+  return lines;
+}

@@ -27,6 +27,11 @@ describe("timeline", () => {
     expect(merged.map((e) => e.sequence)).toEqual([a[0]!.sequence, a[1]!.sequence, b[0]!.sequence, b[1]!.sequence]);
   });
 
+  it("names a merge's commit by its short id, not the full 40 characters", () => {
+    const sha = "1d42237c9a0b8e1f2a3b4c5d6e7f8091a2b3c4d5";
+    expect(describeEvent(ev("PR_MERGED", { sha, by: "usr_1" }), { usr_1: "Owner" })).toMatchObject({ title: "Merged", detail: "by Owner — commit 1d42237" });
+  });
+
   it("shows a run's set-up notes (a default model replaced for lack of its key) on its creation", () => {
     const note = 'The project\'s default modelRouting.planner: "deepseek:deepseek-reasoner" uses DeepSeek, which is not configured: set DEEPSEEK_API_KEY. The planner uses demo:default instead.';
     expect(describeEvent(ev("RUN_CREATED", { notes: [note] }))).toMatchObject({ title: "Run created, with notes", detail: note, tone: "warning" });

@@ -213,7 +213,8 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       return item(`Pull request #${p(event, "PR_UPDATED").number ?? "?"} updated`, "info");
     case "PR_MERGED": {
       const { sha, by } = p(event, "PR_MERGED");
-      return item("Merged", "success", [by ? `by ${name(by)}` : null, sha].filter(Boolean).join(" — ") || undefined);
+      // A commit as git shows it in one line: its first 7 characters, not the 40 of the full id.
+      return item("Merged", "success", [by ? `by ${name(by)}` : null, sha ? `commit ${String(sha).slice(0, 7)}` : null].filter(Boolean).join(" — ") || undefined);
     }
     case "MERGE_DECIDED": {
       const { by, notes } = p(event, "MERGE_DECIDED");

@@ -50,7 +50,7 @@ export async function resolveLocalRepository(input: string): Promise<string> {
   const refused = () =>
     new AppError(
       "bad_request:project",
-      `repository.path must be an existing git repository ${root ? `inside ${root}` : "on this server"} (not Gatehouse's own checkout or data directory).`,
+      `The path on the server must be an existing git repository ${root ? `inside ${root}` : "on this server"} (not Gatehouse's own checkout or data directory).`,
     );
   // realpath follows every symlink and drops "..", "." and magic links such as /proc/self/root.
   const real = await fs.realpath(input).catch(() => null);

@@ -9,6 +9,7 @@ import { RUN_STATUSES, TERMINAL_STATUSES } from "@/lib/workflow/types";
 import { eventTypeIn } from "@/lib/db/event-store";
 import { mayDecideEscalated } from "./deadlines";
 import { runTitle } from "./title";
+import { inboxDecision } from "./inbox-decision";
 
 /*
  * The per-person inbox: the open gates and clarification questions a person may decide, across all their projects.
@@ -39,6 +40,8 @@ export type InboxItem = {
   done: boolean;
   /** Why it is done: someone decided it (or its run ended), or this person marked it done; null while open. */
   doneReason: "decided" | "marked" | null;
+  /** What was decided, in words ("Approved", "Answered: French", "Not decided: the run was cancelled"); null while open. */
+  decision: string | null;
   /** Where to decide it: the run page, at the gate's or the question's card. */
   link: string;
   /** When the decision is due (config.deadlines, fixed when it opened); null without a deadline. */
@@ -85,6 +88,8 @@ type Row = {
   id: string;
   gateKind: GateKind | null;
   status: string;
+  decision: string | null;
+  response: unknown;
   question: string | null;
   createdAt: Date;
   runId: string;
@@ -138,6 +143,8 @@ function sources(userId: string) {
         id: gates.id,
         gateKind: gates.kind,
         status: gates.status,
+        decision: gates.decision,
+        response: sql<unknown>`null`,
         question: sql<string | null>`json_extract(${gates.context}, '$.question')`,
         createdAt: gates.createdAt,
         deadlineAt: requestedDeadline("APPROVAL_REQUESTED", "gateId", gates.id),
@@ -155,6 +162,8 @@ function sources(userId: string) {
         id: clarificationRequests.id,
         gateKind: sql<GateKind | null>`null`,
         status: clarificationRequests.status,
+        decision: sql<string | null>`null`,
+        response: clarificationRequests.response,
         question: clarificationRequests.question,
         createdAt: clarificationRequests.createdAt,
         deadlineAt: requestedDeadline("CLARIFICATION_REQUESTED", "clarificationId", clarificationRequests.id),
@@ -229,6 +238,7 @@ function toItem(kind: InboxItemKind, row: Row): InboxItem {
     read: row.readAt !== null || done,
     done,
     doneReason: decided ? "decided" : row.doneAt ? "marked" : null,
+    decision: decided ? inboxDecision({ kind, gateKind: row.gateKind, status: row.status, decision: row.decision, response: row.response, runStatus: row.runStatus }) : null,
     link: `/runs/${row.runId}#${anchor}`,
     deadline: typeof row.deadlineAt === "number" ? new Date(row.deadlineAt).toISOString() : null,
     escalated: Boolean(row.escalated),

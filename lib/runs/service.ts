@@ -20,6 +20,7 @@ import { costBreakdownForRun } from "./costs";
 import { estimateReport } from "./estimate";
 import { toRunDto } from "./dto";
 import { instructionsOfRun } from "./instructions";
+import { approachRequest } from "./approach";
 import { routingForNewRun, routingWithFallbacks, type StageRouting } from "./routing";
 
 type NewRun = {
@@ -92,8 +93,7 @@ export async function startApproaches({ approaches, approachNotes = [], ...input
   const runs = await write(async (tx) => {
     const created = [];
     for (let i = 1; i <= approaches; i++) {
-      const note = approachNotes[i - 1]?.trim();
-      const request = `${input.request}\n\nApproach ${i}${note ? `: ${note}` : ` of ${approaches}`}`;
+      const request = approachRequest({ request: input.request, index: i, of: approaches, note: approachNotes[i - 1] });
       created.push(await createRun({ projectId: input.projectId, userId: input.user.id, request, config, notes, groupId, tx }));
     }
     return created;

@@ -81,7 +81,8 @@ describe("API tokens", () => {
     const created = await call(tokensRoute.POST, { method: "POST", headers: user.headers, body: { name: "ci" } });
     expect(created.status).toBe(201);
     const token = created.json.token as string;
-    expect(token).toMatch(/^gh_pat_/);
+    // A prefix that names Gatehouse, not one that reads as a GitHub token (gh_pat_).
+    expect(token).toMatch(/^gatehouse_api_[A-Za-z0-9_-]{32}$/);
 
     const db = await getDb();
     const rows = await db.select().from(apiTokens);
@@ -100,6 +101,16 @@ describe("API tokens", () => {
     const revoked = await call(tokenRoute.DELETE, { method: "DELETE", headers: bearer(token), params: { id: created.json.id } });
     expect(revoked.status).toBe(204);
     expect((await call(tokensRoute.GET, { headers: bearer(token) })).status).toBe(401);
+  });
+
+  it("a token made before the prefix changed (gh_pat_…) keeps working", async () => {
+    const user = await makeUser("Old scripter");
+    const old = `gh_pat_${"o".repeat(32)}`;
+    const db = await getDb();
+    await db.insert(apiTokens).values({ id: "tok_legacy_prefix", userId: user.id, name: "old", tokenHash: sha256(old), prefix: old.slice(0, 12) });
+    const list = await call(tokensRoute.GET, { headers: bearer(old) });
+    expect(list.status).toBe(200);
+    expect(list.json.tokens.map((t: { name: string }) => t.name)).toContain("old");
   });
 
   it("refuses a token without a name with a 400 naming the field", async () => {

@@ -224,7 +224,7 @@ describe("where a local path may point", () => {
     }
     for (const answer of answers) expect(answer).toEqual(answers[0]);
     expect(answers[0].error.message).toBe(
-      `repository.path must be an existing git repository inside ${fs.realpathSync(root)} (not Gatehouse's own checkout or data directory).`,
+      `The path on the server must be an existing git repository inside ${fs.realpathSync(root)} (not Gatehouse's own checkout or data directory).`,
     );
     expect((await bind(OWNER, { type: "local", path: inside })).status).toBe(201);
   });

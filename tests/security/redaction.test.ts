@@ -71,6 +71,8 @@ describe("finding 2: redaction of configured secrets and key shapes", () => {
     const j = (...parts: string[]) => parts.join("");
     const shapes: Record<string, string> = {
       "gatehouse-token": j("gh", "_pat_", "abcdefghijklmnop0123"),
+      // The API token prefix since issue 32 (gh_pat_ read as a GitHub token); both are Gatehouse's.
+      "gatehouse-api-token": j("gatehouse", "_api_", "abcdefghijklmnop0123"),
       "google-key": j("AI", "za", "SyA1234567890abcdefghijklmnopqrstuv"),
       "aws-key": j("AS", "IA", "IOSFODNN7EXAMPLE"),
       "slack-token": j("xo", "xb-", "1234567890-abcdef"),
