@@ -58,7 +58,9 @@ async function lockDatabase(): Promise<{ release: () => Promise<void> }> {
 it("locked for 15 s mid-implementation: refused writes are retried, the run resumes and completes; no partial rows, no event lost or doubled", { timeout: 240_000 }, async () => {
   const { project, repo } = await newProject(user);
   const request = ["Database away", "", ...[0, 1, 2].map((i) => fileBlock(`src/f${i}.txt`, `content ${i}`))].join("\n");
-  const run = await launch(user, project.id, request, { trustMode: { planning: "auto" } });
+  // One session doing the tasks in order (limits.maxConcurrentTasks 1): the lock lands mid-implementation as this
+  // test times it (parallel tasks under a locked database are not covered here).
+  const run = await launch(user, project.id, request, { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks: 1 } });
   await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start");
   const lock = await lockDatabase();
   const lockedAt = Date.now();
