@@ -168,6 +168,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_STARTED":
     case "TASK_COMPLETED":
     case "SECRET_WITHHELD":
+    case "SCOPE_REVERTED":
     case "POLICY_REFUSED":
     case "TASK_PROGRESS":
     case "TASK_TRIAGED":
