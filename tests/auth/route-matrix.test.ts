@@ -34,6 +34,10 @@ const USER_SCOPED = new Set([
   "GET /api/me/notifications",
   "PUT /api/me/notifications/[channel]",
   "DELETE /api/me/notifications/[channel]",
+  // The caller's own chat accounts (linking codes); someone else's link id answers 404 (tests/chat/link.test.ts).
+  "GET /api/me/chat-links",
+  "POST /api/me/chat-links",
+  "DELETE /api/me/chat-links/[id]",
 ]);
 
 /**

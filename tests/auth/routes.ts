@@ -19,6 +19,9 @@ export const PUBLIC_ROUTES: Record<string, string> = {
   "app/api/inngest/route.ts": "Inngest serve endpoint: the SDK runs in signed mode and verifies X-Inngest-Signature (embedded: the signing key made from the executor key; Inngest: INNGEST_SIGNING_KEY)",
   "app/e/[key]/route.ts": "Inngest event ingestion for the embedded executor, keyed by the event key in the path",
   "app/api/github/webhook/route.ts": "GitHub App webhooks, verified by HMAC with GITHUB_APP_WEBHOOK_SECRET",
+  "app/api/slack/commands/route.ts": "Slack slash commands: verified by Slack's v0 signature (HMAC-SHA256 with SLACK_SIGNING_SECRET, timestamps over 5 minutes refused); a chat account acts only as the user it is linked to, under that user's roles",
+  "app/api/slack/interactions/route.ts": "Slack button presses and modals: verified by Slack's v0 signature; a press acts only as the linked user, under that user's roles",
+  "app/api/telegram/webhook/[channelId]/route.ts": "Telegram updates for a project's bot: verified by X-Telegram-Bot-Api-Secret-Token (derived per channel); a press acts only as the linked user, under that user's roles",
   "app/v1/checkpoint/[runId]/async/route.ts": "Inngest's checkpoint API for the embedded executor: the app authenticates with the executor key as its bearer",
 };
 
@@ -67,6 +70,9 @@ export function paramValue(previous: string, name: string, w: World): { value: s
   if (previous === "notifications" && name === "kind") return { value: "webhook", project: true };
   if (previous === "deliveries" && name === "deliveryId") return { value: w.deliveryId, project: true };
   if (previous === "notifications" && name === "channel") return { value: "email", project: false };
+  // The caller's own chat link (someone else's id answers 404); a project's Telegram channel (a public route).
+  if (previous === "chat-links" && name === "id") return { value: "chatlink_matrix", project: false };
+  if (previous === "webhook" && name === "channelId") return { value: "channel_matrix", project: true };
   // A project's MCP server, by name.
   if (previous === "mcp-servers" && name === "name") return { value: "matrix", project: true };
   throw new Error(`No fixture for the route parameter [${name}] after /${previous}/: add one to paramValue() in ${"tests/auth/routes.ts"}`);

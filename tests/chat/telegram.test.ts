@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { POST as webhook } from "@/app/api/telegram/webhook/[channelId]/route";
-import { POST as registerWebhook } from "@/app/api/projects/[id]/notifications/[kind]/webhook/route";
+import { POST as registerWebhook } from "@/app/api/projects/[id]/notifications/telegram/webhook/route";
 import { createLinkCode } from "@/lib/chat/link";
 import { telegramSecretToken } from "@/lib/chat/telegram";
 import { getDb, write } from "@/lib/db";
@@ -128,7 +128,7 @@ describe("the Telegram webhook is verified", () => {
     process.env.GATEHOUSE_PUBLIC_URL = "https://gatehouse.example.com";
     resetEnvCache();
     try {
-      const registered = await call(registerWebhook, { method: "POST", path: "/x", params: { id: w.project.id, kind: "telegram" }, headers: ADMIN });
+      const registered = await call(registerWebhook, { method: "POST", path: "/x", params: { id: w.project.id }, headers: ADMIN });
       expect(registered.status).toBe(200);
       const set = telegram.requests.filter((r) => r.path.endsWith("/setWebhook")).at(-1)!;
       expect(JSON.parse(set.body)).toMatchObject({ url: `https://gatehouse.example.com/api/telegram/webhook/${channelId}`, secret_token: telegramSecretToken(channelId) });

@@ -100,9 +100,12 @@ async function finish(runId: string) {
       await decideFix({ user: h.user, runId, input: { gateId: gate.id, decision: "accept" } });
       await announceDecision({ event: gateDecided.create({ runId, gateId: gate.id, decision: "accept" }), key: decisionKey.gate(gate.id) });
     } else {
-      // The policy asks before a risky command (a delete outside the plan's scope, such as `rm -f .git`). A person
-      // approving it must not open the sandbox either, so the corpus approves every such gate.
-      expect(gate.kind).toBe("policy");
+      // The policy asks before a risky command (a delete outside the plan's scope, such as `rm -f .git`), and the
+      // validator sends the corpus's files outside the plan's scope to a plan gate about scope. A person approving
+      // either must not open the sandbox, so the corpus approves every such gate (the wider scope is delivered, so
+      // delivery's host git meets the planted metadata too).
+      if (gate.kind === "plan") expect(gate.context).toMatchObject({ scope: { files: expect.any(Array) } });
+      else expect(gate.kind).toBe("policy");
       await approveGate({ user: h.user, runId, input: { gateId: gate.id } });
       await announceDecision({ event: gateDecided.create({ runId, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     }

@@ -22,6 +22,8 @@ const PLANTED = [SECRET, FAKE.openai, FAKE.github, "test-admin-token-0123456789"
 // Routes must be known when the tests are collected; env first (tests/setup.ts gave this file its own database).
 process.env.GITHUB_APP_CLIENT_SECRET = SECRET;
 process.env.GITHUB_APP_WEBHOOK_SECRET = "fuzz-webhook-secret-0123456789";
+// Slack configured, so its routes verify (and refuse) the hostile requests rather than answer 503 "not configured".
+process.env.SLACK_SIGNING_SECRET = "fuzz-slack-signing-secret-0123456789";
 for (const name of ["GATEHOUSE_RATE_LIMIT_RUNS", "GATEHOUSE_RATE_LIMIT_DECISIONS", "GATEHOUSE_RATE_LIMIT_CREATIONS"]) {
   process.env[name] = "1000000";
 }
