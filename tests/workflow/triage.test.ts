@@ -14,8 +14,10 @@ afterAll(async () => {
   await h.close();
 });
 
+// The demo implementer writes a line naming the task into each of its Files: (issue #31 item 7), so T1's title says
+// "hello": a task implemented anyway still passes its own check.
 const TASKS = [
-  "- [ ] T1: Write the greeting",
+  "- [ ] T1: Write the hello greeting",
   "  Files: greet.txt",
   "  Check: grep -q hello greet.txt",
   "- [ ] T2: Write the farewell (after T1)",
@@ -53,7 +55,7 @@ describe("triage", () => {
     expect(completed(events)).toEqual(["T2", "T3"]);
     expect(events.some((e) => e.type === "TASK_STARTED" && (e.payload as { taskId: string }).taskId === "T1")).toBe(false);
     // Its box is checked on the branch all the same, and validation's dependency-order check counts it as first.
-    expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toContain("- [x] T1: Write the greeting");
+    expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toContain("- [x] T1: Write the hello greeting");
     expect(git(repo, "log", "--format=%s", run.branch!)).toContain(`.autonomous/tasks.md: T1 done (run ${run.id})`);
     expect(events.find((e) => e.type === "VALIDATION_PASSED")).toBeTruthy();
   });
