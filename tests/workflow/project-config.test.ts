@@ -52,7 +52,7 @@ describe("repository config (.autonomous/config.json)", () => {
     const run = await launch(
       h.user,
       project.id,
-      "Exclude some paths\n[run: mkdir -p secrets && echo key > secrets/key.txt && echo noise > build.log && echo ok > kept.txt]\n[fail-validation: 1]",
+      "Exclude some paths\n[run: mkdir -p secrets && echo key > secrets/key.txt && echo noise > build.log && echo ok > kept.txt]\n[scope: kept.txt]\n[fail-validation: 1]",
       { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } },
     );
     await waitForStatus(run.id, ["awaiting_fix_decision"], 120_000);
@@ -124,7 +124,7 @@ describe("repository config (.autonomous/config.json)", () => {
     const run = await launch(
       h.user,
       project.id,
-      "Write some build output\n[run: mkdir -p node_modules/a sub/node_modules && echo x > node_modules/a/f.js && echo y > sub/node_modules/g.js && echo S=1 > .env && echo noise > build.log && echo ok > kept.txt]",
+      "Write some build output\n[run: mkdir -p node_modules/a sub/node_modules && echo x > node_modules/a/f.js && echo y > sub/node_modules/g.js && echo S=1 > .env && echo noise > build.log && echo ok > kept.txt]\n[scope: kept.txt]",
       { trustMode: { planning: "auto", implementation: "auto", fixes: "auto" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } },
     );
     // Wherever the run comes to rest (the demo validator may ask for a fix decision), its implementation is committed.
@@ -162,14 +162,14 @@ describe("repository config (.autonomous/config.json)", () => {
     const config = { trustMode: { planning: "auto", fixes: "manual" }, modelRouting: { planner: "demo:default", implementer: "demo:default", validator: "demo:default" } };
     try {
       const closed = await newProject(h.user);
-      const a = await launch(h.user, closed.project.id, `No network\n${probe}`, config);
+      const a = await launch(h.user, closed.project.id, `No network\n${probe}\n[scope: out/]`, config);
       await waitForStatus(a.id, ["completed", "awaiting_fix_decision"]);
       expect(git(closed.repo, "show", `${a.branch}:out/net.txt`)).toMatch(/ERR/);
       expect(connections).toBe(0);
 
       const open = await newProject(h.user);
       withConfigFile(open.repo, { sandbox: { allowInternet: true } });
-      const b = await launch(h.user, open.project.id, `Network allowed\n${probe}`, config);
+      const b = await launch(h.user, open.project.id, `Network allowed\n${probe}\n[scope: out/]`, config);
       await waitForStatus(b.id, ["completed", "awaiting_fix_decision"]);
       expect(git(open.repo, "show", `${b.branch}:out/net.txt`)).toContain("GOT hello");
       expect(connections).toBe(1);
