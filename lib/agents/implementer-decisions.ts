@@ -33,6 +33,21 @@ export function applyPolicyDecision(
 }
 
 /**
+ * A plan gate's decision on a plan drafted mid-implementation (a re-plan, or a question sent back to planning): the
+ * person's note, whether a new plan was approved, and the todos to go on with (the new plan's, a todo already done
+ * staying done; else the current ones).
+ */
+function afterPlanDecision(state: ImplementerState, decision: { approved: boolean; plan: Plan | null; notes: string | null }) {
+  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
+  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
+  const approved = decision.approved && decision.plan;
+  const todos: Todo[] = approved
+    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
+    : state.todos;
+  return { note, approved, todos, done };
+}
+
+/**
  * The plan gate's decision on the implementer's re-plan, as the propose_replan call's result. Approved: the new plan
  * replaces the todos (a todo already done stays done) and is shown to the model. Refused (or not drafted): it goes on
  * with the approved plan.
@@ -43,12 +58,7 @@ export function applyReplanDecision(
 ): ImplementerState {
   const pending = state.pendingReplan;
   if (!pending) return state;
-  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
-  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
-  const approved = decision.approved && decision.plan;
-  const todos: Todo[] = approved
-    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
-    : state.todos;
+  const { note, approved, todos, done } = afterPlanDecision(state, decision);
   const text = approved
     ? `The re-plan was approved. Work from this plan now; your todos are: ${todos.map((t) => `${t.id} (${t.status})`).join(", ")}.${note}\n\n${describePlan(decision.plan!)}`
     : `The re-plan was not approved. Go on with the approved plan.${note}`;
@@ -157,12 +167,7 @@ export function applySentBackDecision(
 ): ImplementerState {
   const pending = state.pendingClarification;
   if (!pending) return state;
-  const note = decision.notes?.trim() ? ` Note: ${redact(decision.notes.trim())}` : "";
-  const done = new Set(state.todos.filter((t) => t.status === "done").map((t) => t.id));
-  const approved = decision.approved && decision.plan;
-  const todos: Todo[] = approved
-    ? decision.plan!.tasks.map((t) => ({ id: t.id, title: t.title, status: done.has(t.id) ? "done" : "pending" }))
-    : state.todos;
+  const { note, approved, todos } = afterPlanDecision(state, decision);
   const answer = approved
     ? `A person sent this question back to planning instead of answering it, and the new plan (drafted with the question) was approved. Work from it now; your todos are: ${todos.map((t) => `${t.id} (${t.status})`).join(", ")}.${note}`
     : `A person sent this question back to planning, and no new plan was approved.${note} Go on with the approved plan: proceed with your best judgement, and state the assumption you made in your summary.`;
