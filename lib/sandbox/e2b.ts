@@ -6,7 +6,21 @@ import { git, gitEnv, SAFE_CONFIG } from "@/lib/git/run";
 import { randomUUID } from "node:crypto";
 import { LocalSandbox, lostCommand, sanitizeEnv } from "./local";
 import { DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_TIMEOUT_MS } from "./process";
-import { PathEscapeError, type DetachedStatus, type ExecOptions, type ExecResult, type FileEntry, type Sandbox } from "./types";
+import {
+  PathEscapeError,
+  type DetachedStatus,
+  type ExecOptions,
+  type ExecResult,
+  type FileEntry,
+  type Sandbox,
+  type StdioProcess,
+  type StdioProcessOptions,
+} from "./types";
+
+export type E2BRunOptions = { cwd?: string; envs?: Record<string, string>; timeoutMs?: number };
+export type E2BCommandResult = { exitCode: number; stdout: string; stderr: string };
+/** The slice of e2b's CommandHandle we use: `wait()` throws a CommandExitError (with `exitCode`) for a non-zero exit. */
+export type E2BCommandHandle = { pid: number; wait(): Promise<E2BCommandResult>; kill(): Promise<boolean> };
 
 /** The slice of @e2b/code-interpreter we use, so tests can substitute a fake without the network. */
 export type E2BRemote = {
@@ -16,13 +30,18 @@ export type E2BRemote = {
     read(path: string): Promise<string>;
   };
   commands: {
-    run(
-      cmd: string,
-      opts: { cwd?: string; envs?: Record<string, string>; timeoutMs?: number },
-    ): Promise<{ exitCode: number; stdout: string; stderr: string }>;
+    run(cmd: string, opts: E2BRunOptions & { background?: false }): Promise<E2BCommandResult>;
+    /** A background command (e2b's `CommandHandle`): started, not awaited; `stdin: true` keeps its stdin open. */
+    run(cmd: string, opts: E2BRunOptions & { background: true; stdin?: boolean; onStdout?: (data: string) => void; onStderr?: (data: string) => void }): Promise<E2BCommandHandle>;
+    /** Send data to a command started with `stdin: true`. */
+    sendStdin(pid: number, data: string): Promise<void>;
   };
   kill(): Promise<unknown>;
 };
+
+/** Compile-time proof that the real SDK's sandbox has the shape of this slice (a change in e2b's types fails typecheck). */
+type FitsE2BRemote<T extends E2BRemote> = T;
+export type E2BSdkSandboxFits = FitsE2BRemote<import("@e2b/code-interpreter").Sandbox>;
 
 export type E2BCreateOptions = {
   apiKey: string;
@@ -164,7 +183,7 @@ export class E2BSandbox implements Sandbox {
     );
   }
 
-  private async sh(script: string, opts: { cwd?: string; envs?: Record<string, string>; timeoutMs?: number } = {}) {
+  private async sh(script: string, opts: E2BRunOptions = {}) {
     try {
       return await this.remote.commands.run(script, opts);
     } catch (error) {
@@ -233,6 +252,49 @@ export class E2BSandbox implements Sandbox {
       }
       throw error;
     }
+  };
+
+  /**
+   * A long-lived process (a stdio MCP server) in the remote sandbox: a background command with its stdin kept open,
+   * `exec`'d so that killing the command kills the program itself. It runs as exec's commands do — inside the
+   * workspace, with the sanitized environment, under the sandbox's network rule (set when the sandbox was created) — and
+   * E2B kills it at `timeoutMs`.
+   */
+  stdioProcess = async (command: string, args: string[], options: StdioProcessOptions): Promise<StdioProcess> => {
+    if (typeof command !== "string" || command === "" || !Array.isArray(args)) {
+      throw new AppError("bad_request:sandbox", "exec needs a program name and an argument array.");
+    }
+    const cwd = await this.remotePath(options.cwd ?? ".");
+    const line = `exec ${[command, ...args].map(shellQuote).join(" ")}`;
+    const handle = await this.remote.commands.run(line, {
+      background: true,
+      stdin: true,
+      cwd,
+      envs: sanitizeEnv(options.env),
+      timeoutMs: options.timeoutMs,
+      onStdout: (data) => options.onStdout(data),
+      onStderr: (data) => options.onStderr?.(data),
+    });
+    let ended = false;
+    const end = (result: { exitCode: number | null; error?: string }) => {
+      if (ended) return;
+      ended = true;
+      options.onExit(result);
+    };
+    handle.wait().then(
+      (r) => end({ exitCode: r.exitCode }),
+      (error: { exitCode?: unknown; message?: string }) =>
+        end({ exitCode: typeof error.exitCode === "number" ? error.exitCode : null, error: String(error.message ?? error).slice(0, 500) }),
+    );
+    return {
+      write: async (data) => {
+        if (ended) throw new Error("The process has ended.");
+        await this.remote.commands.sendStdin(handle.pid, data);
+      },
+      kill: async () => {
+        if (!ended) await handle.kill().catch(() => false);
+      },
+    };
   };
 
   /**

@@ -33,6 +33,24 @@ export type DetachedStatus = { state: "running" } | { state: "exited"; result: E
 
 export type StdioLine = { file: string; args: string[]; cwd: string; env: Record<string, string>; release: () => Promise<void> };
 
+/**
+ * A long-lived process in a remote sandbox whose stdin and stdout are a byte stream carried by the sandbox's API (a
+ * stdio MCP server in E2B): what it writes arrives through `onStdout`, `write` sends to its stdin, `kill` ends it.
+ */
+export type StdioProcess = { write(data: string): Promise<void>; kill(): Promise<void> };
+
+export type StdioProcessOptions = {
+  /** Working directory relative to the workspace root. */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** The process is killed after this long, whatever happens (E2B's command timeout). */
+  timeoutMs: number;
+  onStdout(data: string): void;
+  onStderr?(data: string): void;
+  /** Once, when the process has ended (by itself, killed, or timed out). */
+  onExit(result: { exitCode: number | null; error?: string }): void;
+};
+
 export type FileEntry = { path: string; type: "file" | "dir"; size?: number };
 
 export interface Sandbox {
@@ -61,6 +79,12 @@ export interface Sandbox {
    * process has ended. Absent: such processes cannot run in this sandbox.
    */
   stdioLine?(command: string, args: string[], options?: { cwd?: string; env?: Record<string, string> }): Promise<StdioLine>;
+  /**
+   * The same long-lived process, for a sandbox whose processes are not children of this one (E2B): started inside the
+   * sandbox with its limits and network rule, its stdin and stdout carried by the sandbox's API. A sandbox has
+   * stdioLine or stdioProcess (or neither: such processes cannot run in it).
+   */
+  stdioProcess?(command: string, args: string[], options: StdioProcessOptions): Promise<StdioProcess>;
   /**
    * Unified diff of the workspace against the ref it was created from, bounded (lib/git/diff.ts DIFF_LIMITS): files
    * over the size limit are left out and named in a trailing `[<path>: 200 MB, left out of the diff]` note, and the

@@ -21,7 +21,7 @@ import {
   formatResults,
   runDoctor,
 } from "@/lib/ops/doctor";
-import type { E2BClient } from "@/lib/sandbox/e2b";
+import type { E2BClient, E2BRemote } from "@/lib/sandbox/e2b";
 import { generateAppKey, startGitHubEmulator } from "../github/emulator";
 import { startModelServer, type ModelServer } from "../workflow/model-server";
 
@@ -264,7 +264,7 @@ describe("e2b", () => {
         return {
           sandboxId: "sbx-1",
           files: { write: async () => ({}), read: async () => "" },
-          commands: { run: async () => ({ exitCode: 0, stdout: "", stderr: "" }) },
+          commands: { run: (async () => ({ exitCode: 0, stdout: "", stderr: "" })) as unknown as E2BRemote["commands"]["run"], sendStdin: async () => {} },
           kill: async () => {
             client.killed++;
           },

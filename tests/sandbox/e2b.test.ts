@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -7,18 +7,51 @@ import { baseChildEnv, resetEnvCache } from "@/lib/env";
 import { commitCheckpoint, createRunBranch } from "@/lib/git";
 import { gitOut } from "@/lib/git/run";
 import { createSandbox, PathEscapeError, shellQuote, type E2BClient, type E2BRemote } from "@/lib/sandbox";
-import type { E2BCreateOptions } from "@/lib/sandbox/e2b";
+import type { E2BCommandHandle, E2BCommandResult, E2BCreateOptions, E2BRunOptions } from "@/lib/sandbox/e2b";
 import { makeRepo } from "../git/helpers";
 
 /**
  * A stand-in for the E2B service: the "remote" is a temp directory and commands run in bash on this machine, exactly as
  * E2B would receive them (one command string). It proves upload, quoting, diff, sync-back and kill — not E2B itself.
  */
+type BackgroundOptions = E2BRunOptions & { background?: boolean; stdin?: boolean; onStdout?: (data: string) => void; onStderr?: (data: string) => void };
+
 function fakeClient() {
-  const calls: { created: E2BCreateOptions[]; commands: { cmd: string; envs?: Record<string, string> }[]; killed: number } = {
+  const calls: {
+    created: E2BCreateOptions[];
+    commands: { cmd: string; envs?: Record<string, string>; background?: boolean; stdin?: boolean; timeoutMs?: number }[];
+    stdin: string[];
+    killed: number;
+  } = {
     created: [],
     commands: [],
+    stdin: [],
     killed: 0,
+  };
+  // Background commands as E2B runs them (`bash -l -c <cmd>`, output streamed to the callbacks, stdin open only when
+  // asked), here as local processes; a pid is E2B's process id.
+  const background = new Map<number, ChildProcess>();
+  let nextPid = 1000;
+  const startBackground = (cmd: string, opts: BackgroundOptions): E2BCommandHandle => {
+    const child = spawn("bash", ["-c", cmd], { cwd: opts.cwd, env: baseChildEnv(opts.envs) as NodeJS.ProcessEnv, stdio: [opts.stdin ? "pipe" : "ignore", "pipe", "pipe"] });
+    const pid = nextPid++;
+    background.set(pid, child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout!.setEncoding("utf8").on("data", (d: string) => ((stdout += d), opts.onStdout?.(d)));
+    child.stderr!.setEncoding("utf8").on("data", (d: string) => ((stderr += d), opts.onStderr?.(d)));
+    const timer = opts.timeoutMs ? setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs) : null;
+    const done = new Promise<E2BCommandResult>((resolve, reject) =>
+      child.on("close", (code) => {
+        if (timer) clearTimeout(timer);
+        background.delete(pid);
+        const result = { exitCode: code ?? -1, stdout, stderr };
+        if (result.exitCode === 0) resolve(result);
+        else reject(Object.assign(new Error("CommandExitError"), result));
+      }),
+    );
+    done.catch(() => null);
+    return { pid, wait: () => done, kill: async () => child.kill("SIGKILL") };
   };
   const client: E2BClient = {
     async create(options) {
@@ -33,12 +66,19 @@ function fakeClient() {
           read: (file) => fs.readFile(file, "utf8"),
         },
         commands: {
-          async run(cmd, opts) {
-            calls.commands.push({ cmd, envs: opts.envs });
+          run: (async (cmd: string, opts: BackgroundOptions) => {
+            calls.commands.push({ cmd, envs: opts.envs, ...(opts.background ? { background: true, stdin: opts.stdin, timeoutMs: opts.timeoutMs } : {}) });
+            if (opts.background) return startBackground(cmd, opts);
             const r = spawnSync("bash", ["-c", cmd], { cwd: opts.cwd, env: baseChildEnv(opts.envs) as NodeJS.ProcessEnv, encoding: "utf8" });
             const result = { exitCode: r.status ?? 1, stdout: r.stdout, stderr: r.stderr };
             if (result.exitCode !== 0) throw Object.assign(new Error("CommandExitError"), result);
             return result;
+          }) as E2BRemote["commands"]["run"],
+          async sendStdin(pid, data) {
+            const child = background.get(pid);
+            if (!child?.stdin) throw new Error(`no command with stdin: ${pid}`);
+            calls.stdin.push(data);
+            await new Promise<void>((resolve, reject) => child.stdin!.write(data, (e) => (e ? reject(e) : resolve())));
           },
         },
         async kill() {
@@ -49,7 +89,7 @@ function fakeClient() {
       return remote;
     },
   };
-  return { client, calls };
+  return { client, calls, background };
 }
 
 let repo: string;
@@ -143,7 +183,8 @@ describe("E2B sandbox (fake client, no network)", () => {
     const run = remote.commands.run.bind(remote.commands);
     for (const patch of patches) {
       // What the remote answers when asked for its changes: a patch it made up.
-      remote.commands.run = async (cmd, opts) => (cmd.startsWith("git add -A && git diff --cached") ? { exitCode: 0, stdout: patch, stderr: "" } : run(cmd, opts));
+      remote.commands.run = (async (cmd: string, opts: E2BRunOptions) =>
+        cmd.startsWith("git add -A && git diff --cached") ? { exitCode: 0, stdout: patch, stderr: "" } : run(cmd, opts)) as E2BRemote["commands"]["run"];
       await expect(commitCheckpoint({ sandbox: s, runId, taskId: "T1", title: "hostile" })).rejects.toThrow(/git apply failed/);
     }
     expect(await fs.readFile(path.join(repo, ".git", "config"), "utf8")).toBe(configBefore);
@@ -197,6 +238,42 @@ describe("E2B sandbox (fake client, no network)", () => {
       }
       expect(alive).toBe(false);
     }
+    await s.destroy();
+  });
+  it("a stdio MCP server runs inside the E2B sandbox as a background command with stdin open, is called through the SDK's client, and is killed after", { timeout: 60_000 }, async () => {
+    const { client, calls, background } = fakeClient();
+    const runId = "run_e2b_mcp";
+    const { branch } = await createRunBranch({ repoPath: repo, runId, request: "e2b mcp", baseBranch: "main" });
+    const { E2BSandbox } = await import("@/lib/sandbox/e2b");
+    const root = path.join(remoteBase, "mcp");
+    const s = await E2BSandbox.create({ runId, repoPath: repo, ref: branch, branch, client, remoteRoot: root });
+    const { withMcpClient, listServerTools, callServerTool } = await import("@/lib/agents/mcp/client");
+    // The notes server (tests/fixtures/mcp/notes-server.mjs, written with the official SDK), as a repository declares it.
+    const server = {
+      name: "notes",
+      source: "repository" as const,
+      type: "stdio" as const,
+      command: "node",
+      args: [path.resolve("tests/fixtures/mcp/notes-server.mjs")],
+      env: { NOTES_FLAG: "1", ANTHROPIC_API_KEY: "sk-ant-leak" },
+    };
+    const result = await withMcpClient({ server, sandbox: s, timeoutMs: 20_000 }, async (mcp, options) => {
+      const tools = await listServerTools(mcp, "notes", options);
+      expect(tools.map((t) => t.tool)).toEqual(["add", "where", "wipe"]);
+      const sum = await callServerTool(mcp, { tool: "add", args: { a: 2, b: 40 } }, options);
+      const where = await callServerTool(mcp, { tool: "where", args: { tag: "e2b" } }, options);
+      return { sum, where };
+    });
+    expect(result.sum).toEqual({ text: "sum=42", isError: false });
+    expect(result.where.text).toMatch(/^home=.* calls=1 tag=e2b nonce=/);
+    // It ran in the remote workspace (its call log is there), started as E2B's documented background command.
+    expect(await fs.readFile(path.join(root, ".mcp-calls.log"), "utf8")).toBe("e2b\n");
+    const started = calls.commands.filter((c) => c.background);
+    expect(started).toEqual([{ cmd: `exec 'node' '${server.args[0]}'`, envs: { NOTES_FLAG: "1" }, background: true, stdin: true, timeoutMs: 50_000 }]);
+    expect(calls.stdin.some((line) => line.includes('"method":"tools/call"'))).toBe(true);
+    // Closing the client killed the process.
+    for (let i = 0; i < 100 && background.size; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(background.size).toBe(0);
     await s.destroy();
   });
 });

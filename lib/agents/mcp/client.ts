@@ -6,13 +6,15 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { assertReachableHost, literalHostProblem } from "@/lib/address-policy";
 import type { Sandbox } from "@/lib/sandbox/types";
 import type { McpServer, McpToolDef } from "./config";
+import { SandboxStdioTransport } from "./sandbox-transport";
 
 /*
- * MCP servers reached through the official SDK's client. A stdio server runs INSIDE the run's sandbox (its program line
- * from Sandbox.stdioLine: bubblewrap, limits, no network unless the sandbox has it); a sandbox without it (E2B) cannot
- * run one. A remote server is reached only at an address the notification address policy allows (public unicast, or
- * private ones with GATEHOUSE_NOTIFY_PRIVATE_ADDRESSES=allow), checked just before connecting, with no redirects
- * followed (a redirect could lead anywhere).
+ * MCP servers reached through the official SDK's client. A stdio server runs INSIDE the run's sandbox: locally its
+ * program line from Sandbox.stdioLine (bubblewrap, limits, no network unless the sandbox has it); in E2B a background
+ * command whose stdin and stdout the E2B API carries (Sandbox.stdioProcess, under the E2B sandbox's network rule). A
+ * remote server is reached only at an address the notification address policy allows (public unicast, or private ones
+ * with GATEHOUSE_NOTIFY_PRIVATE_ADDRESSES=allow), checked just before connecting, with no redirects followed (a
+ * redirect could lead anywhere).
  */
 
 /** What is kept of a server's tool list and of one tool's description and input schema. */
@@ -25,8 +27,15 @@ export class McpUnavailableError extends Error {
   }
 }
 
-async function transportFor(server: McpServer, sandbox: Sandbox): Promise<{ transport: Transport; release: () => Promise<void> }> {
+async function transportFor(server: McpServer, sandbox: Sandbox, timeoutMs: number): Promise<{ transport: Transport; release: () => Promise<void> }> {
   if (server.type === "stdio") {
+    if (sandbox.stdioProcess) {
+      // A remote sandbox (E2B): the process lives there, its stdio carried by the sandbox's API; it is killed at
+      // close, and by the sandbox after the call's timeout (plus a margin for the start) whatever happens.
+      const process = sandbox as Sandbox & Required<Pick<Sandbox, "stdioProcess">>;
+      const line = { command: server.command, args: server.args, cwd: server.cwd, env: server.env, timeoutMs: timeoutMs + 30_000 };
+      return { transport: new SandboxStdioTransport(process, line), release: async () => {} };
+    }
     if (!sandbox.stdioLine) throw new McpUnavailableError(`MCP server "${server.name}" is a stdio server, and this run's sandbox (${sandbox.kind}) cannot run one.`);
     const line = await sandbox.stdioLine(server.command, server.args, { cwd: server.cwd, env: server.env });
     const transport = new StdioClientTransport({ command: line.file, args: line.args, cwd: line.cwd, env: line.env, stderr: "ignore" });
@@ -59,7 +68,7 @@ export async function withMcpClient<T>(
   { server, sandbox, timeoutMs, signal }: { server: McpServer; sandbox: Sandbox; timeoutMs: number; signal?: AbortSignal },
   fn: (client: Client, options: { timeout: number; signal?: AbortSignal }) => Promise<T>,
 ): Promise<T> {
-  const { transport, release } = await transportFor(server, sandbox);
+  const { transport, release } = await transportFor(server, sandbox, timeoutMs);
   const client = new Client({ name: "gatehouse", version: "1.0.0" });
   const options = { timeout: timeoutMs, ...(signal ? { signal } : {}) };
   try {
