@@ -1,4 +1,3 @@
-import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -21,6 +20,7 @@ import type { ImplementerState } from "@/lib/agents";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, makeRepo, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { repoWithNotesServer } from "./mcp-repo";
 import { useScriptedWorkflow } from "./model-server";
 
 /**
@@ -32,27 +32,6 @@ import { useScriptedWorkflow } from "./model-server";
  */
 
 const t = useScriptedWorkflow();
-
-/** A repository whose .mcp.json declares the notes server (its bundle committed under .tools/). */
-function repoWithNotesServer(): string {
-  const repo = makeRepo();
-  fs.mkdirSync(path.join(repo, ".tools"));
-  execFileSync(path.resolve("node_modules/.bin/esbuild"), [
-    path.resolve("tests/fixtures/mcp/notes-server.mjs"),
-    "--bundle",
-    "--platform=node",
-    "--format=esm",
-    "--minify",
-    `--outfile=${path.join(repo, ".tools", "notes-server.mjs")}`,
-    "--log-level=warning",
-  ]);
-  fs.writeFileSync(path.join(repo, ".mcp.json"), JSON.stringify({ mcpServers: { notes: { command: "node", args: [".tools/notes-server.mjs"] } } }));
-  // The server's call log lives in the workspace; it is not part of the change.
-  fs.writeFileSync(path.join(repo, ".gitignore"), ".mcp-calls.log\n");
-  git(repo, "add", ".");
-  git(repo, "commit", "-q", "-m", "notes MCP server");
-  return repo;
-}
 
 async function mcpCalls(runId: string) {
   return (await listEvents({ runId, limit: 10_000 })).filter((e) => e.type === "MCP_TOOL_CALLED").map((e) => e.payload as { server: string; tool: string; arguments: string; result: string; isError: boolean });
