@@ -19,6 +19,7 @@ import { apiSend, runKeys, type Project } from "@/components/runs/api";
 import { useProjects } from "@/components/runs/use-projects";
 import { MyInvitations, ProjectInvitations } from "./invitations";
 import { ProjectNotifications } from "./project-notifications";
+import { ProjectMcpServers } from "./project-mcp-servers";
 import { EvalResults } from "./eval-results";
 import { emptyGitHubPick, GitHubRepositoryPicker, useInstallationRepositories, validateGitHubPick, type GitHubPick } from "./github-repository-picker";
 
@@ -71,6 +72,7 @@ function ProjectCard({ project }: { project: Project }) {
   // Loaded when opened: the delivery log polls, and a closed section need not.
   const [notificationsOpen, setNotificationsOpen] = useState(false);
   const [evalsOpen, setEvalsOpen] = useState(false);
+  const [mcpOpen, setMcpOpen] = useState(false);
   return (
     <Card data-testid="project-card">
       <CardHeader>
@@ -129,6 +131,12 @@ function ProjectCard({ project }: { project: Project }) {
           <details onToggle={(e) => setNotificationsOpen(e.currentTarget.open)}>
             <summary className="cursor-pointer text-sm font-semibold">Notifications</summary>
             <div className="pt-2">{notificationsOpen && <ProjectNotifications projectId={project.id} />}</div>
+          </details>
+        )}
+        {canManage && (
+          <details onToggle={(e) => setMcpOpen(e.currentTarget.open)} data-testid="mcp-section">
+            <summary className="cursor-pointer text-sm font-semibold">MCP servers</summary>
+            <div className="pt-2">{mcpOpen && <ProjectMcpServers project={project} />}</div>
           </details>
         )}
         <details onToggle={(e) => setEvalsOpen(e.currentTarget.open)}>
