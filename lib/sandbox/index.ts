@@ -125,10 +125,21 @@ export async function attachSandbox(options: CreateSandboxOptions & { branch: st
   return sandbox;
 }
 
+const releaseHooks = new Set<(sandbox: Sandbox) => Promise<void>>();
+
+/**
+ * What this process keeps running in a sandbox beyond one step (the MCP servers of an implementation session) ends
+ * with it: the hook runs before every release, with the sandbox about to be destroyed.
+ */
+export function onSandboxRelease(hook: (sandbox: Sandbox) => Promise<void>): void {
+  releaseHooks.add(hook);
+}
+
 /** Destroy the run's sandbox (before a pause, at the end, on cancel); the branch and its commits stay. */
 export async function releaseSandbox(options: CreateSandboxOptions & { branch: string }): Promise<void> {
   const open = attached.get(options.runId) ?? (await createSandbox({ ...options, reuse: true }).catch(() => null));
   attached.delete(options.runId);
+  if (open) for (const hook of releaseHooks) await hook(open).catch(() => null);
   await open?.destroy();
 }
 

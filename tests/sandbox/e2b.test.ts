@@ -259,7 +259,7 @@ describe("E2B sandbox (fake client, no network)", () => {
     };
     const result = await withMcpClient({ server, sandbox: s, timeoutMs: 20_000 }, async (mcp, options) => {
       const tools = await listServerTools(mcp, "notes", options);
-      expect(tools.map((t) => t.tool)).toEqual(["add", "where", "hold", "wipe"]);
+      expect(tools.map((t) => t.tool)).toEqual(["add", "where", "count", "hold", "wipe"]);
       const sum = await callServerTool(mcp, { tool: "add", args: { a: 2, b: 40 } }, options);
       const where = await callServerTool(mcp, { tool: "where", args: { tag: "e2b" } }, options);
       return { sum, where };

@@ -19,7 +19,7 @@ import { sandboxCapabilities } from "@/lib/sandbox";
 import type { ImplementerState } from "@/lib/agents";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, git, launch, makeRepo, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, makeRepo, processesRunning, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { repoWithNotesServer } from "./mcp-repo";
 import { useScriptedWorkflow } from "./model-server";
 
@@ -76,6 +76,24 @@ describe("MCP tools", () => {
     // The recorded result, nonce and all: a second call would have answered with a new nonce.
     expect(again.state.messages).toMatchObject([{ role: "tool", content: [{ toolCallId: "call-where", output: { type: "text", value: calls[1]!.result } }] }]);
     expect(await mcpCalls(run.id)).toHaveLength(2);
+  });
+
+  it("one stdio server process per implementation session: its calls reach the process that listed the tools, and it ends with the run", { timeout: 180_000 }, async () => {
+    const marker = `session-${Date.now()}`;
+    const repo = repoWithNotesServer(marker);
+    const project = await createProject({
+      name: "mcp-session",
+      ownerId: t.h.user.id,
+      repository: { type: "local", path: repo },
+      defaultConfig: { policy: { mcp: { "notes.*": "allow" } } },
+    });
+    const run = await launch(t.h.user, project.id, "Count twice\n\n[mcp: notes.count {}]\n[mcp: notes.count {}]", { trustMode: { planning: "auto", fixes: "manual" } });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    // The counter lives in the server's memory: the second call reached the same process as the first.
+    expect((await mcpCalls(run.id)).map((c) => c.result)).toEqual(["count=1", "count=2"]);
+    // Released with the run's sandbox: no server process is left.
+    await until(async () => processesRunning(["node", ".tools/notes-server.mjs", marker]).length === 0 || null, "the session's server to end", 30_000);
   });
 
   it("a denied tool is refused and recorded; a repository server's tool waits at a policy gate (its own config cannot allow it), and runs once approved", { timeout: 180_000 }, async () => {

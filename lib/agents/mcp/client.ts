@@ -27,13 +27,13 @@ export class McpUnavailableError extends Error {
   }
 }
 
-async function transportFor(server: McpServer, sandbox: Sandbox, timeoutMs: number): Promise<{ transport: Transport; release: () => Promise<void> }> {
+async function transportFor(server: McpServer, sandbox: Sandbox, lifetimeMs: number): Promise<{ transport: Transport; release: () => Promise<void> }> {
   if (server.type === "stdio") {
     if (sandbox.stdioProcess) {
       // A remote sandbox (E2B): the process lives there, its stdio carried by the sandbox's API; it is killed at
-      // close, and by the sandbox after the call's timeout (plus a margin for the start) whatever happens.
+      // close, and by the sandbox after its lifetime whatever happens.
       const process = sandbox as Sandbox & Required<Pick<Sandbox, "stdioProcess">>;
-      const line = { command: server.command, args: server.args, cwd: server.cwd, env: server.env, timeoutMs: timeoutMs + 30_000 };
+      const line = { command: server.command, args: server.args, cwd: server.cwd, env: server.env, timeoutMs: lifetimeMs };
       return { transport: new SandboxStdioTransport(process, line), release: async () => {} };
     }
     if (!sandbox.stdioLine) throw new McpUnavailableError(`MCP server "${server.name}" is a stdio server, and this run's sandbox (${sandbox.kind}) cannot run one.`);
@@ -63,20 +63,48 @@ async function transportFor(server: McpServer, sandbox: Sandbox, timeoutMs: numb
   return { transport, release: async () => {} };
 }
 
+/**
+ * A connected client and how to close it (the client, then what the server's process set up). `lifetimeMs` bounds a
+ * stdio server's process in a remote sandbox (E2B kills it then); by default the call's timeout plus 30 s.
+ */
+export async function openMcpClient({
+  server,
+  sandbox,
+  timeoutMs,
+  lifetimeMs,
+  signal,
+}: {
+  server: McpServer;
+  sandbox: Sandbox;
+  timeoutMs: number;
+  lifetimeMs?: number;
+  signal?: AbortSignal;
+}): Promise<{ client: Client; close: () => Promise<void> }> {
+  const { transport, release } = await transportFor(server, sandbox, lifetimeMs ?? timeoutMs + 30_000);
+  const client = new Client({ name: "gatehouse", version: "1.0.0" });
+  const close = async () => {
+    await client.close().catch(() => null);
+    await release().catch(() => null);
+  };
+  try {
+    await client.connect(transport, { timeout: timeoutMs, ...(signal ? { signal } : {}) });
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { client, close };
+}
+
 /** Connect to a server, run `fn` with the client, and close it (and the sandboxed process) whatever happens. */
 export async function withMcpClient<T>(
   { server, sandbox, timeoutMs, signal }: { server: McpServer; sandbox: Sandbox; timeoutMs: number; signal?: AbortSignal },
   fn: (client: Client, options: { timeout: number; signal?: AbortSignal }) => Promise<T>,
 ): Promise<T> {
-  const { transport, release } = await transportFor(server, sandbox, timeoutMs);
-  const client = new Client({ name: "gatehouse", version: "1.0.0" });
-  const options = { timeout: timeoutMs, ...(signal ? { signal } : {}) };
+  const { client, close } = await openMcpClient({ server, sandbox, timeoutMs, signal });
   try {
-    await client.connect(transport, options);
-    return await fn(client, options);
+    return await fn(client, { timeout: timeoutMs, ...(signal ? { signal } : {}) });
   } finally {
-    await client.close().catch(() => null);
-    await release().catch(() => null);
+    await close();
   }
 }
 

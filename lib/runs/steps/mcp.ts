@@ -3,7 +3,8 @@ import { findStepEvents } from "@/lib/db/event-store";
 import { redact, redactDeep } from "@/lib/redact";
 import type { ImplementerState } from "@/lib/agents";
 import { MCP_REPOSITORY_FILES, parseMcpServers, type McpServer, type McpToolDef } from "@/lib/agents/mcp/config";
-import { callServerTool, listServerTools, MCP_LIMITS, withMcpClient } from "@/lib/agents/mcp/client";
+import { callServerTool, listServerTools, MCP_LIMITS } from "@/lib/agents/mcp/client";
+import { closeSessionServers, withSessionMcpClient } from "@/lib/agents/mcp/pool";
 import { applyMcpResult, describeArgs, type McpSession } from "@/lib/agents/mcp/tools";
 import { readFileAt } from "@/lib/git";
 import { log } from "@/lib/log";
@@ -66,9 +67,13 @@ export async function listMcpSession({ run, sandbox: attach }: { run: RunContext
   const sources: McpSession["sources"] = {};
   // The sandbox only when there is a server to start in it (a run without MCP servers attaches nothing here).
   const sandbox = servers.length ? await attach() : null;
+  // A new session starts its stdio servers anew; the ones started here to list their tools are kept for its calls.
+  if (sandbox) await closeSessionServers(sandbox.id);
   for (const server of servers) {
     try {
-      const listed = await withMcpClient({ server, sandbox: sandbox!, timeoutMs: Math.min(30_000, callTimeout()) }, (client, options) => listServerTools(client, server.name, options));
+      const listed = await withSessionMcpClient({ server, sandbox: sandbox!, timeoutMs: Math.min(30_000, callTimeout()) }, (client, options) =>
+        listServerTools(client, server.name, options),
+      );
       tools.push(...listed);
       sources[server.name] = server.source;
     } catch (error) {
@@ -85,9 +90,9 @@ function capped(text: string, max: number): string {
 }
 
 /**
- * The body of the step that makes the implementer's pending MCP call: the server is started (stdio, in the run's
- * sandbox) or reached (remote, where the address policy allows), the tool called, the call recorded, and its result
- * told to the implementer. A call that fails is the tool's error result, not the run's.
+ * The body of the step that makes the implementer's pending MCP call: the server is the session's (stdio, in the run's
+ * sandbox, kept from the session's start by lib/agents/mcp/pool.ts, or started again) or reached (remote, where the
+ * address policy allows), the tool called, the call recorded, and its result told to the implementer. A call that fails is the tool's error result, not the run's.
  */
 export async function callMcpTool({
   runId,
@@ -118,7 +123,7 @@ export async function callMcpTool({
     try {
       if (!server) throw new Error(`The MCP server "${call.server}" is no longer declared.`);
       const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
-      result = await withMcpClient({ server, sandbox, timeoutMs: callTimeout() }, (client, options) => callServerTool(client, { tool: call.tool, args: call.args }, options));
+      result = await withSessionMcpClient({ server, sandbox, timeoutMs: callTimeout() }, (client, options) => callServerTool(client, { tool: call.tool, args: call.args }, options));
     } catch (error) {
       result = { text: `The MCP call failed: ${(error as Error).message}`, isError: true };
     }
