@@ -274,6 +274,10 @@ describe("E2B sandbox (fake client, no network)", () => {
     // Closing the client killed the process.
     for (let i = 0; i < 100 && background.size; i++) await new Promise((r) => setTimeout(r, 20));
     expect(background.size).toBe(0);
+
+    // A server whose process ends mid-conversation: the pending request fails with the connection, not at its timeout.
+    const dying = { ...server, name: "dying", command: "sh", args: ["-c", "read line; echo bye >&2; exit 3"], env: {} };
+    await expect(withMcpClient({ server: dying, sandbox: s, timeoutMs: 600_000 }, (mcp, options) => listServerTools(mcp, "dying", options))).rejects.toThrow(/Connection closed/);
     await s.destroy();
   });
 });
