@@ -222,6 +222,8 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "MERGE_FAILED":
       return item("Merge failed", "danger", p(event, "MERGE_FAILED").reason);
+    case "SCOPE_REVERTED":
+      return item("Out-of-scope changes taken back", "warning", `Restored to the run's base: ${(p(event, "SCOPE_REVERTED").files ?? []).join(", ")}`);
     case "SECRET_WITHHELD":
       return item("Secret withheld", "warning", `Not committed before the wait (${p(event, "SECRET_WITHHELD").when}): ${(p(event, "SECRET_WITHHELD").files ?? []).join(", ")}`);
     case "PR_CLOSED":

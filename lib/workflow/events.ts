@@ -91,6 +91,11 @@ export type RunEventPayloads = {
   /** Files left out of a work-in-progress commit before a wait because their changes hold a secret (paths redacted). */
   SECRET_WITHHELD: { files: string[]; when: string };
   /**
+   * Sent back to implementation at the plan gate about scope: the files outside the plan were restored on the run
+   * branch to the run's base (new ones deleted, changed ones restored) in one commit (paths redacted).
+   */
+  SCOPE_REVERTED: { files: string[]; commitSha: string; attempt: number };
+  /**
    * Triage before implementing: the task looks already done with this confidence (0–1), on this evidence; `skipped`
    * when at or above the run's triage.threshold (otherwise it is implemented anyway). Only tasks with some confidence.
    */
