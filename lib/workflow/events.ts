@@ -60,7 +60,8 @@ export type RunEventPayloads = {
   PLAN_QUESTION_ASKED: { gateId: string; by: string; question: string };
   /** The planner's answer to a PLAN_QUESTION_ASKED, with the version of the revised plan it gave alongside. */
   PLAN_QUESTION_ANSWERED: { gateId: string; question: string; answer: string; version: number };
-  FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" };
+  /** `replan` only at the fix gate about a stopped implementer (inngest/run/stuck.ts), where `accept` is refused. */
+  FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" | "replan" };
   CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo };
   /** A reminder point of a pending decision's deadline passed (`reminder` counts from 0); people were notified. */
   DECISION_REMINDED: { subject: DecisionSubject; reminder: number; deadline: number };
@@ -102,6 +103,12 @@ export type RunEventPayloads = {
   TASK_TRIAGED: { taskId: string; confidence: number; evidence: string[]; skipped: boolean };
   /** PAOR reflection: after a task, the implementer's estimate of its progress (0–1) and what changed. */
   TASK_PROGRESS: { taskId: string; progress: number; changed: string };
+  /**
+   * Graduated intervention in an implementer session in trouble (lib/agents/intervention.ts): level 1 a nudge, 2 a
+   * firm reminder with the todo list, 3 stopped — a person decides next (the fix gate about a stopped implementer).
+   * `taskId` for a parallel task's session.
+   */
+  IMPLEMENTER_NUDGED: { level: 1 | 2 | 3; reason: "loop" | "no_progress" | "iteration_limit"; detail: string; iteration: number; taskId?: string };
   /** Per-task verification: the task's own acceptance commands passed right after it was finished. */
   TASK_VERIFIED: { taskId: string; commands: string[] };
   /** Per-task verification: one of the task's acceptance commands failed (its output's tail, redacted). */

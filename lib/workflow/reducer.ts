@@ -174,6 +174,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "SCOPE_REVERTED":
     case "POLICY_REFUSED":
     case "TASK_PROGRESS":
+    case "IMPLEMENTER_NUDGED":
     case "TASK_TRIAGED":
     case "TASK_VERIFIED":
     case "TASK_VERIFY_FAILED":
