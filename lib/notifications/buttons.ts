@@ -49,7 +49,7 @@ export function gateButtons(gate: GateRow): ChatButton[] {
     // A stopped implementer (context.stuck) left nothing finished to accept; "back to planning" is on the run page.
     const stuck = !!(gate.context as { stuck?: unknown } | null)?.stuck;
     return [
-      { label: "Retry the fix", code: encodeCode({ verb: "fr", id }), style: "primary" },
+      { label: stuck ? "Retry" : "Retry the fix", code: encodeCode({ verb: "fr", id }), style: "primary" },
       ...(stuck ? [] : [{ label: "Accept anyway", code: encodeCode({ verb: "fa", id }) }]),
       { label: "Cancel the run", code: encodeCode({ verb: "fc", id }), style: "danger" },
     ];
