@@ -116,9 +116,9 @@ function program(io: Io, env: CliEnv, result: { code: ExitCode; ctx: Ctx | null 
 
   cli
     .command("fix")
-    .description("decide after a failed validation")
+    .description("decide after a failed validation (retry | accept | cancel) or a stopped implementer (retry | replan | cancel)")
     .argument("<run>")
-    .addArgument(new Argument("<decision>", "retry | accept | cancel").choices(["retry", "accept", "cancel"]))
+    .addArgument(new Argument("<decision>", "retry | accept | replan | cancel").choices(["retry", "accept", "replan", "cancel"]))
     .option("--notes <text>", "notes kept with the decision")
     .action(act((ctx, id: string, decision: string, opts: { notes?: string }) => fix(ctx, id, decision, opts)));
 

@@ -22,15 +22,15 @@ export async function reject(ctx: Ctx, id: string, opts: { gate?: string; feedba
   ctx.say(`Rejected ${body.gate.kind} gate #${body.gate.gateNumber} of ${id}; the planner plans again with your feedback.`);
 }
 
-export const FIX_DECISIONS = ["retry", "accept", "cancel"] as const;
+export const FIX_DECISIONS = ["retry", "accept", "replan", "cancel"] as const;
 
 export async function fix(ctx: Ctx, id: string, decision: string, opts: { notes?: string }) {
   if (!(FIX_DECISIONS as readonly string[]).includes(decision)) {
-    throw new CliError(EXIT.usage, `"${decision}" is not a fix decision; use retry, accept or cancel.`);
+    throw new CliError(EXIT.usage, `"${decision}" is not a fix decision; use retry, accept, replan or cancel.`);
   }
   const body = await ctx.api().post<{ gate: Gate }>(`${runPath(id)}/fix-decision`, { decision, notes: opts.notes });
   ctx.result(body);
-  const what = { retry: "implementation tries again with the findings", accept: "the work is delivered as it is", cancel: "the run is cancelled" }[decision as (typeof FIX_DECISIONS)[number]];
+  const what = { retry: "implementation tries again with the findings", accept: "the work is delivered as it is", replan: "the run goes back to planning", cancel: "the run is cancelled" }[decision as (typeof FIX_DECISIONS)[number]];
   ctx.say(`Decided ${decision} on ${id}: ${what}.`);
 }
 

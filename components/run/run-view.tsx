@@ -27,6 +27,7 @@ import { ClarificationForm } from "./clarification-form";
 import { EstimateComparison } from "./estimate-table";
 import { ApprovalCard, BudgetCard, FixDecisionCard, GateCard, PausedCard } from "./decision-cards";
 import { ScopeGateCard, scopeOf } from "./scope-gate-card";
+import { StuckGateCard, stuckOf } from "./stuck-gate-card";
 import { ModelCalls } from "./model-calls";
 import { PlanPanel } from "./plan-panel";
 import { RepositoryInstructions } from "./repository-instructions";
@@ -120,7 +121,8 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
       )}
       {run.status === "awaiting_approval" && pendingGate?.kind === "budget" && <BudgetCard key={pendingGate.id} run={run} gate={pendingGate} />}
       {run.status === "awaiting_approval" && pendingGate && !["plan", "fix", "budget"].includes(pendingGate.kind) && <GateCard key={pendingGate.id} run={run} gate={pendingGate} />}
-      {(run.status === "awaiting_fix_decision" || (run.status === "awaiting_approval" && pendingGate?.kind === "fix")) && (
+      {pendingGate?.kind === "fix" && stuckOf(pendingGate) && <StuckGateCard key={pendingGate.id} run={run} gate={pendingGate} />}
+      {(run.status === "awaiting_fix_decision" || (run.status === "awaiting_approval" && pendingGate?.kind === "fix")) && !stuckOf(pendingGate) && (
         <FixDecisionCard key={pendingGate?.id ?? "fix"} run={run} gate={pendingGate} fallbackReport={lastReport?.report} />
       )}
       {run.status === "awaiting_clarification" && pendingQuestion && <ClarificationForm key={pendingQuestion.id} run={run} clarification={pendingQuestion} />}

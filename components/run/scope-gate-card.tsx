@@ -18,7 +18,7 @@ export function scopeOf(gate: Gate | null): { files: string[]; attempt: number }
 
 /**
  * The plan gate about a change of scope: the implementation changed files no task of the approved plan names. Approve
- * the wider scope (validated again with it), send the work back to implementation (with a note), or cancel the run.
+ * the wider scope (validated again with it), send the work back to implementation (with a note; those files are restored to the run's base, not kept), or cancel the run.
  */
 export function ScopeGateCard({ run, gate }: { run: Run; gate: Gate }) {
   const decision = useDecision(run.id);
@@ -69,6 +69,7 @@ export function ScopeGateCard({ run, gate }: { run: Run; gate: Gate }) {
         <Button
           variant="outline"
           data-testid="scope-back"
+          title="The files outside the plan are restored to the run's base (not kept), and the implementer is told why."
           disabled={decision.isPending}
           onClick={() =>
             decision.mutate({

@@ -6,6 +6,7 @@ import { githubStep, waitForSlot } from "../run/waits";
 import { planUntilApproved } from "../run/plan";
 import { implement, reviewImplementation, triage } from "../run/implement";
 import { decideFix, validate } from "../run/validate";
+import { decideStuck } from "../run/stuck";
 import { deliver } from "../run/deliver";
 import { RunEndedError } from "@/lib/runs/steps/context";
 import { finishUnsuccessfully } from "@/lib/runs/steps/end";
@@ -62,7 +63,10 @@ export const runWorkflow = inngest.createFunction(
         }
         const verdict = implemented.failure ? null : await validate(flow, plans, attempt);
         if (verdict?.passed) break;
-        const fix = await decideFix(flow, { attempt, verdict, failure: implemented.failure, budgetStopped: implemented.budgetStopped });
+        // An implementer that stopped (after a nudge and a firm reminder) goes to a person: retry with a note, re-plan, cancel.
+        const fix = implemented.failure
+          ? await decideStuck(flow, plans, { attempt, failure: implemented.failure, state: implemented.state })
+          : await decideFix(flow, { attempt, verdict, failure: null, budgetStopped: implemented.budgetStopped });
         if (fix.accepted) break;
         fixFeedback = fix.feedback;
       }

@@ -1,7 +1,7 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
 import { COMMAND_POLL_INTERVAL } from "@/lib/runs/steps/implement";
 import { startStage } from "@/lib/runs/steps/start";
-import { validate as validateStep, type ValidateStepResult, type ValidationProgress } from "@/lib/runs/steps/validate";
+import { revertOutOfScope, validate as validateStep, type ValidateStepResult, type ValidationProgress } from "@/lib/runs/steps/validate";
 import type { PlanDocument } from "@/lib/workflow";
 import { deadline, type RunFlow } from "./flow";
 import type { Plans } from "./plan";
@@ -15,7 +15,7 @@ import { gate, honourPauseRequest, pauseForModel, pauseUntilResumed, spendGate }
 
 export type Verdict = Extract<ValidateStepResult, { kind: "result" }> & {
   /** A person sent the work back to implementation at the plan gate about its scope (with their notes). */
-  scopeRejected?: { notes: string | null };
+  scopeRejected?: { notes: string | null; reverted: string[] };
 };
 
 /**
@@ -60,7 +60,10 @@ export async function validate(flow: RunFlow, plans: Plans, attempt: number): Pr
       const decision = await scopeGate(flow, plans, key, attempt, result);
       // The wider scope approved: validated again, those files now in scope (the plan itself, and its hash, unchanged).
       if (decision.decision === "approve") continue;
-      return { ...result, scopeRejected: { notes: decision.notes } };
+      // Back to implementation: the changes outside the plan are taken back on the run branch (one commit, an event).
+      const files = result.outOfScopeFiles;
+      const reverted = await runStep(`${key}:scope:revert`, () => revertOutOfScope({ runId, stepKey: `${key}:scope:revert`, files, attempt }));
+      return { ...result, scopeRejected: { notes: decision.notes, reverted: reverted.files } };
     }
     if (result.kind === "timeout") {
       await pauseUntilResumed(flow, key, "timeout", `Validation ran over ${config.timeoutMinutes.validation} minutes.`, "validation");
@@ -97,7 +100,13 @@ export async function decideFix(
   const report = verdict?.report ?? `Implementation failed: ${failure}`;
   const nextFeedback = verdict?.feedback ?? `The previous attempt failed (${failure}). Start again and finish every todo.`;
   // Decided already, at the plan gate about the scope: back to implementation.
-  if (verdict?.scopeRejected) return { accepted: false, feedback: verdict.scopeRejected.notes ? `${nextFeedback}\n\nReviewer: ${verdict.scopeRejected.notes}` : nextFeedback };
+  if (verdict?.scopeRejected) {
+    const { notes, reverted } = verdict.scopeRejected;
+    const takenBack = reverted.length
+      ? `\n\nTaken back: ${reverted.join(", ")} — outside the approved plan's files, and a person sent the work back to implementation instead of widening the plan's scope, so these changes were restored to the run's base. Keep to the plan's files; do not change them again.`
+      : "";
+    return { accepted: false, feedback: `${nextFeedback}${takenBack}${notes ? `\n\nReviewer: ${notes}` : ""}` };
+  }
   // Routed by severity: only minor findings are retried automatically; a major one always goes to a person.
   const major = ((verdict?.findings ?? []) as Array<{ severity?: string }>).some((f) => f.severity === "major");
   if (config.trustMode.fixes === "auto" && attempt <= config.limits.maxFixAttempts && !major && !budgetStopped) {

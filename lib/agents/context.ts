@@ -1,4 +1,5 @@
 import type { ModelMessage } from "ai";
+import { z } from "zod";
 import { section } from "@/lib/ai/prompt-sections";
 import { estimateTokens } from "@/lib/ai/scripted-model";
 import type { Todo } from "./tools";
@@ -240,4 +241,69 @@ export function boundConversation({
     // Nothing left to shrink: the plan and todo list alone are over the budget. Sent anyway; the caller sees the size.
     else return { messages: out, summary: { omittedMessages: cut - 1, keptToolResults: kept.reduce((n, g) => n + g.toolResults, 0), tokens } };
   }
+}
+
+export type ContextBudget = {
+  /** The model's context window in tokens (lib/ai/providers.ts contextWindowOf, or the run's context.window). */
+  window: number;
+  /** The share of the window a prompt may fill before the conversation is summarised (0.2–0.95). */
+  summariseAt: number;
+  /** Tool results kept verbatim at the end of a summarised conversation. */
+  keepToolResults: number;
+};
+
+export type PromptInfo = {
+  /** The prompt's estimated tokens (system, tools, messages) and the budget it must stay within. */
+  tokens: number;
+  budget: number;
+  /** Set when the conversation was summarised for this turn. */
+  summarised: { omittedMessages: number; keptToolResults: number } | null;
+};
+
+/** The tokens the tool definitions take in every prompt (names, descriptions, input schemas as JSON schema). */
+function toolTokens(tools: Record<string, { description?: string; inputSchema?: unknown }>): number {
+  const defs = Object.entries(tools).map(([name, t]) => {
+    let schema: unknown = null;
+    try {
+      schema = z.toJSONSchema(t.inputSchema as z.ZodType);
+    } catch {
+      schema = null;
+    }
+    return { name, description: t.description, parameters: schema };
+  });
+  return estimateTokens(JSON.stringify(defs));
+}
+
+/** The messages this turn sends: the whole conversation, or summarised to stay within the context budget. */
+export function promptFor({
+  state,
+  system,
+  tools,
+  contextBudget,
+}: {
+  state: { messages: ModelMessage[]; todos: Todo[] };
+  system: string;
+  tools: Record<string, { description?: string; inputSchema?: unknown }>;
+  contextBudget?: ContextBudget;
+}): { messages: ModelMessage[]; info: PromptInfo } {
+  const fixed = estimateTokens(system) + toolTokens(tools);
+  if (!contextBudget) {
+    const tokens = fixed + conversationTokens(state.messages);
+    return { messages: state.messages, info: { tokens, budget: Number.POSITIVE_INFINITY, summarised: null } };
+  }
+  const budget = Math.floor(contextBudget.window * contextBudget.summariseAt);
+  const bounded = boundConversation({
+    messages: state.messages,
+    todos: state.todos,
+    budgetTokens: Math.max(0, budget - fixed),
+    keepToolResults: contextBudget.keepToolResults,
+  });
+  return {
+    messages: bounded.messages,
+    info: {
+      tokens: fixed + conversationTokens(bounded.messages),
+      budget,
+      summarised: bounded.summary ? { omittedMessages: bounded.summary.omittedMessages, keptToolResults: bounded.summary.keptToolResults } : null,
+    },
+  };
 }

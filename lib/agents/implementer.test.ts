@@ -67,22 +67,25 @@ describe("implementer", () => {
     expect(JSON.stringify(seen[0]!.prompt)).toContain("<todos>");
   });
 
-  it("nudges a model that stops with todos open, and fails when it keeps stopping", async () => {
+  it("nudges a model that stops with todos open; kept stopping, it is nudged, firmly reminded, then stopped", async () => {
     const { model, seen } = script([{ text: "I think I am done." }]);
     const results = await drive(startImplementer({ plan: threeTodos, request: "x" }), model);
-    expect(results.map((r) => r.kind)).toEqual(["continue", "continue", "failure"]);
+    // Three stops each: a nudge (level 1), a firm reminder (level 2), then the session stops (level 3).
+    expect(results.map((r) => r.kind)).toEqual([...Array(8).fill("continue"), "failure"]);
     expect(results.at(-1)).toMatchObject({ kind: "failure", reason: "no_progress" });
     const nudge = JSON.stringify(seen[1]!.prompt.at(-1));
     expect(nudge).toContain("these todos are still open");
     expect(nudge).toContain("T1");
+    expect(results.at(-1)!.state.interventions!.map((i) => [i.level, i.reason])).toEqual([[1, "no_progress"], [2, "no_progress"], [3, "no_progress"]]);
   });
 
-  it("detects a loop: the same call with the same arguments three times without progress", async () => {
+  it("detects a loop: the same call with the same arguments three times without progress, three times over", async () => {
     const { model } = script([{ toolCalls: [call("read_file", { path: "src/app.ts" })] }]);
     const results = await drive(startImplementer({ plan: threeTodos, request: "x" }), model);
-    expect(results).toHaveLength(3);
+    expect(results).toHaveLength(9);
     expect(results.at(-1)).toMatchObject({ kind: "failure", reason: "loop" });
     expect((results.at(-1) as { message: string }).message).toContain("read_file");
+    expect(results.at(-1)!.state.interventions!.map((i) => i.level)).toEqual([1, 2, 3]);
   });
 
   it("does not mistake repeated test runs between edits for a loop", async () => {
@@ -106,6 +109,8 @@ describe("implementer", () => {
     const results = await drive(startImplementer({ plan: threeTodos, request: "x", maxIterations: 4 }), model);
     expect(results).toHaveLength(5);
     expect(results.at(-1)).toMatchObject({ kind: "failure", reason: "iteration_limit" });
+    // With one turn left it was nudged; at the limit it stopped.
+    expect(results.at(-1)!.state.interventions!.map((i) => [i.level, i.reason])).toEqual([[1, "iteration_limit"], [3, "iteration_limit"]]);
   });
 
   it("refuses ../../etc/passwd, absolute paths and symlinks out, with an error the model sees", async () => {

@@ -1,12 +1,22 @@
 import { generateText, stepCountIs, type ModelMessage } from "ai";
-import { z } from "zod";
-import { estimateTokens } from "@/lib/ai/scripted-model";
 import { callModel } from "@/lib/ai/call";
 import { section } from "@/lib/ai/prompt-sections";
 import type { Sandbox } from "@/lib/sandbox/types";
 import { redact, redactDeep } from "@/lib/redact";
-import { boundConversation, conversationTokens } from "./context";
+import { promptFor, type ContextBudget, type PromptInfo } from "./context";
+export type { ContextBudget, PromptInfo } from "./context";
 import type { ModelStepOptions } from "./model-step";
+import {
+  applyIntervention,
+  iterationTrouble,
+  LOOP_REPEATS,
+  MAX_IDLE_TURNS,
+  nextIntervention,
+  recordStop,
+  stopMessage,
+  type Intervention,
+  type InterventionReason,
+} from "./intervention";
 import type { PendingMcpCall } from "./mcp/config";
 import { mcpTools, settleMcpCall, type McpSession } from "./mcp/tools";
 import { describePlan, type Plan } from "./plan";
@@ -31,7 +41,7 @@ import {
  * wait days for a clarification between two turns.
  */
 
-export type ImplementerFailureReason = "iteration_limit" | "loop" | "no_progress";
+export type ImplementerFailureReason = InterventionReason;
 
 export type ImplementerState = {
   version: 1;
@@ -45,6 +55,8 @@ export type ImplementerState = {
   todos: Todo[];
   iteration: number;
   maxIterations: number;
+  /** Graduated intervention so far (./intervention.ts): nudge, firm reminder, stop and ask; absent in older states. */
+  interventions?: Intervention[];
   /** Consecutive turns without tool use and without progress. */
   idleTurns: number;
   /** Tool call signature → times seen since the last progress (loop detection). */
@@ -196,10 +208,7 @@ function withoutPendingResult(messages: ModelMessage[], toolCallId: string): Mod
 }
 
 export const DEFAULT_MAX_ITERATIONS = 30;
-/** The same call with the same arguments this many times without progress in between is a loop. */
-export const LOOP_REPEATS = 3;
-/** This many turns in a row with neither tool use nor progress end the session. */
-export const MAX_IDLE_TURNS = 3;
+export { LOOP_REPEATS, MAX_IDLE_TURNS };
 
 const SYSTEM = `You are the implementer of Gatehouse, an orchestrator for autonomous coding agents.
 Implement the approved plan in the repository using the tools. Work through your todos in order: call update_todo with
@@ -258,7 +267,7 @@ export function startImplementer({
       ),
     );
   }
-  if (feedback?.trim()) parts.push(section("validation-feedback", `The last validation failed. Fix this:\n${feedback}`));
+  if (feedback?.trim()) parts.push(section("validation-feedback", `The previous attempt was not accepted. Fix this:\n${feedback}`));
   return {
     version: 1,
     messages: [{ role: "user", content: parts.join("\n\n") }],
@@ -272,69 +281,6 @@ export function startImplementer({
     status: "running",
     summary: null,
     failure: null,
-  };
-}
-
-export type ContextBudget = {
-  /** The model's context window in tokens (lib/ai/providers.ts contextWindowOf, or the run's context.window). */
-  window: number;
-  /** The share of the window a prompt may fill before the conversation is summarised (0.2–0.95). */
-  summariseAt: number;
-  /** Tool results kept verbatim at the end of a summarised conversation. */
-  keepToolResults: number;
-};
-
-export type PromptInfo = {
-  /** The prompt's estimated tokens (system, tools, messages) and the budget it must stay within. */
-  tokens: number;
-  budget: number;
-  /** Set when the conversation was summarised for this turn. */
-  summarised: { omittedMessages: number; keptToolResults: number } | null;
-};
-
-/** The tokens the tool definitions take in every prompt (names, descriptions, input schemas as JSON schema). */
-function toolTokens(tools: Record<string, { description?: string; inputSchema?: unknown }>): number {
-  const defs = Object.entries(tools).map(([name, t]) => {
-    let schema: unknown = null;
-    try {
-      schema = z.toJSONSchema(t.inputSchema as z.ZodType);
-    } catch {
-      schema = null;
-    }
-    return { name, description: t.description, parameters: schema };
-  });
-  return estimateTokens(JSON.stringify(defs));
-}
-
-/** The messages this turn sends: the whole conversation, or summarised to stay within the context budget. */
-function promptFor({
-  state,
-  tools,
-  contextBudget,
-}: {
-  state: ImplementerState;
-  tools: Record<string, { description?: string; inputSchema?: unknown }>;
-  contextBudget?: ContextBudget;
-}): { messages: ModelMessage[]; info: PromptInfo } {
-  const fixed = estimateTokens(SYSTEM) + toolTokens(tools);
-  if (!contextBudget) {
-    const tokens = fixed + conversationTokens(state.messages);
-    return { messages: state.messages, info: { tokens, budget: Number.POSITIVE_INFINITY, summarised: null } };
-  }
-  const budget = Math.floor(contextBudget.window * contextBudget.summariseAt);
-  const bounded = boundConversation({
-    messages: state.messages,
-    todos: state.todos,
-    budgetTokens: Math.max(0, budget - fixed),
-    keepToolResults: contextBudget.keepToolResults,
-  });
-  return {
-    messages: bounded.messages,
-    info: {
-      tokens: fixed + conversationTokens(bounded.messages),
-      budget,
-      summarised: bounded.summary ? { omittedMessages: bounded.summary.omittedMessages, keptToolResults: bounded.summary.keptToolResults } : null,
-    },
   };
 }
 
@@ -377,6 +323,18 @@ function stable(value: unknown): string {
 function fail(state: ImplementerState, reason: ImplementerFailureReason, message: string): ImplementerTurnResult {
   const next = { ...state, status: "failed" as const, failure: { reason, message } };
   return { kind: "failure", state: next, reason, message };
+}
+
+/** Level 3 of the graduated intervention: the session stops, and the workflow asks a person. */
+function stop(state: ImplementerState, intervention: Intervention, message: string): ImplementerTurnResult {
+  return fail(recordStop(state, intervention), intervention.reason, stopMessage(state, message));
+}
+
+/** A turn that goes on: with a nudge or a firm reminder when the implementer is in trouble (or its turns run low). */
+function goOn(state: ImplementerState, trouble: Intervention | null): ImplementerTurnResult {
+  const low = trouble ? null : iterationTrouble(state);
+  const intervention = trouble ?? (low ? nextIntervention(state, "iteration_limit", low) : null);
+  return { kind: "continue", state: intervention ? applyIntervention(state, intervention) : state };
 }
 
 function clarificationResult(state: ImplementerState): ImplementerTurnResult {
@@ -438,7 +396,8 @@ export async function implementerTurn({
   if (state.status === "done") return { kind: "done", state, summary: state.summary ?? "" };
   if (state.status === "failed") return fail(state, state.failure!.reason, state.failure!.message);
   if (state.iteration >= state.maxIterations) {
-    return fail(state, "iteration_limit", `The implementer used all ${state.maxIterations} turns without finishing.`);
+    const detail = `The implementer used all ${state.maxIterations} turns without finishing.`;
+    return stop(state, { ...nextIntervention(state, "iteration_limit", detail), level: 3 }, detail);
   }
 
   const ctx: ToolContext = {
@@ -450,7 +409,7 @@ export async function implementerTurn({
     conversation: state.messages,
   };
   const tools = { ...implementerTools(ctx), ...mcpTools(ctx, state.mcp) };
-  const prompt = promptFor({ state, tools, contextBudget });
+  const prompt = promptFor({ state, system: SYSTEM, tools, contextBudget });
   onPrompt?.(prompt.info);
   // Once a tool starts, the model has answered: the budget no longer cuts the call (the tools bound themselves).
   for (const t of Object.values(tools) as Array<{ execute?: (...a: unknown[]) => unknown }>) {
@@ -520,35 +479,32 @@ export async function implementerTurn({
     }
     const idleTurns = ctx.progress ? 0 : state.idleTurns + 1;
     if (idleTurns >= MAX_IDLE_TURNS) {
-      return fail(
-        { ...next, idleTurns },
-        "no_progress",
-        `The implementer stopped ${idleTurns} times in a row with todos still open (${open.map((t) => t.id).join(", ")}).`,
-      );
+      const detail = `The implementer stopped ${idleTurns} times in a row with todos still open (${open.map((t) => t.id).join(", ")}).`;
+      const trouble = nextIntervention(next, "no_progress", detail);
+      if (trouble.level === 3) return stop({ ...next, idleTurns }, trouble, detail);
+      return goOn({ ...next, idleTurns }, trouble);
     }
     const nudge = `You stopped, but these todos are still open: ${open
       .map((t) => `${t.id} "${t.title}" (${t.status})`)
       .join("; ")}. Continue with the tools, and mark each todo done with update_todo when it is finished.`;
-    next = { ...next, idleTurns, messages: [...next.messages, { role: "user", content: nudge }] };
-    return { kind: "continue", state: next };
+    return goOn({ ...next, idleTurns, messages: [...next.messages, { role: "user", content: nudge }] }, null);
   }
 
   // Loop detection: identical calls counted since the last real change.
   const repeats: Record<string, number> = ctx.progress ? {} : { ...state.repeats };
+  let looping: string | null = null;
   for (const call of calls) {
     if ((call.toolName === REQUEST_CLARIFICATION || call.toolName === PROPOSE_REPLAN) && !call.invalid) continue;
     // Stored with the state: the signature is redacted like the messages (the same secret gives the same signature).
     const key = redact(`${call.toolName}:${stable(call.input)}`);
     repeats[key] = (repeats[key] ?? 0) + 1;
-    if (repeats[key] >= LOOP_REPEATS) {
-      return fail(
-        { ...next, repeats },
-        "loop",
-        `The implementer is looping: it called ${call.toolName} with the same arguments ${repeats[key]} times without making progress.`,
-      );
-    }
+    if (repeats[key] >= LOOP_REPEATS) looping ??= `You called ${call.toolName} with the same arguments ${repeats[key]} times without making progress.`;
   }
   next = { ...next, repeats, idleTurns: 0 };
+  // A loop: nudged, then firmly reminded (on a plain turn; a turn that waits for something is told on the next one),
+  // then stopped.
+  const loop = looping ? nextIntervention(next, "loop", looping) : null;
+  if (loop?.level === 3) return stop(next, loop, `The implementer is looping: ${looping!.replace(/^You called/, "it called")}`);
 
   // An ask whose input failed the schema already has its error as the tool result; the model corrects it next turn.
   const asks = calls.filter((c) => c.toolName === REQUEST_CLARIFICATION && !c.invalid);
@@ -586,7 +542,7 @@ export async function implementerTurn({
   if (ctx.hold) return { kind: "policy", state: next, action: ctx.hold };
   if (pending) return { kind: "command_running", state: next, toolCallId: pending.toolCallId };
   if (settled.pending) return { kind: "mcp", state: next, call: settled.pending };
-  return { kind: "continue", state: next };
+  return goOn(next, loop);
 }
 
 /** Calls of a one-at-a-time tool beyond the first get an error result the model can act on. */

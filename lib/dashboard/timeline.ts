@@ -77,7 +77,7 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "FIX_DECISION_MADE": {
       const { decision, by } = p(event, "FIX_DECISION_MADE");
-      const label = decision === "retry" ? "Retry the fix" : decision === "accept" ? "Accepted anyway" : "Cancel";
+      const label = decision === "retry" ? "Retry the fix" : decision === "accept" ? "Accepted anyway" : decision === "replan" ? "Back to planning" : "Cancel";
       return item(`Fix decision: ${label}`, decision === "cancel" ? "danger" : "success", by ? `by ${name(by)}` : undefined);
     }
     case "CLARIFICATION_REQUESTED":
@@ -179,6 +179,11 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "IMPLEMENTATION_SUCCEEDED":
       return item("Implementation finished", "success", `attempt ${p(event, "IMPLEMENTATION_SUCCEEDED").attempt ?? 1}`);
+    case "IMPLEMENTER_NUDGED": {
+      const { level, reason, detail, taskId } = p(event, "IMPLEMENTER_NUDGED");
+      const what = level === 1 ? "Implementer nudged" : level === 2 ? "Implementer firmly reminded of its todos" : "Implementer stopped: a person decides";
+      return item(`${what}${taskId ? ` (${taskId})` : ""}`, level === 3 ? "danger" : "warning", `${(reason ?? "trouble").replace("_", " ")}: ${detail ?? ""}`);
+    }
     case "IMPLEMENTATION_FAILED":
       return item("Implementation failed", "danger", p(event, "IMPLEMENTATION_FAILED").reason);
     case "VALIDATION_PASSED": {
@@ -222,6 +227,8 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
     }
     case "MERGE_FAILED":
       return item("Merge failed", "danger", p(event, "MERGE_FAILED").reason);
+    case "SCOPE_REVERTED":
+      return item("Out-of-scope changes taken back", "warning", `Restored to the run's base: ${(p(event, "SCOPE_REVERTED").files ?? []).join(", ")}`);
     case "SECRET_WITHHELD":
       return item("Secret withheld", "warning", `Not committed before the wait (${p(event, "SECRET_WITHHELD").when}): ${(p(event, "SECRET_WITHHELD").files ?? []).join(", ")}`);
     case "PR_CLOSED":

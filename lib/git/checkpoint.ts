@@ -43,6 +43,44 @@ async function commitWorkspace(sandbox: GitWorkspace, message: string, withhold:
   return { sha, tree: await gitOut(dir, ["rev-parse", `${sha}^{tree}`], { worktree }) };
 }
 
+/**
+ * Take back changes to these files: each restored to `base` (a file new since then deleted, a changed or deleted one
+ * restored), in one commit on the run branch, with host git on the worktree's real git directory.
+ */
+export async function restoreFilesToBase({
+  sandbox,
+  runId,
+  base,
+  files,
+  reason,
+}: {
+  sandbox: GitWorkspace;
+  runId: string;
+  base: string;
+  files: string[];
+  reason: string;
+}): Promise<Checkpoint> {
+  await sandbox.syncToWorkspace?.();
+  const { dir, worktree } = workspaceOf(sandbox);
+  for (const file of files) {
+    const target = path.resolve(dir, file);
+    if (!target.startsWith(`${path.resolve(dir)}${path.sep}`)) throw new AppError("internal:git", `Not a path in the worktree: ${file}`);
+    const spec = `:(literal)${file}`;
+    const inBase = (await git(dir, ["cat-file", "-e", `${base}:${file}`], { worktree, allowFailure: true })).code === 0;
+    if (inBase) await git(dir, ["checkout", "--quiet", base, "--", spec], { worktree });
+    else {
+      await git(dir, ["rm", "-r", "-f", "--quiet", "--cached", "--ignore-unmatch", "--", spec], { worktree });
+      await fs.rm(target, { recursive: true, force: true });
+    }
+  }
+  return commitWorkspace(
+    sandbox,
+    commitMessage({ subject: `Out-of-scope changes taken back (run ${runId})`, runId, kind: "scope-revert", body: `${reason}
+
+${files.map((f) => `- ${f}`).join("\n")}` }),
+  );
+}
+
 /** One commit per implementation task, on the run branch checked out in the sandbox's worktree. */
 export function commitCheckpoint({
   sandbox,

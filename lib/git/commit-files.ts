@@ -17,7 +17,7 @@ export function commitMessage({
 }: {
   subject: string;
   runId: string;
-  kind: "spec" | "checkpoint" | "wip" | "records" | "memory" | "merge";
+  kind: "spec" | "checkpoint" | "wip" | "records" | "memory" | "merge" | "scope-revert";
   taskId?: string;
   body?: string;
 }): string {

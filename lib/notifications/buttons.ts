@@ -40,15 +40,17 @@ export function parseCode(code: string): ChatCode | null {
 export type ChatButton = { label: string; code: string; style?: "primary" | "danger" };
 
 
-type GateRow = Pick<typeof gates.$inferSelect, "id" | "kind">;
+type GateRow = Pick<typeof gates.$inferSelect, "id" | "kind"> & { context?: unknown };
 type QuestionRow = Pick<typeof clarificationRequests.$inferSelect, "id" | "responseType" | "options">;
 
 export function gateButtons(gate: GateRow): ChatButton[] {
   const id = gate.id;
   if (gate.kind === "fix") {
+    // A stopped implementer (context.stuck) left nothing finished to accept; "back to planning" is on the run page.
+    const stuck = !!(gate.context as { stuck?: unknown } | null)?.stuck;
     return [
-      { label: "Retry the fix", code: encodeCode({ verb: "fr", id }), style: "primary" },
-      { label: "Accept anyway", code: encodeCode({ verb: "fa", id }) },
+      { label: stuck ? "Retry" : "Retry the fix", code: encodeCode({ verb: "fr", id }), style: "primary" },
+      ...(stuck ? [] : [{ label: "Accept anyway", code: encodeCode({ verb: "fa", id }) }]),
       { label: "Cancel the run", code: encodeCode({ verb: "fc", id }), style: "danger" },
     ];
   }

@@ -3,7 +3,7 @@
  * "Answered: French", "Skipped", "Not decided: the run was cancelled". Two rows of the same gate kind then read apart.
  */
 
-const FIX: Record<string, string> = { retry: "Retry the fixes", accept: "Accepted as it is", cancel: "Cancel the run" };
+const FIX: Record<string, string> = { retry: "Retry the fixes", accept: "Accepted as it is", cancel: "Cancel the run", replan: "Sent back to planning" };
 const BUDGET: Record<string, string> = { raise: "Budget raised", finish_task: "Finish the task, then stop" };
 
 function answerText(response: unknown): string {

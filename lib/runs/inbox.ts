@@ -145,7 +145,8 @@ function sources(userId: string) {
         status: gates.status,
         decision: gates.decision,
         response: sql<unknown>`null`,
-        question: sql<string | null>`json_extract(${gates.context}, '$.question')`,
+        // A gate's own one-line summary when it has one (a fix gate about a stopped implementer), else the kind's.
+        question: sql<string | null>`coalesce(json_extract(${gates.context}, '$.question'), json_extract(${gates.context}, '$.summary'))`,
         createdAt: gates.createdAt,
         deadlineAt: requestedDeadline("APPROVAL_REQUESTED", "gateId", gates.id),
       },

@@ -119,7 +119,11 @@ export function forgetAttachedSandboxes() {
  */
 export async function attachSandbox(options: CreateSandboxOptions & { branch: string }): Promise<RunSandbox> {
   const open = attached.get(options.runId);
-  if (open) return open;
+  // A local sandbox diffs against the commit it was attached at unless told otherwise: the one a step attached without
+  // a diff base (e.g. implementation after a gate) must not answer a step that asks for the run's base (validation),
+  // or work committed before the attach would drop out of the diff — and out of the scope check. Reattached (the same
+  // worktree, reused) with the base asked for.
+  if (open && !(options.diffBase && open.kind === "local" && open.baseSha !== options.diffBase)) return open;
   const sandbox = await createSandbox({ ...options, reuse: true });
   attached.set(options.runId, sandbox);
   return sandbox;

@@ -60,7 +60,8 @@ export type RunEventPayloads = {
   PLAN_QUESTION_ASKED: { gateId: string; by: string; question: string };
   /** The planner's answer to a PLAN_QUESTION_ASKED, with the version of the revised plan it gave alongside. */
   PLAN_QUESTION_ANSWERED: { gateId: string; question: string; answer: string; version: number };
-  FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" };
+  /** `replan` only at the fix gate about a stopped implementer (inngest/run/stuck.ts), where `accept` is refused. */
+  FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" | "replan" };
   CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo };
   /** A reminder point of a pending decision's deadline passed (`reminder` counts from 0); people were notified. */
   DECISION_REMINDED: { subject: DecisionSubject; reminder: number; deadline: number };
@@ -91,12 +92,23 @@ export type RunEventPayloads = {
   /** Files left out of a work-in-progress commit before a wait because their changes hold a secret (paths redacted). */
   SECRET_WITHHELD: { files: string[]; when: string };
   /**
+   * Sent back to implementation at the plan gate about scope: the files outside the plan were restored on the run
+   * branch to the run's base (new ones deleted, changed ones restored) in one commit (paths redacted).
+   */
+  SCOPE_REVERTED: { files: string[]; commitSha: string; attempt: number };
+  /**
    * Triage before implementing: the task looks already done with this confidence (0–1), on this evidence; `skipped`
    * when at or above the run's triage.threshold (otherwise it is implemented anyway). Only tasks with some confidence.
    */
   TASK_TRIAGED: { taskId: string; confidence: number; evidence: string[]; skipped: boolean };
   /** PAOR reflection: after a task, the implementer's estimate of its progress (0–1) and what changed. */
   TASK_PROGRESS: { taskId: string; progress: number; changed: string };
+  /**
+   * Graduated intervention in an implementer session in trouble (lib/agents/intervention.ts): level 1 a nudge, 2 a
+   * firm reminder with the todo list, 3 stopped — a person decides next (the fix gate about a stopped implementer).
+   * `taskId` for a parallel task's session.
+   */
+  IMPLEMENTER_NUDGED: { level: 1 | 2 | 3; reason: "loop" | "no_progress" | "iteration_limit"; detail: string; iteration: number; taskId?: string };
   /** Per-task verification: the task's own acceptance commands passed right after it was finished. */
   TASK_VERIFIED: { taskId: string; commands: string[] };
   /** Per-task verification: one of the task's acceptance commands failed (its output's tail, redacted). */

@@ -171,8 +171,10 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
     case "TASK_MERGED":
     case "TASK_MERGE_CONFLICT":
     case "SECRET_WITHHELD":
+    case "SCOPE_REVERTED":
     case "POLICY_REFUSED":
     case "TASK_PROGRESS":
+    case "IMPLEMENTER_NUDGED":
     case "TASK_TRIAGED":
     case "TASK_VERIFIED":
     case "TASK_VERIFY_FAILED":

@@ -152,6 +152,16 @@ describe("fix decisions", () => {
     expect((await getRunState({ id: runId }))?.status).toBe("running");
   });
 
+  it("\"replan\" is refused at a fix gate after validation (409, no decision stored); the gate still takes retry", async () => {
+    const runId = await runningRun("validation");
+    const gateId = await openGate(runId, "fix");
+    const replan = await call(fixRoute.POST, { method: "POST", headers: ADMIN, params: { id: runId }, body: { gateId, decision: "replan" } });
+    expect(replan.status).toBe(409);
+    expect(replan.json.error.message).toMatch(/retry, accept or cancel/);
+    expect((await getRunState({ id: runId }))?.status).toBe("awaiting_fix_decision");
+    expect((await call(fixRoute.POST, { method: "POST", headers: ADMIN, params: { id: runId }, body: { gateId, decision: "retry" } })).status).toBe(200);
+  });
+
   it("cancel at the fix decision cancels the run", async () => {
     const runId = await runningRun("validation");
     await openGate(runId, "fix");

@@ -28,6 +28,9 @@ describe("risky actions wait for a person", () => {
       "```file:.github/workflows/ci.yml",
       "on: push",
       "```",
+      // The plan names the file the command writes (a file written outside the plan would go to a plan gate about
+      // scope, #35 item 4, which this test is not about); deleting the whole folder still reaches outside it.
+      "[scope: old/x.txt]",
       "[run: sh -c 'mkdir -p old && echo keep > old/x.txt']",
       "[run: rm -r old]",
     ].join("\n");
@@ -83,6 +86,9 @@ describe("risky actions wait for a person", () => {
     const request = [
       "Clean up build leftovers",
       "[scope: tmp/]",
+      // old2/x is kept (its delete refused), so the plan names it: not a change of scope (#35 item 4); deleting the
+      // folder old2 still reaches outside the plan's scope.
+      "[scope: old2/x]",
       "[run: mkdir -p tmp/cache old1 old2 && echo x > tmp/cache/y && echo k > old1/x && echo k > old2/x]",
       "[run: rm -rf tmp/cache]",
       "[run: rm -rf old1]",
@@ -94,7 +100,7 @@ describe("risky actions wait for a person", () => {
     const first = await waitForPendingGate(run.id);
     expect(first.context).toMatchObject({
       action: { tool: "run_command", summary: "rm -rf old1" },
-      reason: expect.stringMatching(/^The command deletes old1, outside the plan's scope \(.*tmp\/\)/),
+      reason: expect.stringMatching(/^The command deletes old1, outside the plan's scope \(.*tmp\/, old2\/x\)/),
     });
     await approveGate({ user: h.user, runId: run.id, input: { gateId: first.id } });
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: first.id, decision: "approve" }), key: decisionKey.gate(first.id) });

@@ -218,6 +218,22 @@ describe("demo model: a full planner → implementer → validator pass", () => 
     expect(again.kind).toBe("plan");
   });
 
+  it("[loop: 1]: the first session repeats one read until it is stopped; a session begun with feedback finishes", async () => {
+    const request = "Loop for a while\n[loop: 1]";
+    const planned = await plan({ request });
+    if (planned.kind !== "plan") throw new Error("expected a plan");
+    const first = await implement(planned.plan, request);
+    expect(first.result).toMatchObject({ kind: "failure", reason: "loop" });
+    expect(first.turns).toBe(9);
+    expect(first.result.state.interventions?.map((i) => i.level)).toEqual([1, 2, 3]);
+    let state: ImplementerState = startImplementer({ plan: planned.plan, request, feedback: "A person's note: write the note." });
+    for (let i = 0; i < 10 && state.status === "running"; i++) {
+      state = (await implementerTurn({ state, sandbox, modelId: DEMO, context: { stepKey: `${runKey}:retry:${i}` } })).state;
+    }
+    expect(state.status).toBe("done");
+    expect(await sandbox.readFile("docs/requests/loop-for-a-while.md")).toContain("Loop for a while");
+  });
+
   it("streams like any provider and is labelled demo", async () => {
     const model = getLanguageModel(DEMO);
     expect(model).toMatchObject({ provider: "demo", modelId: "default" });

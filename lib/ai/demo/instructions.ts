@@ -18,6 +18,8 @@
  *   [scope: <path>]           → the planner adds that file or folder to the last task's files (the plan's scope)
  *   [fail-validation: N]      → the first N validations fail with a minor finding
  *   [invalid-mermaid: N]      → the planner's first N diagrams are invalid Mermaid
+ *   [loop: 1]                 → the implementer's first session repeats one call (read_file README.md) until it is
+ *                               stopped; a session started with feedback (a person's retry or re-plan) works normally
  */
 
 import { withoutControls } from "@/lib/plain-text";
@@ -48,6 +50,8 @@ export type DemoInstructions = {
   replan: string | null;
   failValidation: number;
   invalidMermaid: number;
+  /** [loop:] the implementer's first session loops (graduated intervention, then a person's decision). */
+  loop: boolean;
   /** The request with markers and file blocks removed. */
   description: string;
   title: string;
@@ -57,7 +61,7 @@ export type DemoInstructions = {
 
 const FILE_BLOCK = /^(`{3,}|~{3,})[ \t]*file:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
 const FIX_BLOCK = /^(`{3,}|~{3,})[ \t]*fix:([^\s`~]+)[^\n]*\n([\s\S]*?)^\1[ \t]*$/gm;
-const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid|scope|replan|debug):([^\]]*)\]/g;
+const MARKER = /\[(plan-ask|ask|ask-multi|ask-file|fail-validation|invalid-mermaid|scope|replan|debug|loop):([^\]]*)\]/g;
 /** A command may contain "]": its marker ends at the last "]" before the end of the line or the next marker. */
 /** An MCP call's JSON arguments may hold "]": its marker ends at a "}]" before the end of the line or the next marker. */
 const MCP_MARKER = /\[mcp:[ \t]*([A-Za-z0-9_-]+)\.([^\s{\]]+)[ \t]*(\{.*?\})?[ \t]*\][ \t]*(?=$|\[)/gm;
@@ -117,6 +121,7 @@ export function parseInstructions(request: string): DemoInstructions {
   let replan: string | null = null;
   let failValidation = 0;
   let invalidMermaid = 0;
+  let loop = false;
   const description = withoutCommands
     .replace(MARKER, (_all, kind: string, body: string) => {
       if (kind === "plan-ask" && body.trim()) planAsks.push(body.trim());
@@ -132,6 +137,7 @@ export function parseInstructions(request: string): DemoInstructions {
       if (kind === "debug" && body.trim()) debug = body.trim().toLowerCase();
       if (kind === "fail-validation") failValidation = count(body);
       if (kind === "invalid-mermaid") invalidMermaid = count(body);
+      if (kind === "loop") loop = count(body) > 0;
       return "";
     })
     .replace(/\n{3,}/g, "\n\n")
@@ -153,6 +159,7 @@ export function parseInstructions(request: string): DemoInstructions {
     replan,
     failValidation,
     invalidMermaid,
+    loop,
     description: description || "(no description)",
     title,
     slug,

@@ -269,6 +269,9 @@ const PASTED_TASKS = /^(`{3,}|~{3,})[ \t]*tasks\.md[ \t]*\n[\s\S]*?^\1[ \t]*$/m;
 type DemoTodo = { id: string; title?: string; files?: string[]; description?: string };
 
 function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, text: string): ScriptedReply {
+  // [loop:]: the first session repeats one read, as a stuck model does, until the session is stopped; one started with
+  // feedback (a person's retry or re-plan at the gate about the stopped implementer) works normally.
+  if (ins.loop && readSection(text, "validation-feedback") === undefined) return { toolCalls: [{ toolName: "read_file", input: { path: "README.md" } }] };
   let todos: DemoTodo[] = [];
   try {
     todos = JSON.parse(readSection(text, "todos") ?? "[]");

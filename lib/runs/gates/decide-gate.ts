@@ -36,7 +36,8 @@ export const rejectSchema = z
 export const fixDecisionSchema = z
   .strictObject({
     gateId: z.string().max(100).optional(),
-    decision: z.enum(["retry", "accept", "cancel"], { error: 'must be "retry", "accept" or "cancel"' }),
+    /** `replan` only at the fix gate about a stopped implementer, where `accept` is refused (nothing finished to accept). */
+    decision: z.enum(["retry", "accept", "cancel", "replan"], { error: 'must be "retry", "accept", "replan" or "cancel"' }),
     notes: z.string().max(20_000).optional(),
   })
   .transform(redacted);
@@ -50,6 +51,11 @@ function approvedHash(gate: GateRow, editedPlan: z.output<typeof approveSchema>[
   const plan = gate.kind === "plan" ? (gate.context as { plan?: PlanDocument } | null)?.plan : undefined;
   if (!plan) return {};
   return { planHash: planHash(editedPlan ? applyPlanEdits({ drafted: plan, edited: editedPlan }) : plan) };
+}
+
+/** A fix gate about an implementer that stopped after the graduated intervention (inngest/run/stuck.ts). */
+export function isStuckGate(gate: Pick<GateRow, "kind" | "context">): boolean {
+  return gate.kind === "fix" && !!(gate.context as { stuck?: unknown } | null)?.stuck;
 }
 
 /** A plan gate about a diff outside the approved plan's files (inngest/run/validate.ts), not about a drafted plan. */
@@ -144,6 +150,12 @@ export async function decideFix({ user, runId, input }: GateDecision<typeof fixD
     gateId: input.gateId,
     check: (gate) => {
       if (gate.kind !== "fix") throw new AppError("conflict:gate", `Gate ${gate.gateNumber} is a ${gate.kind} gate, not a fix decision.`);
+      if (isStuckGate(gate) && input.decision === "accept") {
+        throw new AppError("conflict:gate", `Gate ${gate.gateNumber} asks about an implementer that stopped before finishing: retry (with a note for it), replan or cancel — there is no finished work to accept.`);
+      }
+      if (!isStuckGate(gate) && input.decision === "replan") {
+        throw new AppError("conflict:gate", `Gate ${gate.gateNumber} decides a failed validation: retry, accept or cancel. "replan" is for an implementer that stopped.`);
+      }
     },
     claim: { status: "decided", decision: input.decision, notes: input.notes ?? null },
     events: (gate) => [

@@ -217,6 +217,10 @@ export async function implementTurn({
   for (const r of (result.state.reflections ?? []).slice(state.reflections?.length ?? 0)) {
     events.push({ type: "TASK_PROGRESS", payload: r });
   }
+  // Graduated intervention (nudge, firm reminder, stop): each level the run's record too.
+  for (const i of (result.state.interventions ?? []).slice(state.interventions?.length ?? 0)) {
+    events.push({ type: "IMPLEMENTER_NUDGED", payload: { ...i, ...(taskId ? { taskId } : {}) } });
+  }
   const before = new Map(state.todos.map((t) => [t.id, t.status]));
   // A parallel task's session has one todo: it is numbered as the plan numbers it.
   const total = taskId ? doc.tasks.length : result.state.todos.length;

@@ -7,6 +7,7 @@ import { redact, redactDeep } from "@/lib/redact";
 import { isModelCallError } from "@/lib/ai";
 import { runValidateStep, StepBudgetExceededError, type ValidationProgress } from "@/lib/agents";
 import { attachSandbox } from "@/lib/sandbox";
+import { restoreFilesToBase } from "@/lib/git";
 import type { PlanDocument } from "@/lib/workflow";
 import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock } from "./context";
 import { endedStatus, stageSignal } from "./end";
@@ -151,4 +152,26 @@ export async function validate({
     outOfScopeFiles: result.outOfScopeFiles,
     now: workflowClock.now(),
   };
+}
+
+/**
+ * Sent back to implementation at the plan gate about scope: the changes outside the plan are not kept. Those files are
+ * restored on the run branch to the run's base (new ones deleted, changed ones restored) in one commit, recorded as
+ * SCOPE_REVERTED; the next attempt starts without them (and is told so).
+ */
+export async function revertOutOfScope({ runId, stepKey, files, attempt }: { runId: string; stepKey: string; files: string[]; attempt: number }): Promise<{ files: string[]; commitSha: string }> {
+  const run = await loadRun({ runId });
+  const base = await baseShaOf(runId);
+  if (!base) throw new RunEndedError("failed");
+  const sandbox = await attachSandbox({ ...(await sandboxOptions(run)), diffBase: base });
+  const commit = await restoreFilesToBase({
+    sandbox,
+    runId,
+    base,
+    files,
+    reason: `Sent back to implementation at the plan gate: changes outside the approved plan's files are not kept (attempt ${attempt}).`,
+  });
+  const reverted = files.map((f) => redact(f));
+  await append(runId, stepKey, [{ type: "SCOPE_REVERTED", payload: { files: reverted, commitSha: commit.sha, attempt } }]);
+  return { files: reverted, commitSha: commit.sha };
 }
