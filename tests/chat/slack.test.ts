@@ -9,6 +9,8 @@ import { getDb } from "@/lib/db";
 import { clarificationRequests, workflowRuns } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
+import { GET as getRunRoute } from "@/app/api/runs/[id]/route";
+import { describeEvent } from "@/lib/dashboard/timeline";
 import { write } from "@/lib/db";
 import { appendEventsTx, listEvents } from "@/lib/db/event-store";
 import { createRun } from "@/lib/db/queries/runs";
@@ -109,6 +111,15 @@ describe("deciding from Slack as the linked user", () => {
     const again = await press("UAPPROVER", `ap:${w.gateId}`);
     expect(again.answers[0].text).toMatch(/^Already decided by Approver at \d{4}-\d\d-\d\d \d\d:\d\d UTC: approved\.$/);
     expect(await chatDecisionsOf(w.runId)).toHaveLength(1);
+  });
+
+  it("the run page says the approval came from Slack: GET /api/runs/:id gives the chat origin (no chat account id), the timeline reads it", async () => {
+    const detail = await call(getRunRoute, { method: "GET", path: `/api/runs/${w.runId}`, params: { id: w.runId }, headers: ADMIN });
+    expect(detail.status).toBe(200);
+    expect(detail.json.chatOrigins).toEqual([{ subjectId: w.gateId, action: "approve", provider: "slack", userId: w.approver.id, at: expect.any(String) }]);
+    const granted = (await listEvents({ runId: w.runId })).find((e) => e.type === "APPROVAL_GRANTED")!;
+    const line = describeEvent({ ...granted, timestamp: new Date(granted.timestamp).toISOString() } as never, detail.json.people, detail.json.chatOrigins);
+    expect(line.detail).toBe("by Approver from Slack");
   });
 
   it("a viewer's press is refused with why, and changes nothing", async () => {
