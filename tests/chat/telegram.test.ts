@@ -189,6 +189,38 @@ describe("deciding from Telegram as the linked user", () => {
   });
 });
 
+describe("a run paused by a timeout, from Telegram", () => {
+  async function timedOut(request: string) {
+    const run = await createRun({ projectId: w.project.id, userId: w.owner.id, request, config: {} });
+    await write((tx) =>
+      appendEventsTx(tx, run.id, [
+        { type: "RUN_STARTED", payload: {} },
+        { type: "STAGE_STARTED", payload: { stage: "implementation" } },
+        { type: "RUN_PAUSED", payload: { reason: "timeout", message: "ran past 30 min", stage: "implementation" } },
+      ] as never),
+    );
+    return run.id;
+  }
+  const status = async (runId: string) => (await (await getDb()).query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) }))?.status;
+
+  it("Extend resumes it with more time once; Cancel the run on another cancels it; a second press on either is already decided", async () => {
+    const extended = await timedOut("Extend me");
+    const first = await send(pressUpdate(ann, `ex:${extended}`));
+    expect(first.calls.find((c) => c.method === "answerCallbackQuery")?.body.text).toMatch(/^Extended by Approver \(from Telegram\)/);
+    expect(await status(extended)).toBe("running");
+    const again = await send(pressUpdate(ann, `ex:${extended}`));
+    expect(again.calls.find((c) => c.method === "answerCallbackQuery")?.body).toMatchObject({ show_alert: true, text: expect.stringMatching(/^Already decided by Approver at .* UTC: the run is running\.$/) });
+
+    const cancelled = await timedOut("Cancel me");
+    const pressed = await send(pressUpdate(ann, `cn:${cancelled}`));
+    expect(pressed.calls.find((c) => c.method === "answerCallbackQuery")?.body.text).toMatch(/^Cancelled by Approver \(from Telegram\)/);
+    expect(await status(cancelled)).toBe("cancelled");
+    const twice = await send(pressUpdate(ann, `cn:${cancelled}`));
+    expect(twice.calls.find((c) => c.method === "answerCallbackQuery")?.body).toMatchObject({ show_alert: true, text: expect.stringMatching(/^Already decided by Approver at .* UTC: the run is cancelled\.$/) });
+    expect(await chatDecisionsOf(cancelled)).toEqual([expect.objectContaining({ provider: "telegram", action: "cancel", subjectId: cancelled })]);
+  });
+});
+
 describe("a budget gate from Telegram", () => {
   it("Raise by the suggested amount by inline button; Raise by… takes a typed amount as a reply; Cancel the run cancels it", async () => {
     const raised = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Over budget", metric: "minutes", used: 31, limit: 30 });
