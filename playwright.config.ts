@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import { defineConfig } from "@playwright/test";
-import { E2E_ADMIN_PASSWORD, E2E_ADMIN_TOKEN, E2E_GITHUB_WEBHOOK_SECRET, E2E_PORT } from "./e2e/constants";
+import { E2E_ADMIN_PASSWORD, E2E_ADMIN_TOKEN, E2E_GITHUB_WEBHOOK_SECRET, E2E_PORT, E2E_SLACK_SIGNING_SECRET } from "./e2e/constants";
 import { OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_ISSUER, OIDC_NAME } from "./e2e/oidc-constants";
 
 /*
@@ -81,6 +81,8 @@ export default defineConfig({
       AUTH_OIDC_NAME: OIDC_NAME,
       // Signed installation webhooks (e2e/github-connect.spec.ts); the GitHub App itself stays unconfigured.
       GITHUB_APP_WEBHOOK_SECRET: E2E_GITHUB_WEBHOOK_SECRET,
+      // Signed Slack slash commands (e2e/chat-settings.spec.ts links a Slack account with one).
+      SLACK_SIGNING_SECRET: E2E_SLACK_SIGNING_SECRET,
       // The dashboard specs start many runs within a couple of minutes; the per-user limit is tested on its own.
       GATEHOUSE_RATE_LIMIT_RUNS: "1000",
       // e2e/notifications.spec.ts's webhook receiver listens on 127.0.0.1.

@@ -17,6 +17,7 @@ export const chatDeciders: ChatDeciders = {
   answer: async (a) => (await rateLimit({ user: a.user, bucket: "decisions" }), decide.answer(a)),
   resume: async (a) => (await rateLimit({ user: a.user, bucket: "decisions" }), decide.resume(a)),
   cancel: async (a) => (await rateLimit({ user: a.user, bucket: "decisions" }), decide.cancel(a)),
+  budget: async (a) => (await rateLimit({ user: a.user, bucket: "decisions" }), decide.budget(a)),
   startRun: async ({ user, projectId, request }) => {
     await rateLimit({ user, bucket: "runs" });
     const run = await startRun({ user, projectId, request });

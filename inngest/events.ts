@@ -51,5 +51,5 @@ export const decisionAnnounced = eventType("run/decision.announced", {
 export const decisionNotify = eventType("run/decision.notify", { schema: z.object({ runId: z.string(), subject: z.object({ type: z.enum(["gate", "clarification"]), id: z.string() }), reason: z.enum(["opened", "reminder", "escalated", "defaulted"]), recipients: z.array(z.string()).optional() }) });
 /** A person asked to send a failed delivery again (POST …/deliveries/:id/redeliver); the delivery is pending again. */
 /** A run completed, failed or paused (lib/runs/steps/notices.ts): its notice goes to the channels that take it. */
-export const runNotice = eventType("run/notice", { schema: z.object({ runId: z.string(), kind: z.enum(["completed", "failed", "paused"]), key: z.string() }) });
+export const runNotice = eventType("run/notice", { schema: z.object({ runId: z.string(), kind: z.enum(["completed", "failed", "paused"]), key: z.string(), gateId: z.string().optional() }) });
 export const notificationRedeliver = eventType("notification/redeliver", { schema: z.object({ deliveryId: z.string() }) });

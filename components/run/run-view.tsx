@@ -203,7 +203,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
           </Tabs>
         </div>
         <aside className="lg:border-l lg:pl-6">
-          <Timeline events={events} connection={connection} people={detail.data.people} />
+          <Timeline events={events} connection={connection} people={detail.data.people} chatOrigins={detail.data.chatOrigins} />
         </aside>
       </div>
     </div>

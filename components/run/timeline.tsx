@@ -1,7 +1,7 @@
 "use client";
 
 import { CheckCircle2, CircleDot, Hourglass, TriangleAlert, XCircle } from "lucide-react";
-import { describeEvent, type ApiEvent, type Tone } from "@/lib/dashboard/timeline";
+import { describeEvent, type ApiEvent, type ChatOrigin, type Tone } from "@/lib/dashboard/timeline";
 import { useNow } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import type { Connection } from "./use-run-events";
@@ -27,8 +27,19 @@ const CONNECTION_LABEL: Record<Connection, string> = {
   ended: "finished",
 };
 
-export function Timeline({ events, connection, people = {} }: { events: ApiEvent[]; connection: Connection; people?: Record<string, string> }) {
-  const items = events.map((e) => describeEvent(e, people)).reverse();
+export function Timeline({
+  events,
+  connection,
+  people = {},
+  chatOrigins = [],
+}: {
+  events: ApiEvent[];
+  connection: Connection;
+  people?: Record<string, string>;
+  /** Decisions made from Slack or Telegram: their lines say "by Ann from Slack". */
+  chatOrigins?: ChatOrigin[];
+}) {
+  const items = events.map((e) => describeEvent(e, people, chatOrigins)).reverse();
   // One clock for the whole list (null until mounted: times are in the browser's locale and zone, not the server's).
   const mounted = useNow() !== null;
   return (

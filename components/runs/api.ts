@@ -1,3 +1,4 @@
+import type { ChatOrigin } from "@/lib/dashboard/timeline";
 import type { RunDto } from "@/lib/runs/dto";
 import type { CostBreakdown, RunCost } from "@/lib/runs/costs";
 import type { EstimateReport } from "@/lib/runs/estimate-model";
@@ -111,6 +112,8 @@ export type RunDetail = {
   estimate?: EstimateReport | null;
   /** Display names of the user ids that appear in the run. */
   people: Record<string, string>;
+  /** Decisions made from Slack or Telegram (who, on what, when): the timeline says "by Ann from Slack". */
+  chatOrigins?: ChatOrigin[];
   /** The repository instructions (AGENTS.md …) the stages' prompts quoted, with their sizes and sha256. */
   instructions?: Array<{ path: string; bytes: number; sha: string; cut: boolean; stages: string[] }>;
 };

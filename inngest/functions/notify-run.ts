@@ -13,9 +13,9 @@ export const notifyRun = inngest.createFunction(
     retries: NOTIFY_RETRIES,
   },
   async ({ event, step }) => {
-    const { runId, kind, key } = event.data;
+    const { runId, kind, key, gateId } = event.data;
     // Keyed by the notice itself: the same notice sent twice (a step run again) plans the same deliveries.
-    const planned = await step.run("plan", () => planRunNotice({ runId, kind, dispatchKey: `run-notice:${runId}:${kind}:${key}` }));
+    const planned = await step.run("plan", () => planRunNotice({ runId, kind, gateId, dispatchKey: `run-notice:${runId}:${kind}:${key}` }));
     const outcomes = await Promise.all(planned.map((d) => deliver(step, d.id, d.id)));
     return { deliveries: planned.map((d, i) => ({ ...d, status: outcomes[i] })) };
   },

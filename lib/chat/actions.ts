@@ -8,7 +8,7 @@ import type { SessionUser } from "@/lib/auth/guard";
 import { newUlid } from "@/lib/ids";
 import { log } from "@/lib/log";
 import type { Answer } from "@/lib/runs/gates/answer";
-import { VERBS, type ChatCode, type Verb } from "@/lib/notifications/buttons";
+import { budgetMetric, suggestedRaise, VERBS, type ChatCode, type Verb } from "@/lib/notifications/buttons";
 import { linkedUser, type ChatIdentity } from "./link";
 
 /*
@@ -27,6 +27,11 @@ export type ChatDeciders = {
   answer: (a: { user: SessionUser; clarificationId: string; response: Answer }) => Promise<unknown>;
   resume: (a: { user: SessionUser; runId: string; action: "retry" | "extend" }) => Promise<unknown>;
   cancel: (a: { user: SessionUser; runId: string; reason?: string }) => Promise<unknown>;
+  budget: (a: {
+    user: SessionUser;
+    runId: string;
+    input: { gateId?: string; action: "raise" | "finish_task"; tokens?: number; costUsd?: number; minutes?: number };
+  }) => Promise<unknown>;
   startRun: (a: { user: SessionUser; projectId: string; request: string }) => Promise<{ id: string }>;
 };
 
@@ -155,6 +160,19 @@ export async function applyChatAction({
       case "cn":
         await deciders.cancel({ user, runId, reason: `cancelled from ${identity.provider}` });
         break;
+      case "br":
+      case "bx": {
+        const raise = await raiseFor(code, text);
+        if ("error" in raise) return { ok: false, text: raise.error };
+        await deciders.budget({ user, runId, input: { gateId, action: "raise", [raise.metric]: raise.amount } });
+        break;
+      }
+      case "bf":
+        await deciders.budget({ user, runId, input: { gateId, action: "finish_task" } });
+        break;
+      case "bc":
+        await deciders.cancel({ user, runId, reason: `cancelled at a budget gate from ${identity.provider}` });
+        break;
     }
   } catch (error) {
     if (!isAppError(error)) throw error;
@@ -179,11 +197,40 @@ export async function applyChatAction({
 }
 
 function pastTense(verb: Verb): string {
-  const words: Record<Verb, string> = { ap: "approved", rj: "rejected", ak: "asked back", fr: "fix retried", fa: "accepted anyway", fc: "cancelled", ch: "answered", tx: "answered", rt: "retried", ex: "extended", cn: "cancelled" };
+  const words: Record<Verb, string> = {
+    ap: "approved",
+    rj: "rejected",
+    ak: "asked back",
+    fr: "fix retried",
+    fa: "accepted anyway",
+    fc: "cancelled",
+    ch: "answered",
+    tx: "answered",
+    rt: "retried",
+    ex: "extended",
+    cn: "cancelled",
+    br: "budget raised",
+    bx: "budget raised",
+    bf: "told to finish the task, then stop,",
+    bc: "cancelled",
+  };
   return words[verb];
 }
 
 const capitalize = (s: string) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** How much a budget raise adds: the suggested amount (br), or the typed one (bx), in the gate's own unit. */
+async function raiseFor(code: ChatCode, text: string | undefined): Promise<{ metric: "tokens" | "costUsd" | "minutes"; amount: number } | { error: string }> {
+  const db = await getDb();
+  const gate = await db.query.gates.findFirst({ where: eq(gates.id, code.id) });
+  if (code.verb === "br") return suggestedRaise(gate?.context);
+  const { metric, unit } = budgetMetric(gate?.context);
+  const typed = (text ?? "").trim().replace(/^\$/, "").replaceAll(",", "").replaceAll("_", "");
+  const amount = Number(typed);
+  if (!typed || !Number.isFinite(amount) || amount <= 0) return { error: `Type how much to add, in ${unit}: a number above 0.` };
+  if (metric === "tokens" && !Number.isInteger(amount)) return { error: "Type a whole number of tokens." };
+  return { metric, amount };
+}
 
 /** The answer a choice button or a typed reply stands for, checked against the question's options. */
 async function answerFor(code: ChatCode, text: string | undefined, response: Answer | undefined): Promise<Answer | { error: string }> {

@@ -2,14 +2,14 @@ import crypto from "node:crypto";
 import { WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { getDb } from "@/lib/db";
-import { clarificationRequests } from "@/lib/db/schema";
+import { clarificationRequests, gates } from "@/lib/db/schema";
 import { discardBody, readUnverifiedBody } from "@/lib/body";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
 import { log } from "@/lib/log";
 import { findProjectChannel } from "@/lib/notifications/store";
 import { decryptSecret } from "@/lib/notifications/crypto";
-import { parseCode, type ChatCode } from "@/lib/notifications/buttons";
+import { budgetMetric, parseCode, suggestedRaise, type ChatCode } from "@/lib/notifications/buttons";
 import { eq } from "drizzle-orm";
 import { applyChatAction, subjectOf, type ChatDeciders } from "./actions";
 import { linkCommand, runCommand, waitingCommand } from "./commands";
@@ -162,9 +162,9 @@ async function handleBlockActions(payload: BlockActions, deciders: ChatDeciders)
   return null;
 }
 
-/** Reject, ask back and a typed (or multiple-choice) answer take text first: a modal. */
+/** Reject, ask back, a typed (or multiple-choice) answer and a budget raise by a typed amount take text first: a modal. */
 function needsText(code: ChatCode): boolean {
-  return code.verb === "rj" || code.verb === "ak" || code.verb === "tx";
+  return code.verb === "rj" || code.verb === "ak" || code.verb === "tx" || code.verb === "bx";
 }
 
 async function handleViewSubmission(payload: z.output<typeof viewSubmissionSchema>, deciders: ChatDeciders): Promise<SlackInteractionReply> {
@@ -232,6 +232,11 @@ async function openModal({ code, triggerId, metadata }: { code: ChatCode; trigge
   let label = "What should change?";
   let element: Record<string, unknown> = { type: "plain_text_input", action_id: "value", multiline: true, max_length: 3000 };
   if (code.verb === "ak") [title, label] = ["Ask the planner", "Your question"];
+  if (code.verb === "bx") {
+    const gate = await (await getDb()).query.gates.findFirst({ where: eq(gates.id, code.id) });
+    [title, label] = ["Raise the budget", `Raise by (${budgetMetric(gate?.context).unit})`];
+    element = { type: "plain_text_input", action_id: "value", initial_value: String(suggestedRaise(gate?.context).amount), max_length: 20 };
+  }
   if (code.verb === "tx") {
     const db = await getDb();
     const row = await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, code.id) });

@@ -73,6 +73,7 @@ const placeOf = (ctx: Context) => `telegram chat ${ctx.chat?.id ?? "?"}`;
 function prompt(code: ChatCode): string {
   if (code.verb === "rj") return "Reply to this message with your feedback: what should change?";
   if (code.verb === "ak") return "Reply to this message with your question to the planner.";
+  if (code.verb === "bx") return "Reply to this message with how much to raise the budget by (a number, in the unit the notice names).";
   return "Reply to this message with your answer.";
 }
 
@@ -99,7 +100,7 @@ function wire(bot: Bot, { projectId, deciders }: { projectId: string; deciders: 
     const identity = identityOf(ctx);
     const code = parseCode(ctx.callbackQuery.data);
     if (!identity || !code) return void (await ctx.answerCallbackQuery());
-    if (code.verb === "rj" || code.verb === "ak" || code.verb === "tx") {
+    if (code.verb === "rj" || code.verb === "ak" || code.verb === "tx" || code.verb === "bx") {
       await ctx.answerCallbackQuery();
       await ctx.reply(`${prompt(code)} [ref ${ctx.callbackQuery.data}]`, { reply_markup: { force_reply: true, selective: true } });
       return;

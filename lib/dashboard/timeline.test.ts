@@ -27,6 +27,26 @@ describe("timeline", () => {
     expect(merged.map((e) => e.sequence)).toEqual([a[0]!.sequence, a[1]!.sequence, b[0]!.sequence, b[1]!.sequence]);
   });
 
+  it("says a decision was made from Slack or Telegram when chat_decisions holds it: by subject, or by time for a resume or cancel", () => {
+    const people = { usr_1: "Ann", usr_2: "Bob" };
+    const at = (s: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, s)).toISOString();
+    const origins = [
+      { subjectId: "gate_aaaaaaaaaaaa", action: "approve", provider: "slack" as const, userId: "usr_1", at: at(100) },
+      { subjectId: "clr_bbbbbbbbbbbb", action: "answer", provider: "telegram" as const, userId: "usr_2", at: at(200) },
+      { subjectId: "run_cccccccccccc", action: "retry", provider: "telegram" as const, userId: "usr_1", at: at(301) },
+      { subjectId: "gate_dddddddddddd", action: "raise the budget", provider: "slack" as const, userId: "usr_2", at: at(400) },
+    ];
+    expect(describeEvent(ev("APPROVAL_GRANTED", { gateId: "gate_aaaaaaaaaaaa", by: "usr_1" }, 99), people, origins).detail).toBe("by Ann from Slack");
+    expect(describeEvent(ev("CLARIFICATION_ANSWERED", { clarificationId: "clr_bbbbbbbbbbbb", by: "usr_2" }, 199), people, origins).detail).toBe("by Bob from Telegram");
+    expect(describeEvent(ev("RUN_RESUMED", { by: "usr_1", action: "retry" }, 300), people, origins).detail).toBe("by Ann from Telegram");
+    expect(describeEvent(ev("APPROVAL_GRANTED", { gateId: "gate_dddddddddddd", by: "usr_2", notes: "budget raised" }, 399), people, origins).detail).toBe("by Bob from Slack — budget raised");
+    // From the dashboard: another gate, another person, or a resume long before the chat's.
+    expect(describeEvent(ev("APPROVAL_GRANTED", { gateId: "gate_eeeeeeeeeeee", by: "usr_1" }, 99), people, origins).detail).toBe("by Ann");
+    expect(describeEvent(ev("APPROVAL_REJECTED", { gateId: "gate_aaaaaaaaaaaa", by: "usr_2", feedback: "no" }, 99), people, origins).detail).toBe("by Bob — no");
+    expect(describeEvent(ev("RUN_RESUMED", { by: "usr_1", action: "retry" }, 10), people, origins).detail).toBe("by Ann");
+    expect(describeEvent(ev("RUN_RESUMED", { by: "usr_1" }, 300), people).detail).toBe("by Ann");
+  });
+
   it("names a merge's commit by its short id, not the full 40 characters", () => {
     const sha = "1d42237c9a0b8e1f2a3b4c5d6e7f8091a2b3c4d5";
     expect(describeEvent(ev("PR_MERGED", { sha, by: "usr_1" }), { usr_1: "Owner" })).toMatchObject({ title: "Merged", detail: "by Owner — commit 1d42237" });

@@ -26,9 +26,48 @@ function p<K extends RunEventType>(event: ApiEvent, _type: K): Partial<RunEventP
 
 const text = (v: unknown) => (typeof v === "string" && v.trim() ? v : undefined);
 
+/** A decision made from Slack or Telegram (chat_decisions), as the run detail gives it: who, on what, when. */
+export type ChatOrigin = { subjectId: string; action: string; provider: "slack" | "telegram"; userId: string; at: string };
+
+/** Which chat actions (lib/notifications/buttons.ts VERBS) each decision event can come from. */
+const CHAT_ACTIONS: Record<string, readonly string[]> = {
+  APPROVAL_GRANTED: ["approve", "raise the budget", "finish the task, then stop"],
+  APPROVAL_REJECTED: ["reject"],
+  PLAN_QUESTION_ASKED: ["ask back"],
+  FIX_DECISION_MADE: ["retry the fix", "accept anyway", "cancel at the fix decision"],
+  CLARIFICATION_ANSWERED: ["answer"],
+  RUN_RESUMED: ["retry", "extend"],
+  RUN_CANCELLED: ["cancel", "cancel at the budget gate", "cancel at the fix decision"],
+};
+
+/**
+ * The chat a decision event was made from, or null (the dashboard, the API, the CLI): the chat decision of the same
+ * person and action on the gate or question the event names (each is decided once); for an event that names none (a
+ * resume, a cancel), the one recorded within a minute after it (the decision is stored first, then recorded as from chat).
+ */
+export function chatOriginOf(event: ApiEvent, origins: readonly ChatOrigin[]): ChatOrigin | null {
+  const actions = CHAT_ACTIONS[event.type];
+  const by = event.payload.by;
+  if (!actions || typeof by !== "string" || origins.length === 0) return null;
+  const subject = event.payload.gateId ?? event.payload.clarificationId;
+  const at = Date.parse(event.timestamp);
+  return (
+    origins.find(
+      (o) =>
+        o.userId === by &&
+        actions.includes(o.action) &&
+        (typeof subject === "string" ? o.subjectId === subject : Date.parse(o.at) - at > -5_000 && Date.parse(o.at) - at < 60_000),
+    ) ?? null
+  );
+}
+
+const PROVIDER: Record<ChatOrigin["provider"], string> = { slack: "Slack", telegram: "Telegram" };
+
 /** One line per event for the timeline: what happened, in words, with a tone for its icon and colour. */
-export function describeEvent(event: ApiEvent, people: Record<string, string> = {}): TimelineItem {
-  const name = (id: string) => people[id] ?? id;
+export function describeEvent(event: ApiEvent, people: Record<string, string> = {}, origins: readonly ChatOrigin[] = []): TimelineItem {
+  // "by Ann", or "by Ann from Slack" when the decision was made from chat.
+  const origin = chatOriginOf(event, origins);
+  const name = (id: string) => `${people[id] ?? id}${origin && origin.userId === id ? ` from ${PROVIDER[origin.provider]}` : ""}`;
   const base = { sequence: event.sequence, type: event.type, timestamp: event.timestamp };
   const item = (title: string, tone: Tone, detail?: string): TimelineItem => ({ ...base, title, tone, ...(detail ? { detail } : {}) });
   switch (event.type) {

@@ -21,6 +21,10 @@ export const VERBS = {
   rt: "retry",
   ex: "extend",
   cn: "cancel",
+  br: "raise the budget",
+  bx: "raise the budget",
+  bf: "finish the task, then stop",
+  bc: "cancel at the budget gate",
 } as const;
 export type Verb = keyof typeof VERBS;
 
@@ -54,13 +58,46 @@ export function gateButtons(gate: GateRow): ChatButton[] {
       { label: "Cancel the run", code: encodeCode({ verb: "fc", id }), style: "danger" },
     ];
   }
-  // A budget gate has its own ways on (raise, finish the task): decided on the run page.
-  if (gate.kind === "budget") return [];
+  // A budget gate: the run page's ways on (raise by an amount, finish the task in progress, cancel the run).
+  if (gate.kind === "budget") {
+    const { stage } = (gate.context ?? {}) as { stage?: string };
+    const raise = suggestedRaise(gate.context);
+    return [
+      { label: `Raise by ${raise.text}`, code: encodeCode({ verb: "br", id }), style: "primary" },
+      { label: "Raise by…", code: encodeCode({ verb: "bx", id }) },
+      // Only implementation has a task in progress to finish (decideBudget refuses it elsewhere).
+      ...(stage === "implementation" ? [{ label: "Finish this task, then stop", code: encodeCode({ verb: "bf", id }) }] : []),
+      { label: "Cancel the run", code: encodeCode({ verb: "bc", id }), style: "danger" as const },
+    ];
+  }
   return [
     { label: "Approve", code: encodeCode({ verb: "ap", id }), style: "primary" },
     { label: "Reject…", code: encodeCode({ verb: "rj", id }), style: "danger" },
     ...(gate.kind === "plan" ? [{ label: "Ask back…", code: encodeCode({ verb: "ak", id }) }] : []),
   ];
+}
+
+export type BudgetMetric = "tokens" | "costUsd" | "minutes";
+
+/** A budget gate's amount: in what it is counted, and the words for an amount of it. */
+export function budgetMetric(context: unknown): { metric: BudgetMetric; unit: string; text: (n: number) => string } {
+  const metric = (context as { metric?: string } | null)?.metric;
+  if (metric === "costUsd") return { metric, unit: "USD", text: (n) => `$${n}` };
+  if (metric === "minutes") return { metric, unit: "minutes", text: (n) => `${n} minute${n === 1 ? "" : "s"}` };
+  return { metric: "tokens", unit: "tokens", text: (n) => `${n} tokens` };
+}
+
+/**
+ * The raise the one-press button gives, as the run page suggests it: the gate's limit again (room for more than the
+ * turn that crossed it), or 10000 tokens, $1, 30 minutes when the gate names none.
+ */
+export function suggestedRaise(context: unknown): { metric: BudgetMetric; amount: number; text: string } {
+  const m = budgetMetric(context);
+  const limit = (context as { limit?: unknown } | null)?.limit;
+  const fallback = { tokens: 10_000, costUsd: 1, minutes: 30 }[m.metric];
+  const base = typeof limit === "number" && limit > 0 ? limit : fallback;
+  const amount = m.metric === "tokens" ? Math.ceil(base) : Number(base.toFixed(4));
+  return { metric: m.metric, amount, text: m.text(amount) };
 }
 
 export function questionButtons(row: QuestionRow): ChatButton[] {

@@ -1,7 +1,7 @@
 import crypto from "node:crypto";
 import { and, desc, eq, inArray, isNull } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
-import { notificationChannels, notificationDeliveries, projects, workflowEvents, workflowRuns, type NoticeLevel } from "@/lib/db/schema";
+import { gates, notificationChannels, notificationDeliveries, projects, workflowEvents, workflowRuns, type NoticeLevel } from "@/lib/db/schema";
 import { eventTypeIn, getRunState } from "@/lib/db/event-store";
 import { getEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
@@ -9,7 +9,7 @@ import { redact } from "@/lib/redact";
 import { costBreakdownForRun } from "@/lib/runs/costs";
 import { runTitle } from "@/lib/runs/title";
 import type { RunNoticeKind } from "@/lib/runs/steps/notices";
-import { pauseButtons } from "./buttons";
+import { gateButtons, pauseButtons } from "./buttons";
 import { describeTarget, type NotificationMessage } from "./channels";
 import { decidersOf } from "./dispatch";
 
@@ -39,12 +39,16 @@ const PAUSE_ADVICE: Record<string, string> = {
   merge_conflict: "The branch conflicts with its base. Resolve the conflict, then Retry.",
   sandbox: "The sandbox could not be prepared. Check the server's sandbox, then Retry.",
   by_person: "A person paused it. Retry (resume) to continue where it stopped.",
+  budget: "Raise the budget (by the amount shown, or type one), let the task in progress finish and stop (implementation only), or Cancel the run. Nothing fails meanwhile.",
 };
 
 const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
 
-/** The notice's text, from what is stored (a model's words redacted). */
-export async function buildRunMessage({ runId, kind }: { runId: string; kind: RunNoticeKind }): Promise<NotificationMessage> {
+/**
+ * The notice's text, from what is stored (a model's words redacted). `gateId`: the run stopped at a budget gate, told
+ * as a pause (reason budget) with the gate's own buttons.
+ */
+export async function buildRunMessage({ runId, kind, gateId }: { runId: string; kind: RunNoticeKind; gateId?: string }): Promise<NotificationMessage> {
   const db = await getDb();
   const [row] = await db
     .select({ projectId: workflowRuns.projectId, projectName: projects.name, request: workflowRuns.originalRequest })
@@ -54,7 +58,7 @@ export async function buildRunMessage({ runId, kind }: { runId: string; kind: Ru
   const state = await getRunState({ id: runId });
   if (!row || !state) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
   const title = runTitle(row.request);
-  const url = `${getEnv().publicUrl}/runs/${runId}`;
+  let url = `${getEnv().publicUrl}/runs/${runId}`;
   const lines: string[] = [`Project: ${row.projectName}`, `Run: ${title}`];
   let headline: string;
   let buttons: NotificationMessage["buttons"] = [];
@@ -81,6 +85,15 @@ export async function buildRunMessage({ runId, kind }: { runId: string; kind: Ru
     const why = (failed?.payload as { reason?: string; stage?: string } | undefined) ?? {};
     lines.push(`Why: ${redact(why.reason ?? "unknown").slice(0, 500)}${why.stage ? ` (in ${why.stage})` : ""}`);
     if (state.branch) lines.push(`Branch (kept): ${state.branch}`);
+  } else if (gateId) {
+    const gate = await db.query.gates.findFirst({ where: and(eq(gates.id, gateId), eq(gates.workflowRunId, runId)) });
+    if (!gate) throw new AppError("not_found:gate", `Gate ${gateId} does not exist on run ${runId}.`);
+    const ctx = (gate.context ?? {}) as { reason?: string; stage?: string };
+    headline = "paused (budget)";
+    url = `${url}#gate-${gate.id}`;
+    lines.push(`Why: ${redact(ctx.reason ?? `The ${ctx.stage ?? "stage"} budget is spent.`).slice(0, 500)}`);
+    lines.push(`What to do: ${PAUSE_ADVICE.budget}`);
+    buttons = gateButtons(gate);
   } else {
     const pause = state.pauseReason;
     const reason = pause?.reason ?? "other";
@@ -109,9 +122,19 @@ export async function buildRunMessage({ runId, kind }: { runId: string; kind: Ru
  * personal channel whose level takes it (sent through the project's channel of its kind, as decision notices are).
  * `dispatchKey` (the notice event's id) makes planning the same notice again insert nothing twice.
  */
-export async function planRunNotice({ runId, kind, dispatchKey }: { runId: string; kind: RunNoticeKind; dispatchKey: string }): Promise<Array<{ id: string; kind: string }>> {
+export async function planRunNotice({
+  runId,
+  kind,
+  gateId,
+  dispatchKey,
+}: {
+  runId: string;
+  kind: RunNoticeKind;
+  gateId?: string;
+  dispatchKey: string;
+}): Promise<Array<{ id: string; kind: string }>> {
   const idFor = (channelId: string) => `ntf_${crypto.createHash("sha256").update(`${dispatchKey}:${channelId}`).digest("hex").slice(0, 26)}`;
-  const message = await buildRunMessage({ runId, kind });
+  const message = await buildRunMessage({ runId, kind, gateId });
   const db = await getDb();
   const projectChannels = await db
     .select()

@@ -2,7 +2,7 @@ import { parseTasksMd, pastedTasksMd } from "@/lib/agents/tasks-md";
 import { deadlineViews } from "./deadlines";
 import { and, eq, or, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
-import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
+import { artifacts, chatDecisions, clarificationRequests, gates, modelCalls, projectMembers, users } from "@/lib/db/schema";
 import { AppError, describeIssues } from "@/lib/errors";
 import { createRun, decodeCursor, listRuns, runIdsInGroup } from "@/lib/db/queries/runs";
 import { getRunState, listEvents } from "@/lib/db/event-store";
@@ -196,6 +196,14 @@ export async function getRunDetail({ user, runId }: { user: SessionUser; runId: 
     /** The repository instructions (AGENTS.md …) the stages' prompts quoted: path, size, sha256, whether cut. */
     instructions: await instructionsOfRun({ runId }),
     people: Object.fromEntries(peopleRows.map((p) => [p.id, p.name ?? p.email ?? p.id])) as Record<string, string>,
+    /** The decisions made from Slack or Telegram: the timeline says "by Ann from Slack" (no chat account ids). */
+    chatOrigins: (
+      await db
+        .select({ subjectId: chatDecisions.subjectId, action: chatDecisions.action, provider: chatDecisions.provider, userId: chatDecisions.userId, at: chatDecisions.createdAt })
+        .from(chatDecisions)
+        .where(eq(chatDecisions.workflowRunId, runId))
+        .orderBy(chatDecisions.createdAt)
+    ).map((o) => ({ ...o, provider: o.provider as "slack" | "telegram", at: new Date(o.at).toISOString() })),
   };
 }
 

@@ -1,6 +1,11 @@
 import crypto from "node:crypto";
 import { eq } from "drizzle-orm";
-import { getDb } from "@/lib/db";
+import { getDb, write } from "@/lib/db";
+import { appendEventsTx } from "@/lib/db/event-store";
+import { createRun } from "@/lib/db/queries/runs";
+import { describeExcess } from "@/lib/runs/budget";
+import { openGate } from "@/lib/runs/gates/open";
+import { runNoticeHook } from "@/lib/runs/steps/notices";
 import { chatDecisions, gates } from "@/lib/db/schema";
 import { ORIGIN } from "../api/helpers";
 
@@ -77,4 +82,39 @@ export async function gateRow(id: string) {
 export async function chatDecisionsOf(runId: string) {
   const db = await getDb();
   return db.select().from(chatDecisions).where(eq(chatDecisions.workflowRunId, runId));
+}
+
+/**
+ * A run stopped at a budget gate, opened as the workflow opens one (openGate: the gate, its events, and the pause
+ * notice it emits). `sent` collects the run notices the step hook sent.
+ */
+export async function runAtBudgetGate({
+  projectId,
+  userId,
+  request,
+  stage = "implementation",
+  metric = "tokens",
+  used = 6000,
+  limit = 5000,
+}: {
+  projectId: string;
+  userId: string;
+  request: string;
+  stage?: "planning" | "implementation" | "validation";
+  metric?: "tokens" | "costUsd" | "minutes";
+  used?: number;
+  limit?: number;
+}) {
+  const run = await createRun({ projectId, userId, request, config: {} });
+  await write((tx) => appendEventsTx(tx, run.id, [{ type: "RUN_STARTED", payload: {} }, { type: "STAGE_STARTED", payload: { stage } }] as never));
+  const sent: Array<{ runId: string; kind: string; key: string; gateId?: string }> = [];
+  const before = runNoticeHook.send;
+  runNoticeHook.send = async (n) => void sent.push(n);
+  try {
+    const exceeded = { stage, metric, used, limit };
+    const { gateId } = await openGate({ runId: run.id, stepKey: "impl:1:budget", kind: "budget", context: { reason: describeExcess(exceeded), ...exceeded } });
+    return { runId: run.id, gateId, sent };
+  } finally {
+    runNoticeHook.send = before;
+  }
 }

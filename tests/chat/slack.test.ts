@@ -9,13 +9,15 @@ import { getDb } from "@/lib/db";
 import { clarificationRequests, workflowRuns } from "@/lib/db/schema";
 import { newId } from "@/lib/ids";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
+import { GET as getRunRoute } from "@/app/api/runs/[id]/route";
+import { describeEvent } from "@/lib/dashboard/timeline";
 import { write } from "@/lib/db";
 import { appendEventsTx, listEvents } from "@/lib/db/event-store";
 import { createRun } from "@/lib/db/queries/runs";
 import { eq } from "drizzle-orm";
 import { gateWorld, startHttpReceiver } from "../notifications/receivers";
 import { ADMIN, call, runAtPlanGate } from "../api/helpers";
-import { buttonBody, chatDecisionsOf, commandBody, gateRow, SIGNING_SECRET, slackRequest, submissionBody } from "./helpers";
+import { buttonBody, chatDecisionsOf, commandBody, gateRow, runAtBudgetGate, SIGNING_SECRET, slackRequest, submissionBody } from "./helpers";
 
 /*
  * Slack, both ways, against Slack's own request shapes: slash commands as form fields and interactions as
@@ -109,6 +111,15 @@ describe("deciding from Slack as the linked user", () => {
     const again = await press("UAPPROVER", `ap:${w.gateId}`);
     expect(again.answers[0].text).toMatch(/^Already decided by Approver at \d{4}-\d\d-\d\d \d\d:\d\d UTC: approved\.$/);
     expect(await chatDecisionsOf(w.runId)).toHaveLength(1);
+  });
+
+  it("the run page says the approval came from Slack: GET /api/runs/:id gives the chat origin (no chat account id), the timeline reads it", async () => {
+    const detail = await call(getRunRoute, { method: "GET", path: `/api/runs/${w.runId}`, params: { id: w.runId }, headers: ADMIN });
+    expect(detail.status).toBe(200);
+    expect(detail.json.chatOrigins).toEqual([{ subjectId: w.gateId, action: "approve", provider: "slack", userId: w.approver.id, at: expect.any(String) }]);
+    const granted = (await listEvents({ runId: w.runId })).find((e) => e.type === "APPROVAL_GRANTED")!;
+    const line = describeEvent({ ...granted, timestamp: new Date(granted.timestamp).toISOString() } as never, detail.json.people, detail.json.chatOrigins);
+    expect(line.detail).toBe("by Approver from Slack");
   });
 
   it("a viewer's press is refused with why, and changes nothing", async () => {
@@ -207,6 +218,48 @@ describe("a paused run from Slack", () => {
     const again = await press("UAPPROVER", `ex:${run.id}`);
     expect(again.answers[0].text).toMatch(/^Already decided by Approver at .* UTC: the run is running\.$/);
     expect((await listEvents({ runId: run.id })).filter((e) => e.type === "RUN_RESUMED")).toHaveLength(1);
+  });
+});
+
+describe("a budget gate from Slack (the run page's ways on)", () => {
+  it("Raise by the suggested amount raises it once as the pressing user; a second press says who decided when", async () => {
+    const { runId, gateId } = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Spend more", used: 6200, limit: 5000 });
+    const first = await press("UAPPROVER", `br:${gateId}`);
+    expect(first.answers[0]).toMatchObject({ replace_original: true });
+    expect(first.answers[0].text).toMatch(/^Budget raised by Approver \(from Slack\) at /);
+    expect(await gateRow(gateId)).toMatchObject({ status: "approved", decision: "raise", decidedBy: w.approver.id, payload: { raise: { tokens: 5000, costUsd: 0, minutes: 0 } } });
+    expect(await chatDecisionsOf(runId)).toEqual([expect.objectContaining({ subjectId: gateId, action: "raise the budget", userId: w.approver.id })]);
+    const again = await press("UAPPROVER", `br:${gateId}`);
+    expect(again.answers[0].text).toMatch(/^Already decided by Approver at .* UTC: approved\.$/);
+    expect((await listEvents({ runId })).filter((e) => e.type === "APPROVAL_GRANTED")).toHaveLength(1);
+  });
+
+  it("Raise by… opens a modal in the gate's unit; a typed amount raises by it, a word is refused in the modal", async () => {
+    const { gateId } = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Spend dollars", stage: "planning", metric: "costUsd", used: 0.8, limit: 0.5 });
+    await press("UAPPROVER", `bx:${gateId}`);
+    const view = JSON.parse(new URLSearchParams(slack.requests.filter((r) => r.path === "/api/views.open").at(-1)!.body).get("view")!);
+    expect(view).toMatchObject({ title: { text: "Raise the budget" }, blocks: [{ label: { text: "Raise by (USD)" }, element: { type: "plain_text_input", initial_value: "0.5" } }] });
+    const wrong = await interactions(slackRequest("/api/slack/interactions", submissionBody({ user: "UAPPROVER", metadata: view.private_metadata, value: "lots" })), ctx);
+    expect(await wrong.json()).toMatchObject({ response_action: "errors", errors: { answer: "Type how much to add, in USD: a number above 0." } });
+    expect((await gateRow(gateId)).status).toBe("pending");
+    const ok = await interactions(slackRequest("/api/slack/interactions", submissionBody({ user: "UAPPROVER", metadata: view.private_metadata, value: "$2.5" })), ctx);
+    expect(await ok.json()).toEqual({ response_action: "clear" });
+    expect(await gateRow(gateId)).toMatchObject({ status: "approved", decision: "raise", payload: { raise: { tokens: 0, costUsd: 2.5, minutes: 0 } }, notes: "raised by $2.5" });
+  });
+
+  it("Finish this task, then stop decides finish_task; Cancel the run cancels it; a viewer's press is refused", async () => {
+    const finish = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Finish up" });
+    expect((await press("UVIEWER", `bf:${finish.gateId}`)).answers[0].text).toBe("Refused: you are a viewer on this project; only approvers and owners may decide.");
+    expect((await gateRow(finish.gateId)).status).toBe("pending");
+    await press("UAPPROVER", `bf:${finish.gateId}`);
+    expect(await gateRow(finish.gateId)).toMatchObject({ status: "approved", decision: "finish_task", decidedBy: w.approver.id });
+
+    const cancel = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Stop here" });
+    const pressed = await press("UAPPROVER", `bc:${cancel.gateId}`);
+    expect(pressed.answers[0].text).toMatch(/^Cancelled by Approver \(from Slack\)/);
+    const db = await getDb();
+    expect((await db.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, cancel.runId) }))?.status).toBe("cancelled");
+    expect((await press("UAPPROVER", `bc:${cancel.gateId}`)).answers[0].text).toMatch(/^Already decided by Approver at .* UTC: cancelled\.$/);
   });
 });
 

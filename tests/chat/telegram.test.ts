@@ -14,7 +14,7 @@ import { newId } from "@/lib/ids";
 import { saveProjectChannel } from "@/lib/notifications/store";
 import { ADMIN, call, ORIGIN, runAtPlanGate } from "../api/helpers";
 import { gateWorld, startHttpReceiver, type Received } from "../notifications/receivers";
-import { chatDecisionsOf, gateRow } from "./helpers";
+import { chatDecisionsOf, gateRow, runAtBudgetGate } from "./helpers";
 
 /*
  * Telegram, both ways: Update JSON as Telegram posts it, through grammY's webhookCallback, with the secret token the
@@ -186,6 +186,64 @@ describe("deciding from Telegram as the linked user", () => {
     await send(pressUpdate(ann, `ch:${clarificationId}:1`));
     const db = await getDb();
     expect(await db.query.clarificationRequests.findFirst({ where: eq(clarificationRequests.id, clarificationId) })).toMatchObject({ status: "answered", response: "Postgres", answeredBy: w.approver.id });
+  });
+});
+
+describe("a run paused by a timeout, from Telegram", () => {
+  async function timedOut(request: string) {
+    const run = await createRun({ projectId: w.project.id, userId: w.owner.id, request, config: {} });
+    await write((tx) =>
+      appendEventsTx(tx, run.id, [
+        { type: "RUN_STARTED", payload: {} },
+        { type: "STAGE_STARTED", payload: { stage: "implementation" } },
+        { type: "RUN_PAUSED", payload: { reason: "timeout", message: "ran past 30 min", stage: "implementation" } },
+      ] as never),
+    );
+    return run.id;
+  }
+  const status = async (runId: string) => (await (await getDb()).query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) }))?.status;
+
+  it("Extend resumes it with more time once; Cancel the run on another cancels it; a second press on either is already decided", async () => {
+    const extended = await timedOut("Extend me");
+    const first = await send(pressUpdate(ann, `ex:${extended}`));
+    expect(first.calls.find((c) => c.method === "answerCallbackQuery")?.body.text).toMatch(/^Extended by Approver \(from Telegram\)/);
+    expect(await status(extended)).toBe("running");
+    const again = await send(pressUpdate(ann, `ex:${extended}`));
+    expect(again.calls.find((c) => c.method === "answerCallbackQuery")?.body).toMatchObject({ show_alert: true, text: expect.stringMatching(/^Already decided by Approver at .* UTC: the run is running\.$/) });
+
+    const cancelled = await timedOut("Cancel me");
+    const pressed = await send(pressUpdate(ann, `cn:${cancelled}`));
+    expect(pressed.calls.find((c) => c.method === "answerCallbackQuery")?.body.text).toMatch(/^Cancelled by Approver \(from Telegram\)/);
+    expect(await status(cancelled)).toBe("cancelled");
+    const twice = await send(pressUpdate(ann, `cn:${cancelled}`));
+    expect(twice.calls.find((c) => c.method === "answerCallbackQuery")?.body).toMatchObject({ show_alert: true, text: expect.stringMatching(/^Already decided by Approver at .* UTC: the run is cancelled\.$/) });
+    expect(await chatDecisionsOf(cancelled)).toEqual([expect.objectContaining({ provider: "telegram", action: "cancel", subjectId: cancelled })]);
+  });
+});
+
+describe("a budget gate from Telegram", () => {
+  it("Raise by the suggested amount by inline button; Raise by… takes a typed amount as a reply; Cancel the run cancels it", async () => {
+    const raised = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Over budget", metric: "minutes", used: 31, limit: 30 });
+    const pressed = await send(pressUpdate(ann, `br:${raised.gateId}`));
+    expect(pressed.calls.find((c) => c.method === "answerCallbackQuery")?.body).toMatchObject({ show_alert: false, text: expect.stringMatching(/^Budget raised by Approver \(from Telegram\)/) });
+    expect(await gateRow(raised.gateId)).toMatchObject({ status: "approved", decision: "raise", payload: { raise: { minutes: 30 } }, decidedBy: w.approver.id });
+    const again = await send(pressUpdate(ann, `br:${raised.gateId}`));
+    expect(again.calls.find((c) => c.method === "answerCallbackQuery")?.body).toMatchObject({ show_alert: true, text: expect.stringMatching(/^Already decided by Approver at .* UTC: approved\.$/) });
+
+    const typed = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Over budget again" });
+    const prompted = await send(pressUpdate(ann, `bx:${typed.gateId}`));
+    const promptMessage = prompted.calls.find((c) => c.method === "sendMessage")!.body;
+    expect(promptMessage).toMatchObject({ reply_markup: { force_reply: true } });
+    expect(promptMessage.text).toMatch(/how much to raise the budget by/);
+    const bad = await send(replyUpdate(ann, "2.5", { text: promptMessage.text, fromId: BOT_ID }));
+    expect(bad.calls.find((c) => c.method === "sendMessage")?.body.text).toBe("Type a whole number of tokens.");
+    await send(replyUpdate(ann, "12,000", { text: promptMessage.text, fromId: BOT_ID }));
+    expect(await gateRow(typed.gateId)).toMatchObject({ status: "approved", decision: "raise", payload: { raise: { tokens: 12000 } } });
+
+    const cancelled = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Stop it" });
+    await send(pressUpdate(ann, `bc:${cancelled.gateId}`));
+    const db = await getDb();
+    expect((await db.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, cancelled.runId) }))?.status).toBe("cancelled");
   });
 });
 

@@ -12,6 +12,7 @@ import { runNoticeHook, type RunNotice } from "@/lib/runs/steps/notices";
 import { PUT as putChannel } from "@/app/api/projects/[id]/notifications/[kind]/route";
 import { ADMIN, call } from "../api/helpers";
 import { gateWorld, startHttpReceiver, webhookSecret } from "./receivers";
+import { runAtBudgetGate } from "../chat/helpers";
 
 /*
  * Run notices (completed, failed, paused) on the channels that choose them: the level of each project channel and of
@@ -104,6 +105,32 @@ describe("who receives a run notice", () => {
     ]);
     const outage = await runIn("paused", "model_outage");
     expect((await buildRunMessage({ runId: outage, kind: "paused" })).buttons?.[0]).toMatchObject({ label: "Retry", code: `rt:${outage}` });
+  });
+
+  it("a budget stop: opening the budget gate emits a paused notice (reason budget) with what to do, the gate's link and its ways on as buttons", async () => {
+    const { runId, gateId, sent } = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Ship the release notes", used: 6200, limit: 5000 });
+    expect(sent).toEqual([{ runId, kind: "paused", key: "impl:1:budget", gateId }]);
+    const planned = await planRunNotice({ runId, kind: "paused", gateId, dispatchKey: `k4:${runId}` });
+    expect(planned.map((p) => p.kind)).toEqual(["telegram"]);
+    const message = await buildRunMessage({ runId, kind: "paused", gateId });
+    expect(message.title).toBe('[notify] Run "Ship the release notes" paused (budget)');
+    expect(message.text).toContain("Why: The implementation stage used 6200 tokens, over its budget of 5000.");
+    expect(message.text).toContain("What to do: Raise the budget (by the amount shown, or type one), let the task in progress finish and stop (implementation only), or Cancel the run.");
+    expect(message.url).toBe(`http://127.0.0.1:3000/runs/${runId}#gate-${gateId}`);
+    expect(message.text).toContain(`Open: http://127.0.0.1:3000/runs/${runId}#gate-${gateId}`);
+    expect(message.buttons?.map((b) => [b.label, b.code])).toEqual([
+      ["Raise by 5000 tokens", `br:${gateId}`],
+      ["Raise by…", `bx:${gateId}`],
+      ["Finish this task, then stop", `bf:${gateId}`],
+      ["Cancel the run", `bc:${gateId}`],
+    ]);
+    // Delivered on Telegram with the gate's buttons as an inline keyboard.
+    expect(await attemptDelivery({ deliveryId: planned[0]!.id })).toMatchObject({ status: "delivered" });
+    const sentMessage = JSON.parse(receiver.requests.filter((r) => r.path.endsWith("/sendMessage")).at(-1)!.body);
+    expect(sentMessage.reply_markup.inline_keyboard.flat().map((b: { callback_data?: string }) => b.callback_data).filter(Boolean)).toEqual([`br:${gateId}`, `bx:${gateId}`, `bf:${gateId}`, `bc:${gateId}`]);
+    // Planning's budget has no task to finish: no such button; a money budget is raised in dollars.
+    const planning = await runAtBudgetGate({ projectId: w.project.id, userId: w.owner.id, request: "Plan it", stage: "planning", metric: "costUsd", used: 0.75, limit: 0.5 });
+    expect((await buildRunMessage({ runId: planning.runId, kind: "paused", gateId: planning.gateId })).buttons?.map((b) => b.label)).toEqual(["Raise by $0.5", "Raise by…", "Cancel the run"]);
   });
 
   it("failed: the step hook emits it when a run fails; the notice says why; a failed delivery is recorded on the run", async () => {

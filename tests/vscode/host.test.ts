@@ -84,6 +84,32 @@ describe("VS Code: starting runs from the editor", () => {
     expect(recorded.info.at(-1)).toMatch(/^Gatehouse: started 3 approaches of /);
   });
 
+  it("New run… on a project in the tree: no project pick, the run starts in that project", async () => {
+    const node = { kind: "project", id: project.id, label: project.name, description: "", runCount: 0 };
+    const picksBefore = recorded.quickPickTitles.length;
+    script.inputs.push("Write a note from the tree");
+    await vscode.commands.executeCommand("gatehouse.newRun", node);
+    expect(recorded.errors).toEqual([]);
+    expect(recorded.quickPickTitles.length).toBe(picksBefore);
+    const { runs } = await api<{ runs: Array<{ id: string; originalRequest: string }> }>(`/api/runs?projectId=${project.id}`);
+    const run = runs.find((r) => r.originalRequest === "Write a note from the tree");
+    expect(run).toBeDefined();
+    expect(recorded.info.at(-1)).toBe(`Gatehouse: started run ${run!.id}.`);
+  });
+
+  it("Explore N approaches… from the palette: picks the project, then starts N runs in one group", async () => {
+    script.picks.push((items) => items.find((i) => (i.project as { id: string }).id === project.id));
+    script.inputs.push("Rename the module", "2");
+    await vscode.commands.executeCommand("gatehouse.exploreApproaches");
+    expect(recorded.errors).toEqual([]);
+    expect(recorded.quickPickTitles.at(-1)).toBe("Explore approaches in which project?");
+    const { runs } = await api<{ runs: Array<{ originalRequest: string; groupId?: string | null }> }>(`/api/runs?projectId=${project.id}`);
+    const approaches = runs.filter((r) => r.originalRequest.startsWith("Rename the module"));
+    expect(approaches.map((r) => r.originalRequest).sort()).toEqual(["Rename the module\n\nApproach 1 of 2", "Rename the module\n\nApproach 2 of 2"]);
+    expect(new Set(approaches.map((r) => r.groupId)).size).toBe(1);
+    expect(recorded.info.at(-1)).toMatch(/^Gatehouse: started 2 approaches of /);
+  });
+
   it("the status bar counts the decisions that wait for you, and follows the count on refresh", async () => {
     const waitingNow = async () => (await api<{ open: number }>("/api/inbox?filter=open&limit=1")).open;
     // The runs the tests above started settle first (at a gate or done), so the count holds still while it is read.

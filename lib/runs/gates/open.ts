@@ -12,6 +12,7 @@ import { deadlineFor } from "../deadlines";
 import type { EditedPlan } from "../plan-edits";
 import { loadRun, RunEndedError, workflowClock, type WaitResult } from "../steps/context";
 import { parkSandbox } from "../steps/workspace";
+import { emitRunNotice } from "../steps/notices";
 
 /*
  * Gates and questions as the run opens and reads them (steps of the run workflow): a gate opened with its context, a
@@ -58,6 +59,8 @@ export async function openGate({
     );
     return { gateId: id, deadline };
   });
+  // A spent budget stops the run until a person decides: told as a pause too (to channels that take everything).
+  if (kind === "budget") await emitRunNotice({ runId, kind: "paused", key: stepKey, gateId });
   return { gateId, tree, deadline };
 }
 

@@ -8,7 +8,8 @@ import { log } from "@/lib/log";
  */
 
 export type RunNoticeKind = "completed" | "failed" | "paused";
-export type RunNotice = { runId: string; kind: RunNoticeKind; key: string };
+/** `gateId`: a run stopped at a budget gate (its budget spent), told as a pause with the gate's ways on. */
+export type RunNotice = { runId: string; kind: RunNoticeKind; key: string; gateId?: string };
 
 export const runNoticeHook: { send?: (notice: RunNotice) => Promise<void> } = {};
 
