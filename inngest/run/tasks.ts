@@ -28,7 +28,7 @@ async function runTask(
   flow: RunFlow,
   plans: Plans,
   converse: Converse,
-  { attempt, feedback, task, run, round }: { attempt: number; feedback: string | null; task: Task; run: number; round: number },
+  { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
 ): Promise<TaskOutcome> {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
   const taskFlow: RunFlow = {
@@ -49,6 +49,7 @@ async function runTask(
       maxIterations: flow.config.limits.maxIterations,
       run,
       round,
+      memory,
     }),
   );
   const session = await converse(taskFlow, { ...plans }, { key, attempt, state: begun.state as ImplementerState });
@@ -70,7 +71,8 @@ export async function implementInParallel(
 ): Promise<Implemented> {
   const { runId, runStep, config } = flow;
   const limit = config.limits.maxConcurrentTasks;
-  await runStep(`impl:${attempt}:tasks:prepare`, () => prepareTasks({ runId }));
+  // The memory read once for every task (a run from before it was read here has none memoized: each task reads it).
+  const { memory } = (await runStep(`impl:${attempt}:tasks:prepare`, () => prepareTasks({ runId }))) as { memory?: string | null };
   const skipped = new Set(skip.map((s) => s.id));
   /** Merged into the run branch, or given up at a conflict gate (the run branch accepted as it is). */
   const done = new Set<string>();
@@ -96,7 +98,7 @@ export async function implementInParallel(
     const outcomes = await Promise.all(
       batch.map((task) => {
         const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
-        return runTask(flow, plans, converse, { attempt, feedback, task, run, round });
+        return runTask(flow, plans, converse, { attempt, feedback, task, run, round, memory });
       }),
     );
     // What the sessions' own waits and budget gates moved, folded back in plan order: the latest working stretch,
