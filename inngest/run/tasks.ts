@@ -52,7 +52,8 @@ async function runTask(
       memory,
     }),
   );
-  const session = await converse(taskFlow, { ...plans }, { key, attempt, state: begun.state as ImplementerState });
+  // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
+  const session = await converse(taskFlow, plans, { key, attempt, state: begun.state as ImplementerState });
   return { ...session, taskFlow };
 }
 
@@ -76,8 +77,10 @@ export async function implementInParallel(
   const skipped = new Set(skip.map((s) => s.id));
   /** Merged into the run branch, or given up at a conflict gate (the run branch accepted as it is). */
   const done = new Set<string>();
-  /** Runs so far per task (a re-run after a conflict is the 2nd). */
+  /** Runs so far per task (a re-run after a conflict, or after a re-plan, is the 2nd). */
   const runs: Record<string, number> = {};
+  /** Tasks that conflicted once already: a second conflict opens the conflict gate. */
+  const conflicted = new Set<string>();
   /** Tasks a person chose to retry alone once the others are done (conflict gate: approve). */
   const alone: string[] = [];
   const states: ImplementerState[] = [];
@@ -117,6 +120,8 @@ export async function implementInParallel(
     for (const [i, task] of batch.entries()) {
       const outcome = outcomes[i]!;
       last = outcome.state;
+      // Its session ended at an approved re-plan: nothing to merge; the next rounds follow the new plan.
+      if (outcome.replanned) continue;
       if (outcome.failure) {
         failure ??= `Task ${task.id}: ${outcome.failure}`;
         continue;
@@ -125,10 +130,13 @@ export async function implementInParallel(
       states.push(outcome.state);
       finished.push({ task, run: runs[task.id]! });
     }
-    if (!finished.length) break;
+    if (!finished.length) {
+      if (outcomes.some((o) => o.replanned) && !failure) continue;
+      break;
+    }
     const key = `impl:${attempt}:round:${round}:merge`;
     const approved = plans.approved;
-    const toMerge = finished.map(({ task, run }) => ({ taskId: task.id, next: run === 1 ? ("rerun" as const) : ("gate" as const) }));
+    const toMerge = finished.map(({ task }) => ({ taskId: task.id, next: conflicted.has(task.id) ? ("gate" as const) : ("rerun" as const) }));
     const { merges } = await runStep(key, () => mergeTasks({ runId, stepKey: key, plan: approved, tasks: toMerge }));
     for (const [i, merged] of merges.entries()) {
       const { task, run } = finished[i]!;
@@ -137,7 +145,10 @@ export async function implementInParallel(
         continue;
       }
       // The first conflict: the task runs once more, on top of the merged branch (it is ready again next round).
-      if (run === 1) continue;
+      if (!conflicted.has(task.id)) {
+        conflicted.add(task.id);
+        continue;
+      }
       const decision = await gate(flow, `impl:${attempt}:task:${task.id}:${run}:conflict-gate`, "conflict", {
         taskId: task.id,
         title: task.title,

@@ -139,6 +139,14 @@ export async function mergeTasks({
   return { merges, now: workflowClock.now() };
 }
 
+/** A task whose session ended at an approved re-plan: its worktree and branch go (a later run cuts them afresh). */
+export async function dropTask({ runId, taskId }: { runId: string; taskId: string }) {
+  const run = await loadRun({ runId });
+  await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+  await deleteTaskBranch({ repoPath: run.repoPath, branch: taskBranchName(run.branch, taskId) });
+  return { now: workflowClock.now() };
+}
+
 /** The attempt's outcome once every round is done: succeeded at the run branch's tip, or failed with the reason. */
 export async function finishTasks({ runId, stepKey, attempt, failure }: { runId: string; stepKey: string; attempt: number; failure: string | null }) {
   const run = await loadRun({ runId });
