@@ -2,7 +2,7 @@ import { RunEndedError } from "@/lib/runs/steps/context";
 import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
 import { readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
-import type { RunFlow } from "./flow";
+import { taskFlowOf, type RunFlow } from "./flow";
 import type { Implemented } from "./implement";
 import type { Plans } from "./plan";
 import { gate, honourPauseRequest } from "./waits";
@@ -31,14 +31,9 @@ async function runTask(
   { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
 ): Promise<TaskOutcome> {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
-  const taskFlow: RunFlow = {
-    ...flow,
-    task: { id: task.id },
-    budgetRaised: { ...flow.budgetRaised },
-    debugAttempts: {},
-  };
+  const taskFlow = taskFlowOf(flow, task.id);
   const plan = plans.approved;
-  const begun = await flow.runStep(`${key}:begin`, () =>
+  const begun = await taskFlow.runStep(`${key}:begin`, () =>
     beginTask({
       runId: flow.runId,
       stepKey: `${key}:begin`,
