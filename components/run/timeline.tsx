@@ -5,6 +5,7 @@ import { describeEvent, type ApiEvent, type Tone } from "@/lib/dashboard/timelin
 import { useNow } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import type { Connection } from "./use-run-events";
+import { TaskLanes } from "./task-lanes";
 
 const ICON: Record<Tone, React.ComponentType<{ className?: string }>> = {
   info: CircleDot,
@@ -48,6 +49,7 @@ export function Timeline({ events, connection, people = {} }: { events: ApiEvent
           {CONNECTION_LABEL[connection]}
         </span>
       </div>
+      <TaskLanes events={events} />
       {items.length === 0 ? (
         <p className="text-muted-foreground text-sm">No events yet.</p>
       ) : (

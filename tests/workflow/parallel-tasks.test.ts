@@ -2,6 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
+import { costBreakdownForRun } from "@/lib/runs/costs";
+import { stageSpend } from "@/lib/runs/budget";
 import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
@@ -107,6 +109,18 @@ describe("parallel tasks", () => {
     expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(TASKS.replace(/- \[ \]/g, "- [x]").trimEnd());
     // A merged task's branch is deleted: only the run branch is left (its merges keep every task's commits).
     expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
+
+    // Each task's cost is its own session's model calls; together they are the implementation stage's spend, which
+    // its budget checks.
+    const { byTask, byStage } = await costBreakdownForRun({ runId: run.id });
+    expect(byTask.map((t) => t.taskId)).toEqual(["T1", "T2", "T3", "T4"]);
+    for (const t of byTask) expect(t.calls).toBeGreaterThan(0);
+    const implementation = byStage.find((s) => s.stage === "implementation")!;
+    const sum = (pick: (t: (typeof byTask)[number]) => number) => byTask.reduce((n, t) => n + pick(t), 0);
+    expect(sum((t) => t.calls)).toBe(implementation.calls);
+    expect(sum((t) => t.tokensIn + t.tokensOut)).toBe(implementation.tokensIn + implementation.tokensOut);
+    expect(sum((t) => t.usd)).toBeCloseTo(implementation.usd, 9);
+    expect((await stageSpend({ runId: run.id, stage: "implementation" })).tokens).toBe(implementation.tokensIn + implementation.tokensOut);
   });
 
   it("maxConcurrentTasks 1 keeps one session doing the tasks in plan order, on the run branch", { timeout: 180_000 }, async () => {
