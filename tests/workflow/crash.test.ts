@@ -118,7 +118,11 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
     arm("TASK_COMPLETED");
     const run = await launch(user, project.id, request("Crash after a task", 3), { trustMode: { planning: "auto" } });
     await exited(current!);
-    expect((await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "TASK_COMPLETED")).toHaveLength(1);
+    // Killed right after a TASK_COMPLETED step: the round's other tasks (they run at once) may have completed theirs
+    // in the same moment, so one to three of the first round's tasks are recorded — each exactly once (below).
+    const before = (await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "TASK_COMPLETED");
+    expect(before.length).toBeGreaterThanOrEqual(1);
+    expect(before.length).toBeLessThanOrEqual(3);
     await startApp();
     expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
     expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
