@@ -11,7 +11,8 @@ import { fmt, printTable, useTempDatabase } from "./lib";
  * on the embedded executor with the demo model and the local sandbox. `npm run bench -- parallel`.
  */
 const TASKS = 6;
-const LIMITS = [1, 3, 6] as const;
+/** `BENCH_LIMITS=1,3 npm run bench -- parallel` measures only those limits (same run, same machine load). */
+const LIMITS: number[] = process.env.BENCH_LIMITS ? process.env.BENCH_LIMITS.split(",").map(Number) : [1, 3, 6];
 
 function request(n: number): string {
   const lines = ["# Six independent tasks"];

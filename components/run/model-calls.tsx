@@ -11,7 +11,7 @@ export function ModelCalls({
   refreshKey,
 }: {
   runId: string;
-  cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[] };
+  cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[]; byTask?: CostBreakdown[] };
   refreshKey: number;
 }) {
   const { data, error } = useQuery({
@@ -38,6 +38,9 @@ export function ModelCalls({
         <div className="grid gap-3 sm:grid-cols-2">
           <Subtotals title="By stage" testId="cost-by-stage" rows={(cost.byStage ?? []).map((r) => ({ label: r.stage ?? "?", ...r }))} />
           <Subtotals title="By model" testId="cost-by-model" rows={(cost.byModel ?? []).map((r) => ({ label: r.model ?? "?", ...r }))} />
+          {(cost.byTask?.length ?? 0) > 0 && (
+            <Subtotals title="By parallel task" testId="cost-by-task" rows={(cost.byTask ?? []).map((r) => ({ label: r.taskId ?? "?", ...r }))} />
+          )}
         </div>
       )}
       {error && <p className="text-destructive text-sm">Could not load model calls: {error.message}</p>}

@@ -10,6 +10,8 @@ import type { PlanVersion, TaskTriage } from "@/lib/dashboard/timeline";
 import type { PlanDocument } from "@/lib/workflow/events";
 import type { TaskStatus } from "@/lib/mermaid/plan-diagram";
 import type { TaskBranch } from "@/lib/workflow/task-status";
+import type { RunCost } from "@/lib/runs/costs";
+import { formatTokens, formatUsd } from "@/lib/dashboard/format";
 import { MermaidDiagram } from "./mermaid-diagram";
 import { PlanDiagramDiff, StatusDiagram } from "./plan-diagrams";
 
@@ -22,11 +24,14 @@ export function PlanView({
   triage = {},
   statuses,
   branches = {},
+  costs = {},
 }: {
   plan: PlanDocument;
   triage?: Record<string, TaskTriage>;
   /** Parallel tasks' own branches (TASK_BRANCH_CREATED / TASK_MERGED / TASK_MERGE_CONFLICT). */
   branches?: Record<string, TaskBranch>;
+  /** Parallel tasks' own model cost (their sessions' calls). */
+  costs?: Record<string, RunCost>;
   /** Each task's status in the run: when given, the diagram is coloured by it (live). */
   statuses?: Record<string, TaskStatus>;
 }) {
@@ -58,6 +63,13 @@ export function PlanView({
                 <p className="text-muted-foreground mt-1 font-mono text-xs" data-testid={`task-branch-${task.id}`}>
                   {branches[task.id]!.branch} · {branches[task.id]!.state}
                   {branches[task.id]!.run > 1 ? ` (run ${branches[task.id]!.run})` : ""}
+                  {costs[task.id] && (
+                    <span data-testid={`task-cost-${task.id}`}>
+                      {" "}
+                      · {formatUsd(costs[task.id]!.usd)} · {costs[task.id]!.calls} call{costs[task.id]!.calls === 1 ? "" : "s"} ·{" "}
+                      {formatTokens(costs[task.id]!.tokensIn + costs[task.id]!.tokensOut)} tokens
+                    </span>
+                  )}
                 </p>
               )}
               {task.description && <p className="text-muted-foreground mt-1 text-xs whitespace-pre-wrap">{task.description}</p>}
@@ -126,6 +138,7 @@ export function PlanPanel({
   triage = {},
   statuses,
   branches,
+  costs,
   emptyText = "No plan yet: the planner is reading the request and the repository.",
 }: {
   versions: PlanVersion[];
@@ -134,6 +147,8 @@ export function PlanPanel({
   /** Triage's verdict per task (TASK_TRIAGED events). */
   triage?: Record<string, TaskTriage>;
   branches?: Record<string, TaskBranch>;
+  /** Parallel tasks' own model cost. */
+  costs?: Record<string, RunCost>;
   /** The plan to show while the event log (which holds every version) is still loading. */
   fallback?: PlanDocument | null;
   people?: Record<string, string>;
@@ -182,7 +197,7 @@ export function PlanPanel({
           Re-planned after feedback: <span className="italic">{shown.feedback}</span>
         </p>
       )}
-      <PlanView plan={shown.plan} triage={triage} statuses={statuses} branches={branches} />
+      <PlanView plan={shown.plan} triage={triage} statuses={statuses} branches={branches} costs={costs} />
       {versions.length > 1 && (
         <section className="space-y-2" aria-labelledby="plan-diff-heading">
           <div className="flex flex-wrap items-end gap-3">

@@ -164,6 +164,7 @@ export function RunView({ runId, initial }: { runId: string; initial?: RunSnapsh
                   triage={triage}
                   statuses={statuses}
                   branches={branches}
+                  costs={Object.fromEntries((cost.byTask ?? []).map((c) => [c.taskId, c]))}
                   emptyText={planWaitsForAnswer ? "No plan yet: the planner is waiting for your answer to its question above." : undefined}
                 />
               )}

@@ -5,6 +5,7 @@ import { describeEvent, type ApiEvent, type ChatOrigin, type Tone } from "@/lib/
 import { useNow } from "@/components/layout/client-time";
 import { cn } from "@/lib/utils";
 import type { Connection } from "./use-run-events";
+import { TaskLanes } from "./task-lanes";
 
 const ICON: Record<Tone, React.ComponentType<{ className?: string }>> = {
   info: CircleDot,
@@ -59,6 +60,7 @@ export function Timeline({
           {CONNECTION_LABEL[connection]}
         </span>
       </div>
+      <TaskLanes events={events} />
       {items.length === 0 ? (
         <p className="text-muted-foreground text-sm">No events yet.</p>
       ) : (

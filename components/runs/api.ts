@@ -105,7 +105,7 @@ export type RunDetail = {
   gates: Gate[];
   clarifications: Clarification[];
   artifacts: Array<Record<string, unknown>>;
-  cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[] };
+  cost: RunCost & { byStage?: CostBreakdown[]; byModel?: CostBreakdown[]; byTask?: CostBreakdown[] };
   /** How this server isolates agent commands; `warning` is a sentence when isolation is missing or weaker than full. */
   sandbox: { isolated: boolean; warning: string | null };
   /** The plan gate's cost estimate beside the actuals per stage (lib/runs/estimate.ts); null when none was made. */

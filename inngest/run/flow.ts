@@ -105,6 +105,16 @@ export async function loadFlow({ runId, step }: { runId: string; step: Step }): 
   return flow;
 }
 
+/**
+ * A parallel task's own flow: its waits and counts are its own, and so is its runStep — a step of the task that meets a
+ * full disk pauses the run as the task (one wait for a person at a time across the tasks), not as the run's own flow.
+ */
+export function taskFlowOf(flow: RunFlow, taskId: string): RunFlow {
+  const taskFlow: RunFlow = { ...flow, task: { id: taskId }, budgetRaised: { ...flow.budgetRaised }, debugAttempts: {} };
+  taskFlow.runStep = stepRunner(flow.step, () => taskFlow);
+  return taskFlow;
+}
+
 /** Stage deadlines come from memoized step times, so replays take the same decisions. */
 export function deadline(flow: RunFlow, startedAt: number, stage: Exclude<Stage, "delivery">) {
   return startedAt + flow.config.timeoutMinutes[stage] * 60_000;

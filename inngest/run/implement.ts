@@ -15,6 +15,7 @@ import {
   type TurnStepResult,
 } from "@/lib/runs/steps/implement";
 import { startStage } from "@/lib/runs/steps/start";
+import { dropTask } from "@/lib/runs/steps/tasks";
 import { triage as triageStep } from "@/lib/runs/steps/triage";
 import { applyDebugReplanDecision, applyVerifyFailure, debugTask, verifyTasks, type DebugStepResult, type VerifyStepResult } from "@/lib/runs/steps/verify";
 import { runsInParallel, type PlanDocument } from "@/lib/workflow";
@@ -130,6 +131,8 @@ export type Implemented = {
   failure: string | null;
   /** "Finish the task in progress, then stop" (a budget gate's decision) ended the attempt. */
   budgetStopped: boolean;
+  /** A parallel task's session ended at an approved re-plan (the plan changed under it: not merged, scheduled anew). */
+  replanned?: boolean;
 };
 
 /**
@@ -313,17 +316,22 @@ export async function converse(
       // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
       // gate whatever trustMode.planning says: an approved plan is a contract.
       const key = `${prefix}:turn:${turn}:replan`;
-      if (taskId) {
-        // Re-plans are the run's, not one task's: a parallel task is told to finish its task as planned (or fail it).
-        state = await applyReplan(state, { approved: false, plan: null, notes: "Tasks run in parallel: a re-plan cannot be taken from inside one task. Finish your task as planned, or fail it saying why." });
-        continue;
-      }
       plans.replans += 1;
+      // A parallel task's proposal goes to the same plan gate (`plans` is the run's, shared by its tasks); the others
+      // work on meanwhile, to the end of their task.
+      const from = taskId ? ` (in task ${taskId})` : "";
       const replanned =
         plans.replans > config.limits.maxReplans
           ? { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).` }
-          : await replan(flow, plans, key, `Re-plan proposed by the implementer. Observation: ${result.observation} Proposal: ${result.proposal}`);
+          : await replan(flow, plans, key, `Re-plan proposed by the implementer${from}. Observation: ${result.observation} Proposal: ${result.proposal}`);
       if (replanned.plan) plans.approved = replanned.plan;
+      if (taskId && replanned.plan) {
+        // Approved: the new plan is the run's. This task's session ends here, unmerged (its worktree and branch go);
+        // the rounds go on with the new plan, where the task — if it is still there — starts afresh.
+        await runStep(`${key}:resume`, () => startStage({ runId, stage: "implementation", attempt, stepKey: `${key}:resume` }));
+        await runStep(`${key}:drop`, () => dropTask({ runId, taskId }));
+        return { state, failure: null, budgetStopped: false, replanned: true };
+      }
       state = await applyReplan(state, replanned);
       // The wait at the gate is not implementation time.
       flow.stageStart = await restartClock(flow, `${key}:resume`, attempt);

@@ -2,7 +2,7 @@ import { RunEndedError } from "@/lib/runs/steps/context";
 import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
 import { readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
-import type { RunFlow } from "./flow";
+import { taskFlowOf, type RunFlow } from "./flow";
 import type { Implemented } from "./implement";
 import type { Plans } from "./plan";
 import { gate, honourPauseRequest } from "./waits";
@@ -28,17 +28,12 @@ async function runTask(
   flow: RunFlow,
   plans: Plans,
   converse: Converse,
-  { attempt, feedback, task, run, round }: { attempt: number; feedback: string | null; task: Task; run: number; round: number },
+  { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
 ): Promise<TaskOutcome> {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
-  const taskFlow: RunFlow = {
-    ...flow,
-    task: { id: task.id },
-    budgetRaised: { ...flow.budgetRaised },
-    debugAttempts: {},
-  };
+  const taskFlow = taskFlowOf(flow, task.id);
   const plan = plans.approved;
-  const begun = await flow.runStep(`${key}:begin`, () =>
+  const begun = await taskFlow.runStep(`${key}:begin`, () =>
     beginTask({
       runId: flow.runId,
       stepKey: `${key}:begin`,
@@ -49,9 +44,11 @@ async function runTask(
       maxIterations: flow.config.limits.maxIterations,
       run,
       round,
+      memory,
     }),
   );
-  const session = await converse(taskFlow, { ...plans }, { key, attempt, state: begun.state as ImplementerState });
+  // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
+  const session = await converse(taskFlow, plans, { key, attempt, state: begun.state as ImplementerState });
   return { ...session, taskFlow };
 }
 
@@ -70,12 +67,15 @@ export async function implementInParallel(
 ): Promise<Implemented> {
   const { runId, runStep, config } = flow;
   const limit = config.limits.maxConcurrentTasks;
-  await runStep(`impl:${attempt}:tasks:prepare`, () => prepareTasks({ runId }));
+  // The memory read once for every task (a run from before it was read here has none memoized: each task reads it).
+  const { memory } = (await runStep(`impl:${attempt}:tasks:prepare`, () => prepareTasks({ runId }))) as { memory?: string | null };
   const skipped = new Set(skip.map((s) => s.id));
   /** Merged into the run branch, or given up at a conflict gate (the run branch accepted as it is). */
   const done = new Set<string>();
-  /** Runs so far per task (a re-run after a conflict is the 2nd). */
+  /** Runs so far per task (a re-run after a conflict, or after a re-plan, is the 2nd). */
   const runs: Record<string, number> = {};
+  /** Tasks that conflicted once already: a second conflict opens the conflict gate. */
+  const conflicted = new Set<string>();
   /** Tasks a person chose to retry alone once the others are done (conflict gate: approve). */
   const alone: string[] = [];
   const states: ImplementerState[] = [];
@@ -96,7 +96,7 @@ export async function implementInParallel(
     const outcomes = await Promise.all(
       batch.map((task) => {
         const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
-        return runTask(flow, plans, converse, { attempt, feedback, task, run, round });
+        return runTask(flow, plans, converse, { attempt, feedback, task, run, round, memory });
       }),
     );
     // What the sessions' own waits and budget gates moved, folded back in plan order: the latest working stretch,
@@ -115,6 +115,8 @@ export async function implementInParallel(
     for (const [i, task] of batch.entries()) {
       const outcome = outcomes[i]!;
       last = outcome.state;
+      // Its session ended at an approved re-plan: nothing to merge; the next rounds follow the new plan.
+      if (outcome.replanned) continue;
       if (outcome.failure) {
         failure ??= `Task ${task.id}: ${outcome.failure}`;
         continue;
@@ -123,10 +125,13 @@ export async function implementInParallel(
       states.push(outcome.state);
       finished.push({ task, run: runs[task.id]! });
     }
-    if (!finished.length) break;
+    if (!finished.length) {
+      if (outcomes.some((o) => o.replanned) && !failure) continue;
+      break;
+    }
     const key = `impl:${attempt}:round:${round}:merge`;
     const approved = plans.approved;
-    const toMerge = finished.map(({ task, run }) => ({ taskId: task.id, next: run === 1 ? ("rerun" as const) : ("gate" as const) }));
+    const toMerge = finished.map(({ task }) => ({ taskId: task.id, next: conflicted.has(task.id) ? ("gate" as const) : ("rerun" as const) }));
     const { merges } = await runStep(key, () => mergeTasks({ runId, stepKey: key, plan: approved, tasks: toMerge }));
     for (const [i, merged] of merges.entries()) {
       const { task, run } = finished[i]!;
@@ -135,7 +140,10 @@ export async function implementInParallel(
         continue;
       }
       // The first conflict: the task runs once more, on top of the merged branch (it is ready again next round).
-      if (run === 1) continue;
+      if (!conflicted.has(task.id)) {
+        conflicted.add(task.id);
+        continue;
+      }
       const decision = await gate(flow, `impl:${attempt}:task:${task.id}:${run}:conflict-gate`, "conflict", {
         taskId: task.id,
         title: task.title,

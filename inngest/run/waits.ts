@@ -187,7 +187,7 @@ async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T
       try {
         return { busy: false as const, value: await open() };
       } catch (error) {
-        if (error instanceof IllegalTransitionError) return { busy: true as const };
+        if (error instanceof IllegalTransitionError || (error as { cause?: unknown } | null)?.cause instanceof IllegalTransitionError) return { busy: true as const };
         throw error;
       }
     })) as { busy: true } | { busy: false; value: T };

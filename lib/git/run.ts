@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { baseChildEnv } from "@/lib/env";
 import { AppError } from "@/lib/errors";
+import { runChild } from "./spawner";
 
 /** Every commit Gatehouse makes is authored and committed by this identity, independent of any git config. */
 export const GATEHOUSE_IDENTITY = { name: "Gatehouse", email: "gatehouse@localhost" } as const;
@@ -84,26 +84,21 @@ export function git(
 ): Promise<GitResult> {
   // A linked worktree's own `.git` is a file that its sandbox can rewrite; git is pointed at the real one instead.
   const location = worktree ? ["--git-dir", worktree.gitDir, "--work-tree", worktree.workTree] : [];
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", [...SAFE_CONFIG, ...location, ...args], { cwd, env: gitEnv(env) as NodeJS.ProcessEnv, stdio: ["pipe", "pipe", "pipe"] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on("data", (c: Buffer) => out.push(c));
-    child.stderr.on("data", (c: Buffer) => err.push(c));
-    child.stdin.on("error", () => {});
-    child.stdin.end(input ?? "");
-    child.on("error", (error) => reject(new AppError("internal:git", `git could not be started: ${error.message}`, { cause: error })));
-    child.on("close", (code) => {
-      const result = { stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), code: code ?? 1 };
+  // Spawned by the helper (./spawner.ts): a fork of the server per git call is what made git slow here.
+  return runChild({ file: "git", args: [...SAFE_CONFIG, ...location, ...args], cwd, env: gitEnv(env), input }).then(
+    ({ code, stdout, stderr }) => {
+      const result = { stdout: stdout.toString("utf8"), stderr: stderr.toString("utf8"), code };
       if (result.code !== 0 && !allowFailure) {
-        reject(
-          new AppError("internal:git", `git ${args[0]} failed (exit ${result.code}): ${result.stderr.trim().slice(0, 2000)}`, {
-            details: { args: args.slice(0, 6) },
-          }),
-        );
-      } else resolve(result);
-    });
-  });
+        throw new AppError("internal:git", `git ${args[0]} failed (exit ${result.code}): ${result.stderr.trim().slice(0, 2000)}`, {
+          details: { args: args.slice(0, 6) },
+        });
+      }
+      return result;
+    },
+    (error: Error) => {
+      throw new AppError("internal:git", `git could not be started: ${error.message}`, { cause: error });
+    },
+  );
 }
 
 /** `git … ` returning trimmed stdout. */

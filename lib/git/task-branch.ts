@@ -26,6 +26,14 @@ export async function cutTaskBranch({ repoPath, runBranch, branch }: { repoPath:
   return tip;
 }
 
+/**
+ * Delete a task's branch (once merged, or when the run is cancelled): only if it still points at `expected` when given
+ * (compare-and-swap), and quietly when it is gone already. The run branch keeps every merged commit.
+ */
+export async function deleteTaskBranch({ repoPath, branch, expected }: { repoPath: string; branch: string; expected?: string }): Promise<void> {
+  await git(repoPath, ["update-ref", "-d", `refs/heads/${branch}`, ...(expected ? [expected] : [])], { allowFailure: true });
+}
+
 /** A conflicting file as a person sees it at the conflict gate: the run branch's side and the task's side. */
 export type ConflictSide = { path: string; runBranch: string | null; task: string | null };
 

@@ -167,9 +167,9 @@ describe("a run on a GitHub project", () => {
       name: "reviewed",
       ownerId: h.user.id,
       repository: { type: "github", owner: "acme", repo: "reviewed" },
-      // One session (limits.maxConcurrentTasks 1): with parallel tasks the demo's follow-up plan edits src/badge.txt in
-      // two independent tasks and the review's change did not win the merge — an open issue of #31, named in the note.
-      defaultConfig: { github: { followUpOnReview: true }, limits: { maxConcurrentTasks: 1 } },
+      // The default limits (parallel tasks): the follow-up plan edits src/badge.txt in two tasks, which therefore run
+      // one after the other in plan order, so the review's change (the later task) is what lands.
+      defaultConfig: { github: { followUpOnReview: true } },
     });
     const original = await launch(h.user, project.id, `Add a badge\n\n${fileBlock("src/badge.txt", "red")}`, { trustMode: { planning: "auto" } });
     expect((await waitForStatus(original.id, ["completed", "failed", "paused"])).status).toBe("completed");

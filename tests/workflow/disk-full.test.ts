@@ -37,7 +37,8 @@ it("full, then read-only at a commit: the run pauses saying so (not failed), not
   const { project } = await newProject(h.user, repo);
   const request = ["Disk trouble", "", ...[0, 1].map((i) => fileBlock(`src/f${i}.txt`, `content ${i}`))].join("\n");
   // One session doing the tasks in order (limits.maxConcurrentTasks 1): the pauses come at the commits this test
-  // fills and then freezes the disk for, not at whichever parallel task writes first.
+  // fills and then freezes the disk for. With parallel tasks each task meets the full disk and pauses the run in its
+  // turn (one wait for a person at a time), so the pause after the first resume still says "full", not "read-only".
   const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks: 1 } });
   await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start");
   const fill = path.join(mnt, "fill");

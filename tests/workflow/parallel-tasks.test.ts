@@ -2,6 +2,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
+import { costBreakdownForRun } from "@/lib/runs/costs";
+import { stageSpend } from "@/lib/runs/budget";
 import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
@@ -105,6 +107,20 @@ describe("parallel tasks", () => {
     expect(events.filter((e) => e.type === "TASK_COMPLETED").map(taskOf).sort()).toEqual(["T1", "T2", "T3", "T4"]);
     // The tasks.md checkboxes are checked on the run branch as the tasks merge.
     expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(TASKS.replace(/- \[ \]/g, "- [x]").trimEnd());
+    // A merged task's branch is deleted: only the run branch is left (its merges keep every task's commits).
+    expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
+
+    // Each task's cost is its own session's model calls; together they are the implementation stage's spend, which
+    // its budget checks.
+    const { byTask, byStage } = await costBreakdownForRun({ runId: run.id });
+    expect(byTask.map((t) => t.taskId)).toEqual(["T1", "T2", "T3", "T4"]);
+    for (const t of byTask) expect(t.calls).toBeGreaterThan(0);
+    const implementation = byStage.find((s) => s.stage === "implementation")!;
+    const sum = (pick: (t: (typeof byTask)[number]) => number) => byTask.reduce((n, t) => n + pick(t), 0);
+    expect(sum((t) => t.calls)).toBe(implementation.calls);
+    expect(sum((t) => t.tokensIn + t.tokensOut)).toBe(implementation.tokensIn + implementation.tokensOut);
+    expect(sum((t) => t.usd)).toBeCloseTo(implementation.usd, 9);
+    expect((await stageSpend({ runId: run.id, stage: "implementation" })).tokens).toBe(implementation.tokensIn + implementation.tokensOut);
   });
 
   it("maxConcurrentTasks 1 keeps one session doing the tasks in plan order, on the run branch", { timeout: 180_000 }, async () => {
@@ -124,8 +140,9 @@ describe("parallel tasks", () => {
   });
 
   it("a task that conflicts runs once more on the merged branch; conflicting again, a conflict gate names the file and both sides, and a retry alone after the others merges it", { timeout: 240_000 }, async () => {
-    // T1 and T3 write the same file in round 1 (T3 conflicts: it runs again); in round 2 T2 (after T1) and T3's second
-    // run write it again from the same starting point, and T2 merges first (plan order): T3 conflicts once more.
+    // T1 and T3 write the same file in round 1 — T3 through its command, not its Files: (tasks that name a file in
+    // common never run at once) — so T3 conflicts and runs again; in round 2 T2 (after T1) and T3's second run write it
+    // again from the same starting point, and T2 merges first (plan order): T3 conflicts once more.
     const tasks = [
       "# Conflicts",
       "- [ ] T1: First word",
@@ -133,7 +150,8 @@ describe("parallel tasks", () => {
       "- [ ] T2: Second word (after T1)",
       "  Files: shared.txt",
       "- [ ] T3: Third word",
-      "  Files: shared.txt",
+      "  Files: third.txt",
+      "  [run: echo Third > shared.txt]",
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
@@ -145,7 +163,7 @@ describe("parallel tasks", () => {
       taskId: "T3",
       branch: `${run.branch}--T3`,
       files: ["shared.txt"],
-      sides: [{ path: "shared.txt", runBranch: "T2: Second word\n", task: "T3: Third word\n" }],
+      sides: [{ path: "shared.txt", runBranch: "T2: Second word\n", task: "Third\n" }],
     });
     let events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
     expect(events.filter((e) => e.type === "TASK_MERGE_CONFLICT").map((e) => [taskOf(e), (e.payload as { next: string }).next])).toEqual([
@@ -163,13 +181,16 @@ describe("parallel tasks", () => {
     expect(t3.map((r) => [r.run, r.round])).toEqual([[1, 1], [2, 2], [3, 3]]);
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && (e.payload as { round: number }).round === 3).map(taskOf)).toEqual(["T3"]);
     expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2", "T3"]);
-    expect(git(repo, "show", `${run.branch}:shared.txt`)).toBe("T3: Third word");
+    expect(git(repo, "show", `${run.branch}:shared.txt`)).toBe("Third");
+    expect(git(repo, "show", `${run.branch}:third.txt`)).toBe("T3: Third word");
+    // Every task branch went once its task was merged (T3's after its third run).
+    expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
   });
 
   it("cancel in the middle of parallel work stops every task's command and drops every task's sandbox", { timeout: 180_000 }, async () => {
     const sleepers = [["sleep", "471"], ["sleep", "472"], ["sleep", "473"]];
     const tasks = ["# Slow", ...sleepers.flatMap((cmd, i) => [`- [ ] T${i + 1}: Slow ${i + 1}`, `  Files: slow${i + 1}.txt`, `  [run: ${cmd.join(" ")}]`]), ""].join("\n");
-    const { project } = await newProject(h.user);
+    const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, ["Slow tasks", "", "```tasks.md", tasks, "```"].join("\n"), auto);
     await until(async () => sleepers.every((cmd) => processesRunning(cmd).length > 0), "all three tasks' commands to run at once", 120_000);
 
@@ -184,6 +205,9 @@ describe("parallel tasks", () => {
     expect(events.at(-1)!.type).toBe("RUN_CANCELLED");
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED")).toHaveLength(3);
     expect(events.some((e) => e.type === "TASK_COMPLETED" || e.type === "TASK_MERGED" || e.type === "IMPLEMENTATION_SUCCEEDED")).toBe(false);
+    // The cancelled run's task branches are deleted with it (by the cancellation's clean-up); the run branch stays.
+    await until(async () => git(repo, "branch", "--list", `${run.branch}--*`) === "", "every task branch to be deleted", 60_000);
+    expect(git(repo, "branch", "--list", run.branch!)).toContain(run.branch!);
   });
 
   it("a question from one task does not stop the others: they finish while it waits, and its answer resumes it", { timeout: 180_000 }, async () => {

@@ -345,9 +345,11 @@ function implementerReply(ins: DemoInstructions, prompt: LanguageModelV3Prompt, 
     const held = heldCall(prompt);
     if (held) return { toolCalls: [held] };
   }
-  // [replan:]: the first call proposes a re-plan; once decided, the script runs on the todos it left.
+  // [replan:]: the first call proposes a re-plan; once decided, the script runs on the todos it left. In parallel
+  // sessions the plan's first task's proposes it, once: a plan that already has the task handling it is not re-planned.
   const replanned = prompt.some((m) => m.role === "assistant" && m.content.some((p) => p.type === "tool-call" && p.toolName === "propose_replan"));
-  if (ins.replan && !replanned) {
+  const proposes = !parallel || (todos.some((t) => t.id === planTaskIds[0]) && !planTasks.includes(": Handle what the implementer observed"));
+  if (ins.replan && !replanned && proposes) {
     return { toolCalls: [{ toolName: "propose_replan", input: { observation: ins.replan, proposal: "Add a task that handles it before finishing." } }] };
   }
   // A failed per-task check reopened a task (<verify-failure>): a fix pass of two turns writes the ```fix: files and

@@ -75,8 +75,9 @@ export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: 
   const run = await loadRun({ runId }).catch(() => null);
   if (!run) return { userId: null };
   await releaseSandbox(await sandboxOptions(run)).catch(() => null);
-  await releaseTaskSandboxes(run).catch(() => null);
   const state = await getRunState({ id: runId });
+  // A cancelled run's task branches go with it (a merged task's went at its merge); a failed run's stay to be read.
+  await releaseTaskSandboxes(run, { deleteBranches: state?.status === "cancelled" }).catch(() => null);
   if (state && !TERMINAL_STATUSES.has(state.status) && reason !== null) {
     await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(reason).slice(0, 2000), stage: state.currentStage } }]).catch(
       (error) => {

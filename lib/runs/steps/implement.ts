@@ -48,19 +48,22 @@ export async function beginImplementation({
   maxIterations,
   skip,
   task,
+  memory: given,
 }: {
   runId: string;
   plan: PlanDocument;
   request: string;
   feedback: string | null;
   maxIterations: number;
+  /** The project memory as read once for the run's parallel tasks (each task's session would read the same). */
+  memory?: string | null;
   /** Tasks triage found already done: not the implementer's to do. */
   skip?: Array<{ id: string; evidence: string[] }>;
   /** A parallel task's own session: only this task, told what its dependencies changed. */
   task?: { id: string; dependencies: string };
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
-  const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
+  const memory = given !== undefined ? { raw: given } : await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   // A parallel task's session reads the instructions nearest its own files; the run's single session, every task's.
   const touched = [...new Set(doc.tasks.filter((t) => !task || t.id === task.id).flatMap((t) => t.files ?? []))];
   const instructions = await stageInstructions({ run, stage: "implementation", touched });

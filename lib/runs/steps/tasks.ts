@@ -1,7 +1,7 @@
 import { listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
-import { cutTaskBranch, DIFF_SAFE, git, mergeTaskBranch, resolveCommit, taskBranchName, type ConflictSide } from "@/lib/git";
+import { cutTaskBranch, deleteTaskBranch, DIFF_SAFE, git, mergeTaskBranch, readLatestMemory, resolveCommit, taskBranchName, type ConflictSide } from "@/lib/git";
 import type { ImplementerState } from "@/lib/agents";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, workflowClock, type WithNow } from "./context";
@@ -15,11 +15,15 @@ import { sandboxOptions } from "./workspace";
  * merged. The sessions' turns are the ordinary implementation steps, run in the task's own sandbox (./implement.ts).
  */
 
-/** Before the first round: the run's own sandbox goes (no worktree may have the run branch out while tasks merge). */
+/**
+ * Before the first round: the run's own sandbox goes (no worktree may have the run branch out while tasks merge), and
+ * the project memory is read once for every task's session (reading it looks at every run branch of the project).
+ */
 export async function prepareTasks({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
   await releaseSandbox(await sandboxOptions(run)).catch(() => null);
-  return { now: workflowClock.now() };
+  const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
+  return { memory: memory.raw, now: workflowClock.now() };
 }
 
 /** What the task's dependencies changed, from their merges (file names and line counts; the task reads the code itself). */
@@ -51,6 +55,7 @@ export async function beginTask({
   maxIterations,
   run: n,
   round,
+  memory,
 }: {
   runId: string;
   stepKey: string;
@@ -61,6 +66,8 @@ export async function beginTask({
   maxIterations: number;
   run: number;
   round: number;
+  /** The project memory, read once for the tasks (prepareTasks). */
+  memory?: string | null;
 }): Promise<{ state: ImplementerState; branch: string; baseSha: string }> {
   const run = await loadRun({ runId });
   const branch = taskBranchName(run.branch, taskId);
@@ -70,7 +77,7 @@ export async function beginTask({
   const task = doc.tasks.find((t) => t.id === taskId);
   const dependencies = await dependencySummary(runId, run.repoPath, task?.dependsOn ?? []);
   await append(runId, stepKey, [{ type: "TASK_BRANCH_CREATED", payload: { taskId, branch, baseSha, run: n, round } }]);
-  const state = await beginImplementation({ runId, plan: doc, request, feedback, maxIterations, task: { id: taskId, dependencies } });
+  const state = await beginImplementation({ runId, plan: doc, request, feedback, maxIterations, task: { id: taskId, dependencies }, memory });
   return { state, branch, baseSha };
 }
 
@@ -101,9 +108,17 @@ export async function mergeTasks({
   const run = await loadRun({ runId });
   const events: NewRunEvent[] = [];
   const merges: TaskMerge[] = [];
+  // A re-run of this step after a crash: a task merged (and its branch deleted) by the first run reads as merged.
+  const recorded = new Map<string, string>();
+  for (const e of await listEvents({ runId, limit: 100_000 })) if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
   for (const { taskId, next } of tasks) {
     const branch = taskBranchName(run.branch, taskId);
     await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+    const already = recorded.get(taskId);
+    if (already && !(await resolveCommit(run.repoPath, `refs/heads/${branch}`))) {
+      merges.push({ taskId, branch, status: "merged", sha: already });
+      continue;
+    }
     const title = doc.tasks.find((t) => t.id === taskId)?.title ?? taskId;
     const merged = await mergeTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch, runId, taskId, title });
     if (merged.status === "conflict") {
@@ -119,7 +134,17 @@ export async function mergeTasks({
   // The merged tasks' tasks.md boxes, checked on the run branch in one commit.
   await checkTasksFile(run, doc, merges.filter((m) => m.status === "merged").map((m) => m.taskId));
   if (events.length) await append(runId, stepKey, events);
+  // A merged task's branch goes (its commits are on the run branch), once its merge is on record.
+  for (const m of merges) if (m.status === "merged") await deleteTaskBranch({ repoPath: run.repoPath, branch: m.branch });
   return { merges, now: workflowClock.now() };
+}
+
+/** A task whose session ended at an approved re-plan: its worktree and branch go (a later run cuts them afresh). */
+export async function dropTask({ runId, taskId }: { runId: string; taskId: string }) {
+  const run = await loadRun({ runId });
+  await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+  await deleteTaskBranch({ repoPath: run.repoPath, branch: taskBranchName(run.branch, taskId) });
+  return { now: workflowClock.now() };
 }
 
 /** The attempt's outcome once every round is done: succeeded at the run branch's tip, or failed with the reason. */

@@ -3,7 +3,7 @@ import { redact } from "@/lib/redact";
 import { scanChangesForSecrets, withheldPaths } from "../secret-scan";
 import { log } from "@/lib/log";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
-import { commitWorkInProgress, git, lastCheckpoint, readProjectConfig, taskBranchName } from "@/lib/git";
+import { commitWorkInProgress, deleteTaskBranch, git, lastCheckpoint, readProjectConfig, taskBranchName } from "@/lib/git";
 import { listEvents } from "@/lib/db/event-store";
 import { append, loadRun, type RunContext } from "./context";
 
@@ -36,11 +36,17 @@ export function taskSandboxId(runId: string, taskId: string): string {
   return `${runId}--${taskId.replace(/[^A-Za-z0-9_-]/g, "_")}`;
 }
 
-/** Drop the sandboxes of the run's parallel tasks (TASK_BRANCH_CREATED): their commands stop, their branches stay. */
-export async function releaseTaskSandboxes(run: RunContext): Promise<void> {
+/**
+ * Drop the sandboxes of the run's parallel tasks (TASK_BRANCH_CREATED): their commands stop. Their branches stay for a
+ * failed run (unmerged work can be looked at), and go with a cancelled one (`deleteBranches`).
+ */
+export async function releaseTaskSandboxes(run: RunContext, { deleteBranches = false }: { deleteBranches?: boolean } = {}): Promise<void> {
   const events = await listEvents({ runId: run.runId, limit: 100_000 });
   const ids = new Set(events.flatMap((e) => (e.type === "TASK_BRANCH_CREATED" ? [e.payload.taskId] : [])));
-  for (const id of ids) await releaseSandbox(await sandboxOptions(run, id)).catch(() => null);
+  for (const id of ids) {
+    await releaseSandbox(await sandboxOptions(run, id)).catch(() => null);
+    if (deleteBranches) await deleteTaskBranch({ repoPath: run.repoPath, branch: taskBranchName(run.branch, id) });
+  }
 }
 
 /** Before a wait: commit the work in progress and drop the sandbox; returns the tree to check on resume. */
