@@ -3,15 +3,19 @@ import type { AddressInfo } from "node:net";
 
 /**
  * An OpenAI-compatible chat-completions server on loopback for the implementer of chaos runs (the planner and
- * validator stay the demo model): a scripted implementer of the demo plan's one task T1 that writes a note, and a way to
- * learn that a request is in flight, so the server can be killed while it waits for the reply.
+ * validator stay the demo model): a scripted implementer of the demo plan's one task T1 that writes its note (the path
+ * the plan names, read from the request, so several runs can use it at once), and a way to learn that a request is in
+ * flight, so the server can be killed while it waits for the reply.
  */
 type Body = { model?: string; messages?: Array<{ role: string; tool_calls?: unknown[] }> };
 
 export type ModelServer = {
   baseURL: string;
-  /** Called on every request with its number (from 1 since the last reset); "hold" leaves it unanswered. */
-  onRequest: ((n: number) => "answer" | "hold") | null;
+  /**
+   * Called on every request with the note it is about (the run's, e.g. docs/requests/chaos-model-3.md) and its number
+   * for that note (from 1 since the last reset); "hold" leaves it unanswered.
+   */
+  onRequest: ((note: string, n: number) => "answer" | "hold") | null;
   reset(): void;
   close(): Promise<void>;
 };
@@ -28,15 +32,18 @@ function reply(body: Body, notePath: string) {
   return null;
 }
 
-/** The note path is taken from the request's first line, lower-cased and dashed (the demo planner's slug). */
-export async function startModelServer(notePath: () => string): Promise<ModelServer> {
+/** The demo planner's note for a request without files: docs/requests/<slug of the title>.md, named in the task. */
+const NOTE = /docs\/requests\/[a-z0-9-]+\.md/;
+
+export async function startModelServer(): Promise<ModelServer> {
+  const counts = new Map<string, number>();
   let n = 0;
   const held: http.ServerResponse[] = [];
   const self: ModelServer = {
     baseURL: "",
     onRequest: null,
     reset() {
-      n = 0;
+      counts.clear();
       for (const res of held.splice(0)) res.destroy();
     },
     close: () =>
@@ -50,11 +57,14 @@ export async function startModelServer(notePath: () => string): Promise<ModelSer
     req.on("data", (c) => (raw += c));
     req.on("end", () => {
       const body = (raw ? JSON.parse(raw) : {}) as Body;
-      if (self.onRequest?.(++n) === "hold") {
+      const note = NOTE.exec(raw)?.[0] ?? "docs/requests/note.md";
+      counts.set(note, (counts.get(note) ?? 0) + 1);
+      n++;
+      if (self.onRequest?.(note, counts.get(note)!) === "hold") {
         held.push(res);
         return;
       }
-      const calls = reply(body, notePath());
+      const calls = reply(body, note);
       const toolCalls = calls?.map((c, i) => ({ id: `call_${n}_${i}`, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(
