@@ -55,7 +55,7 @@ function makeRepo(): string {
 const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** The sandbox point's command: long enough for every run of a batch to be in it at once. */
-const SANDBOX_SLEEP_S = 20;
+const SANDBOX_SLEEP_S = 30;
 
 /** Processes whose command line contains `args` in order (from /proc, so also inside the sandbox's namespaces). */
 function running(args: string[]): boolean {
