@@ -14,13 +14,20 @@ export async function run() {
   const { resetEnvCache } = await import("@/lib/env");
   resetEnvCache();
   const { runDecidingLoad } = await import("../scripts/chaos/deciding");
-  const r = await runDecidingLoad({ waiting, running: 50, deciders: 20, takeTimeoutMs: 600_000 });
+  const r = await runDecidingLoad({
+    waiting,
+    running: 50,
+    deciders: 20,
+    takeTimeoutMs: 600_000,
+    onProgress: (parked, ms) => console.log(`${parked} runs waiting at their gate after ${fmt(ms / 1000, 1)} s`),
+  });
   printTable([
     { measure: "runs waiting at the gate / running / people deciding", value: `${r.waiting} / ${r.running} / ${r.deciders}` },
     { measure: "approvals applied (200) / refused as already decided (409) / other", value: `${r.applied} / ${r.refused} / ${r.errors.length}` },
     { measure: "gates approved twice / never (lost)", value: `${r.appliedTwice} / ${r.lost}` },
     { measure: "runs whose workflow had not taken its decision", value: r.notTaken },
     { measure: "approvals sent again after a connection reset", value: r.resets },
+    { measure: "set-up: waiting runs driven to their gate in (s)", value: fmt(r.setUpMs / 1000, 1) },
     { measure: "all decisions made in (s)", value: fmt(r.decideMs / 1000, 1) },
     { measure: "approve latency p50 (ms)", value: fmt(percentile(r.latencyMs, 50), 1) },
     { measure: "approve latency p95 (ms)", value: fmt(percentile(r.latencyMs, 95), 1) },
