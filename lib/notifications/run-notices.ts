@@ -39,6 +39,8 @@ const PAUSE_ADVICE: Record<string, string> = {
   merge_conflict: "The branch conflicts with its base. Resolve the conflict, then Retry.",
   sandbox: "The sandbox could not be prepared. Check the server's sandbox, then Retry.",
   by_person: "A person paused it. Retry (resume) to continue where it stopped.",
+  storage: "The disk where Gatehouse writes is full or read-only. Free space or make it writable, then Retry.",
+  database: "The database could not be written for a while; the run went on by itself once it was back. Nothing to do unless it repeats.",
 };
 
 const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;
