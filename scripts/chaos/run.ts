@@ -136,7 +136,7 @@ export async function runChaos({
   trials = 20,
   points = [...POINTS],
   batchSize = 5,
-  trialTimeoutMs = 180_000,
+  trialTimeoutMs = 600_000,
   log = (line: string) => console.log(line),
 }: {
   trials?: number;
