@@ -46,6 +46,7 @@ export async function runDecidingLoad({
   deciders,
   takeTimeoutMs = 300_000,
   launchWindow = 50,
+  setUpBudgetMs = Infinity,
   onProgress,
 }: {
   waiting: number;
@@ -54,7 +55,9 @@ export async function runDecidingLoad({
   takeTimeoutMs?: number;
   /** Waiting runs on their way to the gate at once during the set-up. */
   launchWindow?: number;
-  /** Called as waiting runs park at their gate (every hundred): how many so far, and the time taken. */
+  /** No waiting run is started after this long (the load then runs with those parked; `waiting` in the result says how many). */
+  setUpBudgetMs?: number;
+  /** Called as waiting runs park at their gate (every fifty): how many so far, and the time taken. */
   onProgress?: (parked: number, ms: number) => void;
 }): Promise<DecidingResult> {
   const api = await startApiServer();
@@ -68,28 +71,31 @@ export async function runDecidingLoad({
     }
     const db = await getDb();
     // The waiting runs, real ones driven by the workflow to their plan gate, `launchWindow` of them on their way at a
-    // time (one at a time took over 17 minutes for 1,000). Only this set-up's runs have gates in this database.
+    // time (one at a time took over 17 minutes for 1,000). Only this set-up's runs have gates in this database. With a
+    // set-up budget, no run is started after it; those started are waited for, and the load runs with the ones parked.
     const setUpStarted = performance.now();
-    const ids: string[] = [];
+    const launched: string[] = [];
     const parked = async () => (await db.select({ n: count() }).from(gates).where(eq(gates.status, "pending")))[0]!.n;
     let done = 0;
     const launching = new Set<Promise<void>>();
-    for (let i = 0; i < waiting; i++) {
-      while (ids.length + launching.size - done >= launchWindow) {
+    for (let i = 0; i < waiting && performance.now() - setUpStarted < setUpBudgetMs; i++) {
+      while (launched.length + launching.size - done >= launchWindow) {
         const now = await parked();
-        if (now !== done && (Math.floor(now / 100) > Math.floor(done / 100) || now === waiting)) onProgress?.(now, performance.now() - setUpStarted);
+        if (Math.floor(now / 50) > Math.floor(done / 50)) onProgress?.(now, performance.now() - setUpStarted);
         done = now;
-        if (ids.length + launching.size - done >= launchWindow) await sleep(100);
+        if (launched.length + launching.size - done >= launchWindow) await sleep(100);
       }
       const p: Promise<void> = launch(api.user, project.id, `Waiting ${i}`, { trustMode: { planning: "manual" } }).then((r) => {
-        ids.push(r.id);
+        launched.push(r.id);
         launching.delete(p);
       });
       launching.add(p);
     }
     await Promise.all(launching);
-    while ((done = await parked()) < waiting) await sleep(100);
+    while ((done = await parked()) < launched.length) await sleep(100);
     onProgress?.(done, performance.now() - setUpStarted);
+    const ids = launched;
+    waiting = ids.length;
     const setUpMs = performance.now() - setUpStarted;
     // The computing runs, started now so that they run while people decide.
     for (let i = 0; i < running; i++) {
