@@ -3,7 +3,7 @@ import type { inngest } from "../client";
 import { NOTHING_SPENT, type BudgetStage, type Spent } from "@/lib/runs/budget";
 import { loadRun, RunEndedError, type RunContext } from "@/lib/runs/steps/context";
 import { storageFailure } from "@/lib/runs/steps/pause";
-import { databaseAway, databaseBack, noteDatabaseAway, recordDatabaseOutage } from "@/lib/runs/steps/database";
+import { databaseAway, noteDatabaseAway, recordDatabaseOutage } from "@/lib/runs/steps/database";
 import { pauseUntilResumed } from "./waits";
 import type { RunConfig, Stage } from "@/lib/workflow";
 
@@ -76,9 +76,7 @@ function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] 
         const runId = flow()?.runId;
         try {
           if (runId) await recordDatabaseOutage(runId, stepId);
-          const result = await fn();
-          if (runId) databaseBack(runId);
-          return result;
+          return await fn();
         } catch (error) {
           if (error instanceof RunEndedError) return { [ENDED]: error.status };
           if (runId && databaseAway(error)) {

@@ -9,7 +9,9 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { Executor } from "@/lib/executor";
 import { ownAppTarget } from "@/inngest/embedded";
 import type { SessionUser } from "@/lib/auth/guard";
-import { expectRunConsistent, fileBlock, git, launch, newProject, processesRunning, until, waitForStatus, waitForWorkflow } from "../workflow/harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForStatus, waitForWorkflow } from "../workflow/harness";
+import { scriptedImplementer, startModelServer } from "../workflow/model-server";
+import { slugify } from "@/lib/ai/demo/instructions";
 
 /*
  * The database goes away in the middle of a run: another process holds SQLite's write lock for longer than the busy
@@ -92,43 +94,62 @@ it("locked for 15 s mid-implementation: refused writes are retried, the run resu
 
 it("locked past the step's retries: the run waits, records a pause saying the database was away (when, how long) once it is back, resumes by itself and completes; nothing lost or doubled", { timeout: 300_000 }, async () => {
   const { project, repo } = await newProject(user);
-  // A command in the sandbox keeps the task's step in flight when the lock comes: it fails on the database when done.
-  const request = ["Database away long", "[run: sleep 2.468]", "", ...[0, 1].map((i) => fileBlock(`src/g${i}.txt`, `content ${i}`))].join("\n");
-  const run = await launch(user, project.id, request, { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks: 1 } });
-  await until(async () => processesRunning(["sleep", "2.468"]).length > 0, "the sandbox command", 120_000);
-  const lock = await lockDatabase();
-  const lockedAt = Date.now();
-  await new Promise((r) => setTimeout(r, 45_000));
-  const during = await getRunState({ id: run.id });
-  await lock.release();
-  const releasedAt = Date.now();
-  // While it was away nothing could be written, the pause included: the run still reads as it was.
-  expect(during?.status).toBe("running");
+  const title = "Database away long";
+  // The implementer's first model call is held until the lock is taken: the step in flight then writes into the
+  // locked database (its events, its model call) and fails on it.
+  const model = await startModelServer();
+  let answer!: () => void;
+  const locked = new Promise<void>((resolve) => (answer = resolve));
+  const implement = scriptedImplementer(`docs/requests/${slugify(title)}.md`);
+  model.respond(async (body, n) => {
+    if (n === 1) await locked;
+    return implement(body);
+  });
+  try {
+    const run = await launch(user, project.id, title, {
+      trustMode: { planning: "auto" },
+      modelRouting: { planner: "demo:default", implementer: "openai-compatible:scripted", validator: "demo:default" },
+    });
+    await until(async () => model.requests >= 1, "the implementer's model call", 120_000);
+    const lock = await lockDatabase();
+    const lockedAt = Date.now();
+    answer();
+    await new Promise((r) => setTimeout(r, 45_000));
+    const during = await getRunState({ id: run.id });
+    await lock.release();
+    const releasedAt = Date.now();
+    // While it was away nothing could be written, the pause included: the run still reads as it was.
+    expect(during?.status).toBe("running");
 
-  expect((await waitForStatus(run.id, ["completed", "failed"], 180_000)).status).toBe("completed");
-  expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
-  const events = await expectRunConsistent(run.id);
-  const paused = events.filter((e) => e.type === "RUN_PAUSED");
-  expect(paused).toHaveLength(1);
-  const pause = paused[0]!;
-  expect(pause.payload).toMatchObject({ reason: "database", message: expect.stringMatching(/database could not be written from \d\d:\d\d:\d\d UTC for about \d+ s/) });
-  // Recorded once the database was back, then resumed by Gatehouse, not by a person.
-  expect(pause.timestamp).toBeGreaterThanOrEqual(releasedAt);
-  const seconds = Number(/for about (\d+) s/.exec((pause.payload as { message: string }).message)![1]);
-  expect(seconds).toBeGreaterThanOrEqual(30);
-  expect(seconds).toBeLessThanOrEqual(Math.ceil((releasedAt - lockedAt) / 1000) + 5);
-  const resumed = events.filter((e) => e.type === "RUN_RESUMED");
-  expect(resumed).toHaveLength(1);
-  expect(resumed[0]!.payload).toMatchObject({ by: "gatehouse" });
-  expect(resumed[0]!.sequence).toBe(pause.sequence + 1);
+    expect((await waitForStatus(run.id, ["completed", "failed"], 180_000)).status).toBe("completed");
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    const events = await expectRunConsistent(run.id);
+    const paused = events.filter((e) => e.type === "RUN_PAUSED");
+    expect(paused).toHaveLength(1);
+    const pause = paused[0]!;
+    expect(pause.payload).toMatchObject({ reason: "database", message: expect.stringMatching(/database could not be written from \d\d:\d\d:\d\d UTC for about \d+ s/) });
+    // Recorded once the database was back, then resumed by Gatehouse, not by a person.
+    expect(pause.timestamp).toBeGreaterThanOrEqual(releasedAt);
+    const seconds = Number(/for about (\d+) s/.exec((pause.payload as { message: string }).message)![1]);
+    expect(seconds).toBeGreaterThanOrEqual(30);
+    expect(seconds).toBeLessThanOrEqual(Math.ceil((releasedAt - lockedAt) / 1000) + 5);
+    const resumed = events.filter((e) => e.type === "RUN_RESUMED");
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.payload).toMatchObject({ by: "gatehouse" });
+    expect(resumed[0]!.sequence).toBe(pause.sequence + 1);
 
-  // Nothing doubled: each task once, one commit per task, one model call per step, one completion.
-  expect(events.filter((e) => e.type === "TASK_COMPLETED")).toHaveLength(3);
-  expect(events.filter((e) => e.type === "RUN_COMPLETED")).toHaveLength(1);
-  const tasks = git(repo, "log", "--format=%s", `main..${run.branch}`).split("\n").filter((s) => s.startsWith("Task "));
-  expect(new Set(tasks).size).toBe(tasks.length);
-  const db = await getDb();
-  const calls = await db.select().from(modelCalls).where(and(eq(modelCalls.workflowRunId, run.id), eq(modelCalls.status, "ok")));
-  const steps = calls.map((c) => c.stepKey!.replace(/#\d+$/, ""));
-  expect(new Set(steps).size).toBe(steps.length);
+    // Nothing doubled: each task once, one commit per task, one model call per step, one completion.
+    const completed = events.filter((e) => e.type === "TASK_COMPLETED").map((e) => (e.payload as { taskId: string }).taskId);
+    expect(completed.length).toBeGreaterThan(0);
+    expect(new Set(completed).size).toBe(completed.length);
+    expect(events.filter((e) => e.type === "RUN_COMPLETED")).toHaveLength(1);
+    const tasks = git(repo, "log", "--format=%s", `main..${run.branch}`).split("\n").filter((s) => s.startsWith("Task "));
+    expect(new Set(tasks).size).toBe(tasks.length);
+    const db = await getDb();
+    const calls = await db.select().from(modelCalls).where(and(eq(modelCalls.workflowRunId, run.id), eq(modelCalls.status, "ok")));
+    const steps = calls.map((c) => c.stepKey!.replace(/#\d+$/, ""));
+    expect(new Set(steps).size).toBe(steps.length);
+  } finally {
+    await model.close();
+  }
 });

@@ -1,3 +1,5 @@
+import { sql } from "drizzle-orm";
+import { write } from "@/lib/db";
 import { AppError } from "@/lib/errors";
 import { redact } from "@/lib/redact";
 import { append } from "./context";
@@ -47,33 +49,31 @@ export function noteDatabaseAway(runId: string, error: unknown, now = Date.now()
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 
 /**
- * At the start of a step of `runId` whose steps were failing on the database: an outage longer than the retries is
+ * At the start of a step of `runId` whose steps were failing on the database: a write tells whether it is back (a read
+ * does not: reads go on while another process holds the write lock). Back, an outage longer than the retries is
  * recorded (under its own step key, so a step run again does not double it) as a pause with reason `database` and its
- * automatic resume; the write itself says the database is back. Throws while it is still away (the step then fails on
- * it as before). A shorter outage is left as it is: whether it is over, only a step that gets through can tell
- * (databaseBack).
+ * automatic resume; a shorter one is forgotten. Throws while it is still away (the step then fails on it as before).
  */
-export async function recordDatabaseOutage(runId: string, stepKey: string, now = Date.now()): Promise<void> {
+export async function recordDatabaseOutage(runId: string, stepKey: string): Promise<void> {
   const outage = outages.get(runId);
-  if (!outage || now - outage.since < DATABASE_PATIENCE_MS) return;
-  const seconds = Math.round((now - outage.since) / 1000);
-  const message =
-    `Paused: the database could not be written from ${clock(outage.since)} UTC for about ${seconds} s (${outage.error}). ` +
-    "The run waited and went on by itself once the database took writes again; nothing done before it was lost or done twice. " +
-    "If this repeats, look for what holds the database (a backup, another process, a full or unreachable disk).";
-  try {
-    await append(runId, `${stepKey}:database:${outage.since}`, [
-      { type: "RUN_PAUSED", payload: { reason: "database", message, stage: null } },
-      { type: "RUN_RESUMED", payload: { by: "gatehouse", action: "retry" } },
-    ]);
-  } catch (error) {
-    // A run that cannot pause now (already paused, or ended meanwhile): the record is dropped, the step goes on.
-    if (!(error instanceof AppError && error.code === "conflict:run")) throw error;
+  if (!outage) return;
+  await write((tx) => tx.run(sql`UPDATE workflow_runs SET updated_at = updated_at WHERE id = ${runId}`));
+  const now = Date.now();
+  if (now - outage.since >= DATABASE_PATIENCE_MS) {
+    const seconds = Math.round((now - outage.since) / 1000);
+    const message =
+      `Paused: the database could not be written from ${clock(outage.since)} UTC for about ${seconds} s (${outage.error}). ` +
+      "The run waited and went on by itself once the database took writes again; nothing done before it was lost or done twice. " +
+      "If this repeats, look for what holds the database (a backup, another process, a full or unreachable disk).";
+    try {
+      await append(runId, `${stepKey}:database:${outage.since}`, [
+        { type: "RUN_PAUSED", payload: { reason: "database", message, stage: null } },
+        { type: "RUN_RESUMED", payload: { by: "gatehouse", action: "retry" } },
+      ]);
+    } catch (error) {
+      // A run that cannot pause now (already paused, or ended meanwhile): the record is dropped, the step goes on.
+      if (!(error instanceof AppError && error.code === "conflict:run")) throw error;
+    }
   }
-  outages.delete(runId);
-}
-
-/** A step of `runId` got through: an outage shorter than the retries is over, and leaves no record. */
-export function databaseBack(runId: string): void {
   outages.delete(runId);
 }
