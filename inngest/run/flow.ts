@@ -3,6 +3,7 @@ import type { inngest } from "../client";
 import { NOTHING_SPENT, type BudgetStage, type Spent } from "@/lib/runs/budget";
 import { loadRun, RunEndedError, type RunContext } from "@/lib/runs/steps/context";
 import { storageFailure } from "@/lib/runs/steps/pause";
+import { databaseAway, noteDatabaseAway, recordDatabaseOutage } from "@/lib/runs/steps/database";
 import { pauseUntilResumed } from "./waits";
 import type { RunConfig, Stage } from "@/lib/workflow";
 
@@ -49,6 +50,9 @@ export type RunFlow = {
 
 /** The key under which a step memoizes "the disk was full or read-only" (see runStep). */
 const STORAGE = "__storageFailure";
+/** The key under which a step memoizes "the database was away" (see runStep), and the wait before it runs again. */
+const DATABASE = "__databaseAway";
+const DATABASE_RETRY = "5s";
 
 /** Which stage a step belongs to, by its key's prefix (for the pause's stage). */
 function stageOf(id: string): Stage | null {
@@ -62,14 +66,24 @@ function stageOf(id: string): Stage | null {
 function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] {
   return async function runStep<T>(id: string, fn: () => Promise<T>): Promise<T> {
     // A step that failed on a full or read-only disk pauses the run (reason "storage") rather than failing it; once a
-    // person resumes, the same work runs again in a step of its own (its events keep the original step key).
+    // person resumes, the same work runs again in a step of its own (its events keep the original step key). A step
+    // that failed because the database was away waits a little and runs again the same way, for as long as it stays
+    // away (lib/runs/steps/database.ts: the outage is recorded as a pause once the database takes writes again).
+    let again: "storage" | "database" = "storage";
     for (let n = 0; ; n++) {
-      const stepId = n === 0 ? id : `${id}:after-storage:${n}`;
+      const stepId = n === 0 ? id : `${id}:after-${again}:${n}`;
       const out = (await step.run(stepId, async () => {
+        const runId = flow()?.runId;
         try {
+          if (runId) await recordDatabaseOutage(runId, stepId);
           return await fn();
         } catch (error) {
           if (error instanceof RunEndedError) return { [ENDED]: error.status };
+          if (runId && databaseAway(error)) {
+            noteDatabaseAway(runId, error);
+            // Stored by the executor only once it can write again; until then the step is simply driven again.
+            return { [DATABASE]: true };
+          }
           const storage = flow() && !id.includes(":storage:") ? storageFailure(error) : null;
           if (storage) return { [STORAGE]: storage };
           throw error;
@@ -77,8 +91,14 @@ function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] 
       })) as unknown;
       const ended = (out as Record<string, unknown> | null)?.[ENDED];
       if (typeof ended === "string") throw new RunEndedError(ended);
+      if ((out as Record<string, unknown> | null)?.[DATABASE] === true) {
+        again = "database";
+        await step.sleep(`${id}:database:${n}`, DATABASE_RETRY);
+        continue;
+      }
       const storage = (out as Record<string, unknown> | null)?.[STORAGE];
       if (typeof storage === "string") {
+        again = "storage";
         await pauseUntilResumed(flow()!, `${id}:storage:${n}`, "storage", storage, stageOf(id));
         continue;
       }

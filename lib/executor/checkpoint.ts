@@ -48,8 +48,9 @@ function parseDispatch(token: string): { workerId: string; generation: number } 
 }
 
 /**
- * A seam for crash tests: called with the run id after a checkpoint is accepted and before anything of it is stored
- * (the moment where a step's side effects have happened but its result is not recorded yet). Null in production.
+ * A seam for crash tests: called with the run id after a checkpoint is accepted, or a reply reporting a finished step
+ * is read (waits.ts handleOps), and before anything of it is stored (the moment where a step's side effects have
+ * happened but its result is not recorded yet). Null in production.
  */
 export const checkpointHooks: { beforeStore: ((runId: string) => Promise<void>) | null } = { beforeStore: null };
 

@@ -1,5 +1,6 @@
 import { newUlid as ulid } from "@/lib/ids";
 import { waitMatchKey, type WaitMatchKey } from "./cel";
+import { checkpointHooks } from "./checkpoint";
 import { hasListeners, ingestInTx, recordEntry, resolvePending, resolveWaitFromHistory } from "./events";
 import { deadline, protocolError, sleepUntil, toSerializedError, type OutgoingOp, type SerializedError } from "./protocol";
 import { createRun, FAILURE_EVENT, FINISHED_EVENT, getRegistry, INVOKE_EVENT, type StoredEvent } from "./registry";
@@ -71,6 +72,8 @@ export async function handleOps(
     await finish(ex, ctx.run, "completed", complete.data ?? null, null);
     return "stop";
   }
+  // The same seam as a checkpoint's (crash tests): a step's side effects done, its result reported, not stored yet.
+  if (checkpointHooks.beforeStore && ops.some((o) => o.op === "StepRun")) await checkpointHooks.beforeStore(ctx.run.id);
   const registry = await getRegistry();
   const now = Date.now();
   const progressed = await guarded(

@@ -40,6 +40,8 @@ const PAUSE_ADVICE: Record<string, string> = {
   sandbox: "The sandbox could not be prepared. Check the server's sandbox, then Retry.",
   by_person: "A person paused it. Retry (resume) to continue where it stopped.",
   budget: "Raise the budget (by the amount shown, or type one), let the task in progress finish and stop (implementation only), or Cancel the run. Nothing fails meanwhile.",
+  storage: "The disk where Gatehouse writes is full or read-only. Free space or make it writable, then Retry.",
+  database: "The database could not be written for a while; the run went on by itself once it was back. Nothing to do unless it repeats.",
 };
 
 const usd = (n: number) => `$${n.toFixed(n < 1 ? 4 : 2)}`;

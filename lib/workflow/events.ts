@@ -155,7 +155,7 @@ export type RunEventPayloads = {
   VALIDATION_PASSED: { attempt: number; score?: number; report?: string };
   VALIDATION_FAILED: { attempt: number; score?: number; summary?: string; report?: string };
   RUN_PAUSED: {
-    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "storage" | "other";
+    reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "storage" | "database" | "other";
     message: string;
     stage?: Stage | null;
     /** invalid_plan: the planner's plan with its invalid diagram, for a person to fix by hand (POST /resume). */

@@ -1,5 +1,5 @@
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
-import { and, eq, inArray } from "drizzle-orm";
+import { and, count, eq, inArray } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { gates, workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { setMember } from "@/lib/db/queries/members";
@@ -34,6 +34,8 @@ export type DecidingResult = {
   resets: number;
   loopDelayMs: { p50: number; p99: number; max: number };
   decideMs: number;
+  /** Starting the waiting runs and driving them to their gate. */
+  setUpMs: number;
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,11 +45,20 @@ export async function runDecidingLoad({
   running,
   deciders,
   takeTimeoutMs = 300_000,
+  launchWindow = 50,
+  setUpBudgetMs = Infinity,
+  onProgress,
 }: {
   waiting: number;
   running: number;
   deciders: number;
   takeTimeoutMs?: number;
+  /** Waiting runs on their way to the gate at once during the set-up. */
+  launchWindow?: number;
+  /** No waiting run is started after this long (the load then runs with those parked; `waiting` in the result says how many). */
+  setUpBudgetMs?: number;
+  /** Called as waiting runs park at their gate (every fifty): how many so far, and the time taken. */
+  onProgress?: (parked: number, ms: number) => void;
 }): Promise<DecidingResult> {
   const api = await startApiServer();
   try {
@@ -59,14 +70,33 @@ export async function runDecidingLoad({
       people.push(person);
     }
     const db = await getDb();
-    const parked = [];
-    for (let i = 0; i < waiting; i++) parked.push(await launch(api.user, project.id, `Waiting ${i}`, { trustMode: { planning: "manual" } }));
-    const ids = parked.map((r) => r.id);
-    for (;;) {
-      const rows = await db.select({ id: gates.workflowRunId }).from(gates).where(and(inArray(gates.workflowRunId, ids), eq(gates.status, "pending")));
-      if (rows.length === waiting) break;
-      await sleep(200);
+    // The waiting runs, real ones driven by the workflow to their plan gate, `launchWindow` of them on their way at a
+    // time (one at a time took over 17 minutes for 1,000). Only this set-up's runs have gates in this database. With a
+    // set-up budget, no run is started after it; those started are waited for, and the load runs with the ones parked.
+    const setUpStarted = performance.now();
+    const launched: string[] = [];
+    const parked = async () => (await db.select({ n: count() }).from(gates).where(eq(gates.status, "pending")))[0]!.n;
+    let done = 0;
+    const launching = new Set<Promise<void>>();
+    for (let i = 0; i < waiting && performance.now() - setUpStarted < setUpBudgetMs; i++) {
+      while (launched.length + launching.size - done >= launchWindow) {
+        const now = await parked();
+        if (Math.floor(now / 50) > Math.floor(done / 50)) onProgress?.(now, performance.now() - setUpStarted);
+        done = now;
+        if (launched.length + launching.size - done >= launchWindow) await sleep(100);
+      }
+      const p: Promise<void> = launch(api.user, project.id, `Waiting ${i}`, { trustMode: { planning: "manual" } }).then((r) => {
+        launched.push(r.id);
+        launching.delete(p);
+      });
+      launching.add(p);
     }
+    await Promise.all(launching);
+    while ((done = await parked()) < launched.length) await sleep(100);
+    onProgress?.(done, performance.now() - setUpStarted);
+    const ids = launched;
+    waiting = ids.length;
+    const setUpMs = performance.now() - setUpStarted;
     // The computing runs, started now so that they run while people decide.
     for (let i = 0; i < running; i++) {
       await launch(api.user, project.id, [`Running ${i}`, "[run: sleep 3]", "", fileBlock(`src/r${i}.txt`, `r ${i}`)].join("\n"), { trustMode: { planning: "auto" } });
@@ -141,6 +171,7 @@ export async function runDecidingLoad({
       resets,
       loopDelayMs: { p50: ms(loop.percentile(50)), p99: ms(loop.percentile(99)), max: ms(loop.max) },
       decideMs,
+      setUpMs,
     };
   } finally {
     await api.close();

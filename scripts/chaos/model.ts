@@ -1,81 +1,45 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
+import { scriptedImplementer, startModelServer as startScriptedServer, type Reply } from "../../tests/workflow/model-server";
 
 /**
- * An OpenAI-compatible chat-completions server on loopback for the implementer of chaos runs (the planner and
- * validator stay the demo model): a scripted implementer of the demo plan's one task T1 that writes a note, and a way to
- * learn that a request is in flight, so the server can be killed while it waits for the reply.
+ * The implementer's model for chaos runs (the planner and validator stay the demo model): the tests' scripted
+ * OpenAI-compatible server (tests/workflow/model-server.ts), implementing the demo plan's one task T1 by writing the
+ * note the plan names (read from each request, so several runs can use it at once), with a way to learn that a
+ * request is in flight and hold its reply, so the server can be killed while it waits.
  */
-type Body = { model?: string; messages?: Array<{ role: string; tool_calls?: unknown[] }> };
-
 export type ModelServer = {
   baseURL: string;
-  /** Called on every request with its number (from 1 since the last reset); "hold" leaves it unanswered. */
-  onRequest: ((n: number) => "answer" | "hold") | null;
+  /**
+   * Called on every request with the note it is about (the run's, e.g. docs/requests/chaos-model-3.md) and its number
+   * for that note (from 1 since the last reset); "hold" leaves it unanswered until the next reset.
+   */
+  onRequest: ((note: string, n: number) => "answer" | "hold") | null;
   reset(): void;
   close(): Promise<void>;
 };
 
-function reply(body: Body, notePath: string) {
-  const turn = (body.messages ?? []).filter((m) => m.role === "assistant" && m.tool_calls?.length).length;
-  if (turn === 0) {
-    return [
-      { name: "update_todo", arguments: { id: "T1", status: "in_progress" } },
-      { name: "write_file", arguments: { path: notePath, content: "# note\n\nWritten by the chaos run's scripted model.\n" } },
-    ];
-  }
-  if (turn === 1) return [{ name: "update_todo", arguments: { id: "T1", status: "done" } }];
-  return null;
-}
+/** The demo planner's note for a request without files: docs/requests/<slug of the title>.md, named in the task. */
+const NOTE = /docs\/requests\/[a-z0-9-]+\.md/;
 
-/** The note path is taken from the request's first line, lower-cased and dashed (the demo planner's slug). */
-export async function startModelServer(notePath: () => string): Promise<ModelServer> {
-  let n = 0;
-  const held: http.ServerResponse[] = [];
+export async function startModelServer(): Promise<ModelServer> {
+  const server = await startScriptedServer();
+  const counts = new Map<string, number>();
+  // A held request answers (with an error its client, killed meanwhile, never reads) when reset.
+  const held: Array<() => void> = [];
   const self: ModelServer = {
-    baseURL: "",
+    baseURL: server.baseURL,
     onRequest: null,
     reset() {
-      n = 0;
-      for (const res of held.splice(0)) res.destroy();
+      counts.clear();
+      for (const release of held.splice(0)) release();
     },
-    close: () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => server.close(),
   };
-  const server = http.createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c) => (raw += c));
-    req.on("end", () => {
-      const body = (raw ? JSON.parse(raw) : {}) as Body;
-      if (self.onRequest?.(++n) === "hold") {
-        held.push(res);
-        return;
-      }
-      const calls = reply(body, notePath());
-      const toolCalls = calls?.map((c, i) => ({ id: `call_${n}_${i}`, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(
-        JSON.stringify({
-          id: `chatcmpl-${n}`,
-          object: "chat.completion",
-          created: 0,
-          model: body.model ?? "scripted",
-          choices: [
-            {
-              index: 0,
-              message: { role: "assistant", content: toolCalls ? null : "Wrote the note.", ...(toolCalls ? { tool_calls: toolCalls } : {}) },
-              finish_reason: toolCalls ? "tool_calls" : "stop",
-            },
-          ],
-          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-        }),
-      );
-    });
+  server.respond((body) => {
+    const note = NOTE.exec(JSON.stringify(body))?.[0] ?? "docs/requests/note.md";
+    const n = (counts.get(note) ?? 0) + 1;
+    counts.set(note, n);
+    if (self.onRequest?.(note, n) === "hold") return new Promise<Reply>((resolve) => held.push(() => resolve({ status: 503 })));
+    return scriptedImplementer(note)(body);
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  self.baseURL = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   return self;
 }

@@ -13,7 +13,7 @@ import { createProject } from "@/lib/projects/queries";
 import { resetEnvCache } from "@/lib/env";
 import { query } from "@/lib/executor/store";
 import { slugify } from "@/lib/ai/demo/instructions";
-import { generateAppKey, startGitHubEmulator, type GitHubEmulator } from "../../tests/github/emulator";
+import { generateAppKey, startGitHubEmulator } from "../../tests/github/emulator";
 import { startModelServer } from "./model";
 
 /*
@@ -54,6 +54,8 @@ function makeRepo(): string {
 
 const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The sandbox point's command: long enough for every run of a batch to be in it at once. */
+const SANDBOX_SLEEP_S = 30;
 
 /** Processes whose command line contains `args` in order (from /proc, so also inside the sandbox's namespaces). */
 function running(args: string[]): boolean {
@@ -133,10 +135,13 @@ class Server {
 export async function runChaos({
   trials = 20,
   points = [...POINTS],
-  trialTimeoutMs = 180_000,
+  batchSize = 5,
+  trialTimeoutMs = 600_000,
   log = (line: string) => console.log(line),
 }: {
   trials?: number;
+  /** Trials of a point run together, their kill points coinciding (one kill and restart of the server per batch). */
+  batchSize?: number;
   points?: ChaosPoint[];
   trialTimeoutMs?: number;
   log?: (line: string) => void;
@@ -144,8 +149,7 @@ export async function runChaos({
   // The GitHub emulator and the scripted model, and the server's variables for both (it reads them through lib/env.ts).
   const { privateKey, publicKey } = generateAppKey();
   const gh = await startGitHubEmulator({ appId: "4242", publicKey });
-  let notePath = "docs/requests/note.md";
-  const model = await startModelServer(() => notePath);
+  const model = await startModelServer();
   const vars: Record<string, string> = {
     GITHUB_APP_ID: "4242",
     GITHUB_APP_PRIVATE_KEY: privateKey,
@@ -163,10 +167,16 @@ export async function runChaos({
   resetEnvCache();
   const owner = await ensureLocalOwner();
   const { token } = await createApiToken({ userId: owner.id, name: "chaos" });
-  const repo = makeRepo();
-  const local = await createProject({ name: "chaos", ownerId: owner.id, repository: { type: "local", path: repo } });
-  gh.addRepository({ owner: "acme", name: "chaos" });
-  const github = await createProject({ name: "chaos-gh", ownerId: owner.id, repository: { type: "github", owner: "acme", repo: "chaos" } });
+  // A local and a GitHub project per run of a batch, so that the runs of one batch share no repository.
+  const slots: Array<{ repo: string; local: string; repoName: string; github: string }> = [];
+  for (let k = 0; k < Math.min(batchSize, trials); k++) {
+    const repo = makeRepo();
+    const local = await createProject({ name: `chaos-${k}`, ownerId: owner.id, repository: { type: "local", path: repo } });
+    const repoName = `chaos-${k}`;
+    gh.addRepository({ owner: "acme", name: repoName });
+    const github = await createProject({ name: `chaos-gh-${k}`, ownerId: owner.id, repository: { type: "github", owner: "acme", repo: repoName } });
+    slots.push({ repo, local: local.id, repoName, github: github.id });
+  }
 
   const armFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-chaos-")), "arm.json");
   const server = new Server({ ...process.env, GATEHOUSE_TEST_KEEP_ENV: "1", LOG_LEVEL: "error" }, armFile);
@@ -191,20 +201,12 @@ export async function runChaos({
     }
   }
 
+  // Triage off: it checks the tasks' own commands in a sandbox before implementing, which none of the kill points is
+  // about, and the plans here have nothing already done.
   const startRun = async (projectId: string, request: string, config: Record<string, unknown>) =>
-    (await api<{ run: { id: string; branch: string } }>("POST", "/api/runs", { projectId, request, config })).run;
+    (await api<{ run: { id: string; branch: string } }>("POST", "/api/runs", { projectId, request, config: { triage: { enabled: false }, ...config } })).run;
   const runStatus = async (id: string) => (await api<{ run: { status: string } }>("GET", `/api/runs/${id}`)).run.status;
   const approve = (id: string) => api("POST", `/api/runs/${id}/approve`, {});
-
-  async function untilStatus(id: string, statuses: string[], timeoutMs: number) {
-    const end = Date.now() + timeoutMs;
-    for (;;) {
-      const status = await runStatus(id);
-      if (statuses.includes(status)) return status;
-      if (Date.now() > end) throw new Error(`run ${id} is ${status}, not ${statuses.join("|")}`);
-      await sleep(100);
-    }
-  }
 
   /** Drive the run to its end over the API: approve a plan gate it reaches; the end is the run's and its workflow's. */
   async function driveToEnd(id: string): Promise<string> {
@@ -224,90 +226,121 @@ export async function runChaos({
     }
   }
 
-  /** One trial: start a run, kill the server at the point, start it again, drive the run to its end. */
-  async function trial(point: ChaosPoint, i: number): Promise<{ runId: string; projectRepo: string | null }> {
+  /**
+   * Wait until every one of `ready` has held (polled; once is enough, unless `together`: then all at the same time),
+   * or the trial's time is up: the ones that are not there.
+   */
+  async function until(ready: Array<() => boolean | Promise<boolean>>, together = false): Promise<number[]> {
+    const end = Date.now() + trialTimeoutMs;
+    const seen = new Set<number>();
+    for (;;) {
+      const missing: number[] = [];
+      if (together) seen.clear();
+      for (const [k, r] of ready.entries()) if (!seen.has(k) && (await r())) seen.add(k);
+      for (const k of ready.keys()) if (!seen.has(k)) missing.push(k);
+      if (missing.length === 0 || Date.now() > end) return missing;
+      await sleep(50);
+    }
+  }
+
+  /**
+   * One batch of trials at a point: a run per trial started at once (each on a project of its own), all of them
+   * brought to the point together, and the server killed once while every one of them is there (a run that did not
+   * get there in time is reported: its trial does not count as that point hit). Then the server starts again.
+   */
+  async function batch(point: ChaosPoint, trials: number[]): Promise<Array<{ runId: string; projectRepo: string | null; repoName: string | null; missed: boolean }>> {
     fs.rmSync(armFile, { force: true });
     model.reset();
     model.onRequest = null;
     gh.state.onRequest = null;
-    const title = `Chaos ${point} ${i}`;
+    const title = (i: number) => `Chaos ${point} ${i}`;
+    const local = (k: number) => slots[k]!.local;
+    const out = (runs: Array<{ id: string }>, missing: number[], github = false) =>
+      runs.map((run, k) => ({ runId: run.id, projectRepo: github ? null : slots[k]!.repo, repoName: github ? slots[k]!.repoName : null, missed: missing.includes(k) }));
+
     if (point === "model") {
-      notePath = `docs/requests/${slugify(title)}.md`;
-      // The implementer makes three calls; the kill comes during the first, second or third.
-      const at = (i % 3) + 1;
-      let killed = false;
-      const dead = new Promise<void>((resolve) => {
-        model.onRequest = (n) => {
-          if (n !== at || killed) return "answer";
-          killed = true;
-          server.child!.kill("SIGKILL");
-          resolve();
-          return "hold";
-        };
-      });
-      const run = await startRun(local.id, title, { trustMode: { planning: "auto" }, modelRouting: SCRIPTED });
-      await Promise.race([dead, sleep(trialTimeoutMs).then(() => Promise.reject(new Error("no model call was made")))]);
+      // The implementer makes three calls; each run's kill comes during its first, second or third, held unanswered.
+      const at = new Map(trials.map((i) => [`docs/requests/${slugify(title(i))}.md`, (i % 3) + 1]));
+      const held = new Set<string>();
+      model.onRequest = (note, n) => {
+        if (at.get(note) !== n || held.has(note)) return "answer";
+        held.add(note);
+        return "hold";
+      };
+      const runs = await Promise.all(trials.map((i, k) => startRun(local(k), title(i), { trustMode: { planning: "auto" }, modelRouting: SCRIPTED })));
+      const missing = await until([...at.keys()].map((note) => () => held.has(note)));
       await server.killAndRestart();
-      model.reset();
       model.onRequest = null;
-      return { runId: run.id, projectRepo: repo };
+      model.reset();
+      return out(runs, missing);
     }
     if (point === "commit") {
-      const request = [title, "", fileBlock(`src/chaos-${i}-a.txt`, `a ${i}`), fileBlock(`src/chaos-${i}-b.txt`, `b ${i}`)].join("\n");
-      const run = await startRun(local.id, request, { trustMode: { planning: "auto" } });
-      // After the first or second task's commit.
-      fs.writeFileSync(armFile, JSON.stringify({ runId: run.id, type: "TASK_COMPLETED", count: (i % 2) + 1 }));
-      await server.awaitSuicideAndRestart(trialTimeoutMs);
-      return { runId: run.id, projectRepo: repo };
+      // After each run's first or second task's commit.
+      const request = (i: number) => [title(i), "", fileBlock(`src/chaos-${i}-a.txt`, `a ${i}`), fileBlock(`src/chaos-${i}-b.txt`, `b ${i}`)].join("\n");
+      const runs = await Promise.all(trials.map((i, k) => startRun(local(k), request(i), { trustMode: { planning: "auto" } })));
+      fs.writeFileSync(armFile, JSON.stringify({ targets: runs.map((run, k) => ({ runId: run.id, type: "TASK_COMPLETED", count: (trials[k]! % 2) + 1 })) }));
+      const died = await Promise.race([server.exited().then(() => true), sleep(trialTimeoutMs).then(() => false)]);
+      const missing = died ? [] : trials.map((_, k) => k); // which ones were held is the server's to know; none is claimed
+      await server.killAndRestart();
+      return out(runs, missing);
     }
     if (point === "sandbox") {
-      const seconds = `2.${String(1000 + i)}`;
-      const request = [title, `[run: sleep ${seconds}]`, "", fileBlock(`src/chaos-${i}.txt`, `c ${i}`)].join("\n");
-      const run = await startRun(local.id, request, { trustMode: { planning: "auto" } });
-      const end = Date.now() + trialTimeoutMs;
-      while (!running(["sleep", seconds])) {
-        if (Date.now() > end) throw new Error("the sandbox command never ran");
-        await sleep(20);
-      }
+      // Long enough for every run of the batch to be in its command at once (a run that gets there first waits).
+      const seconds = (i: number) => `${SANDBOX_SLEEP_S}.${String(1000 + i)}`;
+      const request = (i: number) => [title(i), `[run: sleep ${seconds(i)}]`, "", fileBlock(`src/chaos-${i}.txt`, `c ${i}`)].join("\n");
+      const runs = await Promise.all(trials.map((i, k) => startRun(local(k), request(i), { trustMode: { planning: "auto" } })));
+      const missing = await until(
+        trials.map((i) => () => running(["sleep", seconds(i)])),
+        true,
+      );
       await server.killAndRestart();
-      return { runId: run.id, projectRepo: repo };
+      return out(runs, missing);
     }
     if (point === "wait") {
-      const run = await startRun(local.id, [title, "", fileBlock(`src/chaos-${i}.txt`, `w ${i}`)].join("\n"), { trustMode: { planning: "manual" } });
-      await untilStatus(run.id, ["awaiting_approval"], trialTimeoutMs);
-      if (i % 2 === 0) {
-        await approve(run.id);
-        await server.killAndRestart();
-      } else {
-        await server.killAndRestart();
-        await approve(run.id);
-      }
-      return { runId: run.id, projectRepo: repo };
+      // At the plan gate: even trials approved just before the kill, odd ones approved on the server started again.
+      const request = (i: number) => [title(i), "", fileBlock(`src/chaos-${i}.txt`, `w ${i}`)].join("\n");
+      const runs = await Promise.all(trials.map((i, k) => startRun(local(k), request(i), { trustMode: { planning: "manual" } })));
+      const missing = await until(runs.map((run) => async () => (await runStatus(run.id)) === "awaiting_approval"));
+      await Promise.all(runs.filter((_, k) => trials[k]! % 2 === 0 && !missing.includes(k)).map((run) => approve(run.id)));
+      await server.killAndRestart();
+      await Promise.all(runs.filter((_, k) => trials[k]! % 2 === 1 && !missing.includes(k)).map((run) => approve(run.id)));
+      return out(runs, missing);
     }
-    // delivery
-    const target = [/git-receive-pack$/, /^POST \/repos\/acme\/chaos\/pulls$/, /^PUT \/repos\/acme\/chaos\/pulls\/\d+\/merge$/][i % 3]!;
-    let armed = true;
-    const dead = new Promise<void>((resolve) => {
-      gh.state.onRequest = (key) => {
-        if (!armed || !target.test(key)) return;
-        armed = false;
-        // The emulator goes on and handles it (the push lands, the PR opens, the merge happens); its answer finds no one.
-        server.child!.kill("SIGKILL");
-        resolve();
-      };
+    // delivery: the push, the pull request's creation or its merge (by trial) received by the GitHub emulator, held
+    // there until the server is dead; then the emulator goes on and handles it (the push lands, the PR opens, the merge
+    // happens) and its answer finds no one.
+    const targets = trials.map((i, k) => {
+      const repo = `\\/repos\\/acme\\/${slots[k]!.repoName}`;
+      return [new RegExp(`\\/acme\\/${slots[k]!.repoName}(\\.git)?\\/git-receive-pack$`), new RegExp(`^POST ${repo}\\/pulls$`), new RegExp(`^PUT ${repo}\\/pulls\\/\\d+\\/merge$`)][i % 3]!;
     });
-    const run = await startRun(github.id, [title, "", fileBlock(`src/chaos-${i}.txt`, `d ${i}`)].join("\n"), {
-      trustMode: { planning: "auto" },
-      git: { autoMerge: true },
-    });
-    await Promise.race([dead, sleep(trialTimeoutMs).then(() => Promise.reject(new Error(`no request matched ${target}`)))]);
-    gh.state.onRequest = null;
-    await server.killAndRestart();
-    return { runId: run.id, projectRepo: null };
+    const hit = new Set<number>();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    gh.state.onRequest = (key) => {
+      const k = targets.findIndex((t, k) => !hit.has(k) && t.test(key));
+      if (k < 0) return;
+      hit.add(k);
+      return released;
+    };
+    try {
+      const runs = await Promise.all(
+        trials.map((i, k) => startRun(slots[k]!.github, [title(i), "", fileBlock(`src/chaos-${i}.txt`, `d ${i}`)].join("\n"), { trustMode: { planning: "auto" }, git: { autoMerge: true } })),
+      );
+      const missing = await until(targets.map((_, k) => () => hit.has(k)));
+      gh.state.onRequest = null;
+      server.child!.kill("SIGKILL");
+      await server.exited();
+      release();
+      await server.killAndRestart();
+      return out(runs, missing, true);
+    } finally {
+      gh.state.onRequest = null;
+      release();
+    }
   }
 
   /** What happened twice in one run: commits (same subject twice), events (a step key's events in two places), ok model calls per step, PRs per branch. */
-  async function duplicatesOf(runId: string, projectRepo: string | null): Promise<Duplicates & { consistent: boolean }> {
+  async function duplicatesOf(runId: string, projectRepo: string | null, repoName: string | null): Promise<Duplicates & { consistent: boolean }> {
     const events = await listEvents({ runId, limit: 100_000 });
     const blocks: string[] = [];
     for (const e of events) {
@@ -331,9 +364,10 @@ export async function runChaos({
     let commits = 0;
     if (projectRepo) commits = twice(subjects(projectRepo, `main..${branch}`));
     else {
-      commits = twice(subjects(gitDirOf(gh), `main..${branch}`));
+      const gitDir = gh.git("acme", repoName!, "rev-parse", "--absolute-git-dir");
+      commits = twice(subjects(gitDir, `main..${branch}`));
       // A squash-merge made twice is the same subject twice on main.
-      commits += twice(subjects(gitDirOf(gh), "main").filter((s) => s.includes(`(#`)));
+      commits += twice(subjects(gitDir, "main").filter((s) => s.includes(`(#`)));
     }
 
     const db = await getDb();
@@ -354,24 +388,31 @@ export async function runChaos({
     for (const point of points) {
       const result: PointResult = { point, trials: 0, finished: 0, duplicates: { commits: 0, events: 0, modelCalls: 0, pullRequests: 0 }, inconsistent: 0, failures: [] };
       results.push(result);
-      for (let i = 0; i < trials; i++) {
+      for (let first = 0; first < trials; first += batchSize) {
+        const indices = Array.from({ length: Math.min(batchSize, trials - first) }, (_, k) => first + k);
         const started = Date.now();
-        result.trials++;
+        result.trials += indices.length;
         try {
-          const { runId, projectRepo } = await trial(point, i);
-          const status = await driveToEnd(runId);
-          if (status === "completed") result.finished++;
-          else result.failures.push(`${runId}: ${status}`);
-          const d = await duplicatesOf(runId, projectRepo);
-          result.duplicates.commits += d.commits;
-          result.duplicates.events += d.events;
-          result.duplicates.modelCalls += d.modelCalls;
-          result.duplicates.pullRequests += d.pullRequests;
-          if (!d.consistent) result.inconsistent++;
-          log(`${point} #${i + 1}: ${status} in ${((Date.now() - started) / 1000).toFixed(1)} s; twice: ${JSON.stringify({ commits: d.commits, events: d.events, modelCalls: d.modelCalls, pullRequests: d.pullRequests })}${d.consistent ? "" : "; replay differs"}`);
+          const runs = await batch(point, indices);
+          const killedAt = Date.now();
+          const statuses = await Promise.all(runs.map((r) => driveToEnd(r.runId)));
+          for (const [k, r] of runs.entries()) {
+            const i = indices[k]!;
+            const status = statuses[k]!;
+            if (status === "completed" && !r.missed) result.finished++;
+            else result.failures.push(`trial ${i + 1} (${r.runId}): ${r.missed ? "the kill point was not reached; " : ""}${status}`);
+            const d = await duplicatesOf(r.runId, r.projectRepo, r.repoName);
+            result.duplicates.commits += d.commits;
+            result.duplicates.events += d.events;
+            result.duplicates.modelCalls += d.modelCalls;
+            result.duplicates.pullRequests += d.pullRequests;
+            if (!d.consistent) result.inconsistent++;
+            log(`${point} #${i + 1}: ${r.missed ? "point missed, " : ""}${status}; twice: ${JSON.stringify({ commits: d.commits, events: d.events, modelCalls: d.modelCalls, pullRequests: d.pullRequests })}${d.consistent ? "" : "; replay differs"}`);
+          }
+          log(`${point} #${first + 1}-${first + indices.length}: to the kill and restart ${((killedAt - started) / 1000).toFixed(1)} s, then to the end ${((Date.now() - killedAt) / 1000).toFixed(1)} s`);
         } catch (error) {
-          result.failures.push(`trial ${i + 1}: ${(error as Error).message.slice(0, 500)}`);
-          log(`${point} #${i + 1}: ${(error as Error).message.slice(0, 500)}`);
+          for (const i of indices) result.failures.push(`trial ${i + 1}: ${(error as Error).message.slice(0, 500)}`);
+          log(`${point} #${first + 1}-${first + indices.length}: ${(error as Error).message.slice(0, 500)}`);
           if (!server.child || server.child.exitCode !== null || server.child.signalCode !== null) await server.start();
         }
       }
@@ -391,6 +432,3 @@ export async function runChaos({
   return results;
 }
 
-function gitDirOf(gh: GitHubEmulator): string {
-  return gh.git("acme", "chaos", "rev-parse", "--absolute-git-dir");
-}

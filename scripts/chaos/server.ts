@@ -6,6 +6,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { workflowEvents } from "@/lib/db/schema";
 import { checkpointHooks } from "@/lib/executor/checkpoint";
+import { query } from "@/lib/executor/store";
 import { startEmbeddedExecutor } from "@/inngest/embedded";
 
 /**
@@ -18,8 +19,9 @@ import { startEmbeddedExecutor } from "@/inngest/embedded";
  *   node --import tsx scripts/chaos/server.ts --arm <file>
  *
  * Prints `READY <url>` once it serves. With --arm, it kills itself (SIGKILL) once <file> holds
- * {"runId", "type", "count"} and the run has `count` events of `type`, at the first checkpoint after: the step that
- * wrote the event has done all its side effects (a git commit, say) and its result is not stored yet.
+ * {"targets": [{"runId", "type", "count"}, …]} and every one of those runs has reached `count` events of `type`, each
+ * held at its first checkpoint after (the step that wrote the event has done all its side effects — a git commit, say
+ * — and its result is not stored yet) until the last one gets there.
  */
 type Handler = (request: Request, context: { params: Promise<Record<string, string>> }) => Promise<Response>;
 type RouteEntry = { pattern: RegExp; names: string[]; file: string; module?: Promise<Record<string, unknown>> };
@@ -56,16 +58,24 @@ function findRoutes(): RouteEntry[] {
 
 const armIndex = process.argv.indexOf("--arm");
 const armFile = armIndex > 0 ? process.argv[armIndex + 1] : undefined;
+/** Armed runs held at their checkpoint, waiting for the others. */
+const arrived = new Set<string>();
 
-async function crashIfArmed(): Promise<void> {
+async function crashIfArmed(executorRunId: string): Promise<void> {
   if (!armFile || !fs.existsSync(armFile)) return;
-  const { runId, type, count } = JSON.parse(fs.readFileSync(armFile, "utf8")) as { runId: string; type: string; count: number };
+  const { targets } = JSON.parse(fs.readFileSync(armFile, "utf8")) as { targets: Array<{ runId: string; type: string; count: number }> };
+  const [owner] = await query<{ runId: string | null }>("SELECT json_extract(event, '$.data.runId') AS runId FROM executor_runs WHERE id = ? AND fn_id LIKE '%-run-workflow'", [executorRunId]);
+  const target = targets.find((t) => t.runId === owner?.runId);
+  if (!target) return;
   const db = await getDb();
   const [row] = await db
     .select({ n: sql<number>`count(*)` })
     .from(workflowEvents)
-    .where(and(eq(workflowEvents.workflowRunId, runId), eq(workflowEvents.type, type)));
-  if ((row?.n ?? 0) < count) return;
+    .where(and(eq(workflowEvents.workflowRunId, target.runId), eq(workflowEvents.type, target.type)));
+  if ((row?.n ?? 0) < target.count) return;
+  arrived.add(target.runId);
+  // Held here (its result never stored) until the last armed run gets to its own checkpoint, which kills us all.
+  if (targets.some((t) => !arrived.has(t.runId))) await new Promise(() => {});
   fs.rmSync(armFile, { force: true });
   process.kill(process.pid, "SIGKILL");
   await new Promise(() => {});

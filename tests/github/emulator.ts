@@ -84,7 +84,7 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
     tokenTtlMs: 60 * 60_000,
     now: () => Date.now(),
     /** Called with every request's "METHOD /path" before it is handled (chaos runs kill the server at a chosen one). */
-    onRequest: null as ((key: string) => void) | null,
+    onRequest: null as ((key: string) => void | Promise<void>) | null,
   };
   let nextId = 1000;
 
@@ -199,7 +199,8 @@ export async function startGitHubEmulator({ appId, publicKey }: { appId: string;
     const u = new URL(req.url ?? "/", url);
     const key = `${req.method} ${u.pathname}`;
     requests.push(key);
-    state.onRequest?.(key);
+    // A test may hold the request here (a promise), e.g. until the server that sent it has been killed.
+    await state.onRequest?.(key);
     const fault = faults.find((f) => f.count > 0 && f.match.test(key));
     if (fault) {
       fault.count -= 1;

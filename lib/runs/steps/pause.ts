@@ -22,7 +22,7 @@ export async function pause({
   stepKey: string;
   /** invalid_plan: the plan with its invalid diagram, shown in the editor so a person can fix it by hand. */
   plan?: PlanDocument | null;
-  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "storage" | "other";
+  reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "storage" | "database" | "other";
   message: string;
   stage: Stage | null;
 }): Promise<{ tree: string | null }> {
