@@ -62,7 +62,7 @@ export type OutgoingOp = z.infer<typeof opSchema>;
 /** What one call to a serve endpoint came to. */
 export type CallOutcome =
   | { kind: "complete"; data: unknown }
-  | { kind: "ops"; ops: OutgoingOp[]; retryAfterMs?: number }
+  | { kind: "ops"; ops: OutgoingOp[]; retryAfterMs?: number; requestVersion?: number }
   | { kind: "error"; retriable: boolean; error: SerializedError; retryAfterMs?: number };
 
 export type SerializedError = { name: string; message: string; stack?: string; [k: string]: unknown };
@@ -247,7 +247,9 @@ export async function readCallResponse(response: Response, appUrl: string, targe
       ops.push(parsed.data);
     }
     if (ops.length === 0) return { kind: "error", retriable: true, error: protocolError(`Empty 206 op list from ${appUrl}`) };
-    return { kind: "ops", ops, retryAfterMs };
+    // The execution version the SDK ran (x-inngest-req-version): 1 re-enters the run after each parallel step.
+    const requestVersion = Number(response.headers.get("x-inngest-req-version") ?? NaN);
+    return { kind: "ops", ops, retryAfterMs, ...(Number.isInteger(requestVersion) ? { requestVersion } : {}) };
   }
   const error = toSerializedError(json, response.status);
   if (response.status === 401) {
