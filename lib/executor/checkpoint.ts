@@ -120,15 +120,16 @@ export async function handleCheckpointBody({
   } catch {
     return fail(400, "Checkpoint body must be JSON");
   }
-  let body = plainCheckpointBody(json);
-  if (!body) {
+  let checked = plainCheckpointBody(json);
+  if (!checked) {
     const parsed = checkpointBodySchema.safeParse(json);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       return fail(400, `Bad checkpoint body: ${issue?.path.join(".") || "body"}: ${issue?.message}`);
     }
-    body = parsed.data;
+    checked = parsed.data;
   }
+  const body = checked;
   const runId = decodeURIComponent(match[1]!);
   if (body.run_id !== runId) return fail(400, `run_id ${body.run_id} does not match the URL's run ${runId}`);
   const dispatch = parseDispatch(body.qi_id);
