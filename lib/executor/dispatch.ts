@@ -97,7 +97,7 @@ export async function driveRun(ex: Executor, runId: string): Promise<void> {
   if (!acquired) return;
   const { run, fn } = acquired;
   const event = JSON.parse(run.event) as StoredEvent;
-  const ctx: Ctx = { run, fn, target: ex.targets.get(run.app_url) ?? { url: run.app_url }, event, events: JSON.parse(run.events) };
+  const ctx: Ctx = { run, fn, target: ex.targets.get(run.app_url) ?? { url: run.app_url }, event, events: JSON.parse(run.events), requestVersion: null };
   try {
     await loop(ex, ctx);
   } catch (err) {
@@ -146,50 +146,93 @@ async function loadState(ex: Executor, runId: string): Promise<State> {
   };
 }
 
+/** A parallel step's call in flight; it settles with its outcome or its error, never rejects. */
+type InFlight = Promise<{ id: string; again: boolean; result?: "continue" | "stop"; error?: unknown }>;
+
+/**
+ * Drive the run until it waits, sleeps or ends. Planned steps start as soon as they are runnable, each in its own
+ * call; when one finishes, the run is called again (discovery) at once only as Inngest re-enters it
+ * (pkg/execution/executor shouldEnqueueDiscovery): for an app on request version 1, or a race-mode step. Otherwise
+ * (request version 2, the SDK's default) the parallel batch is coalesced: discovery waits for the last of its steps.
+ * Steps already in flight are not started twice.
+ */
 async function loop(ex: Executor, ctx: Ctx): Promise<void> {
-  for (;;) {
-    if (!ex.running) {
-      await release(ex, ctx.run, "queued", 0);
-      return;
-    }
-    const state = await loadState(ex, ctx.run.id);
-    if (state.status !== "running") return;
-    const now = Date.now();
+  const inFlight = new Map<string, InFlight>();
+  // Settle every call in flight before leaving (their writes fail on the lease if the run moved on).
+  const settle = async () => {
+    await Promise.all(inFlight.values());
+    inFlight.clear();
+  };
+  let rediscover = false;
+  try {
+    for (;;) {
+      if (!ex.running) {
+        await settle();
+        await release(ex, ctx.run, "queued", 0);
+        return;
+      }
+      const state = await loadState(ex, ctx.run.id);
+      if (state.status !== "running") return;
+      const now = Date.now();
 
-    const expired = state.pending.filter((p) => p.kind !== "step" && p.due_at !== null && p.due_at <= now);
-    if (expired.length > 0) {
-      await guarded(ex, ctx, async (t) => {
-        for (const p of expired) {
-          const result =
-            p.kind === "invoke"
-              ? { error: { name: "InngestInvokeTimeoutError", message: "Timed out waiting for the invoked function to complete" } }
-              : null;
-          await resolvePending(t, { runId: ctx.run.id, hashedId: p.hashed_id, result, kind: "resume" });
-        }
-      });
-      continue;
-    }
+      const expired = state.pending.filter((p) => p.kind !== "step" && p.due_at !== null && p.due_at <= now);
+      if (expired.length > 0) {
+        await guarded(ex, ctx, async (t) => {
+          for (const p of expired) {
+            const result =
+              p.kind === "invoke"
+                ? { error: { name: "InngestInvokeTimeoutError", message: "Timed out waiting for the invoked function to complete" } }
+                : null;
+            await resolvePending(t, { runId: ctx.run.id, hashedId: p.hashed_id, result, kind: "resume" });
+          }
+        });
+        continue;
+      }
 
-    const runnable = state.pending.filter((p) => p.kind === "step" && (p.due_at ?? 0) <= now);
-    if ((runnable.length > 0 || state.pending.length === 0) && ex.strict && state.steps.size >= ex.limits.maxSteps) {
-      // Cloud checks the count before it runs anything more of the run, and fails it at once.
-      const message = `The function run exceeded the step limit of ${ex.limits.maxSteps} steps.`;
-      await finish(ex, ctx.run, "failed", null, cloudError("InngestErrFunctionOverflowed", message));
-      return;
-    }
-    if (runnable.length > 0) {
-      const done = await Promise.all(runnable.map((p) => runStep(ex, ctx, state, p)));
-      if (done.includes("stop")) return;
-      continue;
-    }
+      const runnable = state.pending.filter((p) => p.kind === "step" && (p.due_at ?? 0) <= now && !inFlight.has(p.hashed_id));
+      if ((runnable.length > 0 || state.pending.length === 0) && ex.strict && state.steps.size >= ex.limits.maxSteps) {
+        // Cloud checks the count before it runs anything more of the run, and fails it at once.
+        await settle();
+        const message = `The function run exceeded the step limit of ${ex.limits.maxSteps} steps.`;
+        await finish(ex, ctx.run, "failed", null, cloudError("InngestErrFunctionOverflowed", message));
+        return;
+      }
+      for (const p of runnable) {
+        const again = ctx.requestVersion === 1 || p.race === 1;
+        inFlight.set(
+          p.hashed_id,
+          runStep(ex, ctx, state, p).then(
+            (result) => ({ id: p.hashed_id, again, result }),
+            (error: unknown) => ({ id: p.hashed_id, again, error }),
+          ),
+        );
+      }
+      if (rediscover && inFlight.size > 0) {
+        // A step finished while its siblings still run: the run goes on from where that step's branch is.
+        rediscover = false;
+        if ((await discover(ex, ctx, state, true)) === "stop") return;
+        continue;
+      }
+      rediscover = false;
+      if (inFlight.size > 0) {
+        const done = await Promise.race(inFlight.values());
+        inFlight.delete(done.id);
+        if (done.error !== undefined) throw done.error;
+        if (done.result === "stop") return;
+        rediscover = done.again;
+        continue;
+      }
 
-    if (state.pending.length > 0) {
-      if (await park(ex, ctx, state)) return;
-      continue;
-    }
+      if (state.pending.length > 0) {
+        if (await park(ex, ctx, state)) return;
+        continue;
+      }
 
-    const result = await discover(ex, ctx, state);
-    if (result === "stop") return;
+      const result = await discover(ex, ctx, state, false);
+      if (result === "stop") return;
+    }
+  } finally {
+    await settle();
   }
 }
 
@@ -241,20 +284,23 @@ function isStaleDispatch(outcome: CallOutcome): boolean {
   return outcome.kind === "error" && outcome.error.name === "StaleDispatchError";
 }
 
-async function discover(ex: Executor, ctx: Ctx, state: State): Promise<"continue" | "stop"> {
-  const outcome = await call(ex, ctx, "step", body(ex, ctx, state, state.attempt, false));
+/** `midBatch`: parallel steps are still in flight (their sibling finished first); the SDK must plan, not run, steps. */
+async function discover(ex: Executor, ctx: Ctx, state: State, midBatch: boolean): Promise<"continue" | "stop"> {
+  const outcome = await call(ex, ctx, "step", body(ex, ctx, state, state.attempt, midBatch));
   if (isStaleDispatch(outcome)) return "continue";
+  if (outcome.kind === "ops" && outcome.requestVersion !== undefined) ctx.requestVersion = outcome.requestVersion;
   if (outcome.kind === "complete") {
     await finish(ex, ctx.run, "completed", outcome.data, null);
     return "stop";
   }
   if (outcome.kind === "error") return functionError(ex, ctx, state, outcome.error, outcome.retriable, outcome.retryAfterMs);
-  return handleOps(ex, ctx, state, outcome.ops, undefined, outcome.retryAfterMs);
+  return handleOps(ex, ctx, state, outcome.ops, undefined, outcome.retryAfterMs, midBatch);
 }
 
 async function runStep(ex: Executor, ctx: Ctx, state: State, p: PendingRow): Promise<"continue" | "stop"> {
   const outcome = await call(ex, ctx, p.hashed_id, body(ex, ctx, state, p.attempt, true));
   if (isStaleDispatch(outcome)) return "continue";
+  if (outcome.kind === "ops" && outcome.requestVersion !== undefined) ctx.requestVersion = outcome.requestVersion;
   if (outcome.kind === "ops") return handleOps(ex, ctx, state, outcome.ops, p, outcome.retryAfterMs);
   if (outcome.kind === "complete") {
     await finish(ex, ctx.run, "completed", outcome.data, null);

@@ -78,6 +78,8 @@ export type Ctx = {
   target: AppTarget;
   event: StoredEvent;
   events: unknown[];
+  /** The execution version the app's latest reply reported in this drive (null: none yet; the SDK's default is 2). */
+  requestVersion: number | null;
 };
 
 export type GuardedTx = Tx & { woken: string[] };

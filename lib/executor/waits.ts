@@ -56,6 +56,8 @@ export async function handleOps(
   ops: OutgoingOp[],
   target: PendingRow | undefined,
   retryAfterMs: number | undefined,
+  /** A discovery while parallel steps are in flight: a reply with nothing new is no spin, the run waits for them. */
+  midBatch = false,
 ): Promise<"continue" | "stop"> {
   const known = new Set(["StepRun", "StepError", "StepFailed", "StepPlanned", "Sleep", "WaitForEvent", "InvokeFunction", "RunComplete"]);
   const unknown = ops.find((o) => !known.has(o.op));
@@ -174,7 +176,7 @@ export async function handleOps(
     // Several ops mean parallel steps.
     { parallel: ops.length > 1 },
   );
-  if (progressed) return "continue";
+  if (progressed || midBatch) return "continue";
   // The app reported only ops that already have results: calling it again at once would spin. Back off, and after
   // NO_PROGRESS_LIMIT such calls fail the run with an error that says so.
   const ids = [...new Set(ops.map((o) => `${o.op} ${o.id}`))].join(", ");

@@ -19,6 +19,8 @@ import { afterEach, describe, expect, it } from "vitest";
  * once. 4: the client's and the serve handler's headers re-read the whole environment (getProcessEnv) on every
  * checkpoint and every answer, although the caller passes the environment it read at the start of the request; they
  * use that one. 5: hashSigningKey (a SHA-256 in JavaScript, for the bearer of every checkpoint call) is remembered per key.
+ * 6: the flat union lists version 2 (what the executor sends) first, so a valid version costs no zod issue.
+ * 7: the SSE stream of an execution (StreamTools) is made when its readable side is first read, not for every call.
  */
 
 const real = process.env;
@@ -146,6 +148,67 @@ describe("the Inngest SDK reads its environment by name (patched)", () => {
     } finally {
       zod.restore();
     }
+  });
+
+  it("reads the request version the executor sends (2) without building a zod issue", async () => {
+    // 6: the union tried -1, 0 and 1 before 2, and each failing branch made an issue (its message through the error
+    // map): 3 per parse, two parses per call. Version 2 comes first now; the accepted values are the same.
+    const zodV3 = path.join(process.cwd(), "node_modules", "inngest", "node_modules", "zod", "v3", "index.js");
+    const z3 = (await import(pathToFileURL(zodV3).href)) as {
+      setErrorMap: (map: (issue: unknown, ctx: { defaultError: string }) => { message: string }) => void;
+      defaultErrorMap: (issue: unknown, ctx: { defaultError: string }) => { message: string };
+    };
+    const handler = probeApp();
+    expect((await handler(stepRequest(2))).status).toBe(206);
+    let issues = 0;
+    z3.setErrorMap((issue, ctx) => {
+      issues++;
+      return z3.defaultErrorMap(issue, ctx);
+    });
+    try {
+      for (let i = 0; i < 3; i++) expect((await handler(stepRequest(2))).status).toBe(206);
+      expect(issues).toBe(0);
+    } finally {
+      z3.setErrorMap(z3.defaultErrorMap);
+    }
+  });
+
+  it("runs a step without building the SSE stream nobody reads, and a stream read later gets every event in order", async () => {
+    // 7: every execution built a TransformStream for SSE streaming and wrote an event into it per step, although
+    // only a streaming (durable endpoint) response ever reads it. It is made when its readable side is asked for.
+    const handler = probeApp();
+    expect((await handler(stepRequest(2))).status).toBe(206);
+    const Original = globalThis.TransformStream;
+    let made = 0;
+    globalThis.TransformStream = class extends Original {
+      constructor(...args: ConstructorParameters<typeof TransformStream>) {
+        super(...args);
+        made++;
+      }
+    } as typeof TransformStream;
+    try {
+      for (let i = 0; i < 3; i++) expect((await handler(stepRequest(2))).status).toBe(206);
+      expect(made).toBe(0);
+    } finally {
+      globalThis.TransformStream = Original;
+    }
+    const tools = path.join(process.cwd(), "node_modules", "inngest", "components", "StreamTools.js");
+    const { Stream } = (await import(pathToFileURL(tools).href)) as {
+      Stream: new (opts: object) => { commit(id: string): void; push(data: unknown): void; closeSucceeded(r: unknown): void; writeChain: Promise<void>; readable: ReadableStream };
+    };
+    const early = new Stream({});
+    early.commit("a");
+    early.push({ x: 1 });
+    early.closeSucceeded({ ok: 1 });
+    await early.writeChain;
+    const late = new Stream({});
+    const readable = late.readable;
+    late.commit("a");
+    late.push({ x: 1 });
+    late.closeSucceeded({ ok: 1 });
+    const [a, b] = [await new Response(early.readable).text(), await new Response(readable).text()];
+    expect(a).toBe(b);
+    expect(a.match(/^event: [a-z.]+/gm)).toEqual(["event: inngest.commit", "event: inngest.stream", "event: inngest.response"]);
   });
 
   it("builds the schemas that read a call's body once, not on every call", async () => {
