@@ -3,7 +3,7 @@ import { getDb } from "@/lib/db";
 import { artifacts, clarificationRequests, gates, modelCalls } from "@/lib/db/schema";
 import { listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
-import { buildRunContext, clarificationFromRow, commitRunRecords } from "@/lib/git";
+import { buildRunContext, clarificationFromRow, commitRunRecords, readRunContext } from "@/lib/git";
 import type { RunRows } from "@/lib/git/records";
 import { workflowClock, type RunContext } from "./context";
 
@@ -14,6 +14,13 @@ import { workflowClock, type RunContext } from "./context";
  * branch before the run's last step appends RUN_COMPLETED, so they already say what the run is when it lands there.
  */
 export async function writeRecords(run: RunContext, validationReport: string | null, { completing = false }: { completing?: boolean } = {}) {
+  // A delivery step run again after a crash (killed while its push, pull request or merge was in flight) finds the
+  // records it wrote already saying "completed": written again they would differ only by the events its first try
+  // appended and the time, and land as a second record commit on a branch that may already be pushed or merging.
+  if (completing) {
+    const onBranch = await readRunContext({ repoPath: run.repoPath, ref: `refs/heads/${run.branch}`, runId: run.runId }).catch(() => null);
+    if (onBranch?.status === "completed") return null;
+  }
   const events = await listEvents({ runId: run.runId, limit: 100_000 });
   const db = await getDb();
   const rows = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.runId));
