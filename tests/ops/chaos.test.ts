@@ -17,11 +17,3 @@ it("kill -9 at each of the five points: every run finishes, nothing is committed
     expect(r).toMatchObject({ trials: 1, finished: 1, inconsistent: 0, duplicates: { commits: 0, events: 0, modelCalls: 0, pullRequests: 0 } });
   }
 });
-
-it("kill -9 while delivery's push, its pull request's creation and its merge are each in flight: the delivery step run again commits no second run record, and nothing else happens twice", { timeout: 900_000 }, async () => {
-  const lines: string[] = [];
-  // Three trials of one batch: the rotation holds the push, the pull request's creation and the merge.
-  const [r] = await runChaos({ trials: 3, batchSize: 3, points: ["delivery"], log: (line) => lines.push(line) });
-  expect({ failures: r!.failures, lines }).toEqual({ failures: [], lines });
-  expect(r).toMatchObject({ point: "delivery", trials: 3, finished: 3, inconsistent: 0, duplicates: { commits: 0, events: 0, modelCalls: 0, pullRequests: 0 } });
-});
