@@ -136,7 +136,7 @@ describe("gatehouse CLI: errors say what to fix and exit with the documented cod
       [["run", "x", "--approaches", "9"], /--approaches: "9" is not a whole number from 1 to 5/],
       [["run", "x", "--config", "/nonexistent/config.json"], /--config: cannot read \/nonexistent\/config.json \(ENOENT\)/],
       [["reject", "run_x"], /required option '--feedback <text>' not specified/],
-      [["fix", "run_x", "maybe"], /Allowed choices are retry, accept, cancel/],
+      [["fix", "run_x", "maybe"], /Allowed choices are retry, accept, replan, cancel/],
       [["frobnicate"], /unknown command 'frobnicate'/],
     ];
     for (const [args, message] of cases) {

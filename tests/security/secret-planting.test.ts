@@ -344,7 +344,8 @@ describe("finding 2: planted secrets", () => {
           }
         : { text: "Done." };
     });
-    const { repo, run } = await runOnKeyFile("Copy the config, then ask");
+    // The kept work (notes/) is declared in the plan: a file outside it would go to a plan gate about scope.
+    const { repo, run } = await runOnKeyFile("Copy the config, then ask\n\n[scope: notes/]");
     const waiting = await waitForStatus(run.id, ["awaiting_clarification", "completed", "failed", "paused"], 120_000);
     expect(waiting.status).toBe("awaiting_clarification");
 
