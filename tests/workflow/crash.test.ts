@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -12,6 +12,7 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { SessionUser } from "@/lib/auth/guard";
 import { gateDecided } from "@/inngest/events";
+import { exited, startAppProcess } from "./app-child";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
@@ -28,31 +29,12 @@ const armFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-crash
 let user: SessionUser;
 
 async function startApp(): Promise<ChildProcess> {
-  // `node --import tsx` (not the tsx CLI, which forks): the pid we kill is the app itself.
-  const child = spawn(process.execPath, ["--import", "tsx", path.join("tests", "workflow", "fixtures", "app-process.ts"), "--arm", armFile], {
-    env: { ...process.env, GATEHOUSE_TEST_KEEP_ENV: "1", LOG_LEVEL: "error" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = await startAppProcess(armFile);
   children.push(child);
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the app did not start: ${output}`)), 60_000);
-    child.stdout!.on("data", (d: Buffer) => {
-      output += d.toString();
-      if (output.includes("READY")) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.stderr!.on("data", (d: Buffer) => (output += d.toString()));
-    child.once("exit", (code, signal) => reject(new Error(`the app exited (${code ?? signal}) before it was ready: ${output}`)));
-  });
   current = child;
   return child;
 }
 
-const exited = (child: ChildProcess) =>
-  child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once("exit", () => r()));
 
 async function kill(child: ChildProcess) {
   child.kill("SIGKILL");
