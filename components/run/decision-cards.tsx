@@ -1,7 +1,6 @@
 "use client";
 
 import { useState } from "react";
-import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
 import { Card, CardContent, CardDescription, CardFooter, CardHeader, CardTitle } from "@/components/ui/card";
 import { Input } from "@/components/ui/input";
@@ -16,17 +15,8 @@ import { PlanView } from "./plan-panel";
 import { editedPlanBody, PlanEditor, PlanFieldsEditor, type EditableCriterion, type EditableTask, type Validity } from "./plan-editor";
 import { useTypedResponse } from "./clarification-form";
 import { useDecision } from "./use-decision";
+import { ErrorNote } from "./error-note";
 import { DeadlineCountdown } from "./deadline-countdown";
-
-function ErrorNote({ error }: { error: Error | null }) {
-  if (!error) return null;
-  return (
-    <Alert variant="destructive">
-      <AlertTitle>That did not go through</AlertTitle>
-      <AlertDescription>{error.message}</AlertDescription>
-    </Alert>
-  );
-}
 
 /** A plan's tasks and criteria as the editor holds them. */
 function editableParts(plan: PlanDocument | null | undefined): { tasks: EditableTask[]; criteria: EditableCriterion[] } {

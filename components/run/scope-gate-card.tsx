@@ -1,7 +1,6 @@
 "use client";
 
 import { useState } from "react";
-import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
 import { Card, CardContent, CardDescription, CardFooter, CardHeader, CardTitle } from "@/components/ui/card";
 import { Label } from "@/components/ui/label";
@@ -9,6 +8,7 @@ import { Textarea } from "@/components/ui/textarea";
 import { Markdown } from "@/components/runs/markdown";
 import type { Gate, Run } from "@/components/runs/api";
 import { useDecision } from "./use-decision";
+import { ErrorNote } from "./error-note";
 
 /** The scope a plan gate about scope asks for (inngest/run/validate.ts), or null for a plan gate about a drafted plan. */
 export function scopeOf(gate: Gate | null): { files: string[]; attempt: number } | null {
@@ -51,12 +51,7 @@ export function ScopeGateCard({ run, gate }: { run: Run; gate: Gate }) {
           <Label htmlFor="scope-notes">Note for the implementer (optional)</Label>
           <Textarea id="scope-notes" value={notes} onChange={(e) => setNotes(e.target.value)} rows={2} />
         </div>
-        {decision.error && (
-          <Alert variant="destructive">
-            <AlertTitle>That did not go through</AlertTitle>
-            <AlertDescription>{decision.error.message}</AlertDescription>
-          </Alert>
-        )}
+        <ErrorNote error={decision.error} />
       </CardContent>
       <CardFooter className="flex flex-wrap gap-2">
         <Button

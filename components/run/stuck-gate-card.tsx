@@ -1,7 +1,6 @@
 "use client";
 
 import { useState } from "react";
-import { Alert, AlertDescription, AlertTitle } from "@/components/ui/alert";
 import { Button } from "@/components/ui/button";
 import { Card, CardContent, CardDescription, CardFooter, CardHeader, CardTitle } from "@/components/ui/card";
 import { Label } from "@/components/ui/label";
@@ -9,6 +8,7 @@ import { Textarea } from "@/components/ui/textarea";
 import type { Gate, Run } from "@/components/runs/api";
 import { DeadlineCountdown } from "./deadline-countdown";
 import { useDecision } from "./use-decision";
+import { ErrorNote } from "./error-note";
 
 type Stuck = {
   reason: "loop" | "no_progress" | "iteration_limit" | null;
@@ -58,12 +58,7 @@ export function StuckGateCard({ run, gate }: { run: Run; gate: Gate }) {
           <Label htmlFor="stuck-notes">Note for the implementer's next session (optional)</Label>
           <Textarea id="stuck-notes" value={notes} onChange={(e) => setNotes(e.target.value)} rows={2} />
         </div>
-        {decision.error && (
-          <Alert variant="destructive">
-            <AlertTitle>That did not go through</AlertTitle>
-            <AlertDescription>{decision.error.message}</AlertDescription>
-          </Alert>
-        )}
+        <ErrorNote error={decision.error} />
       </CardContent>
       <CardFooter className="flex flex-wrap gap-2">
         <Button data-testid="stuck-retry" disabled={decision.isPending} onClick={() => decide("retry", "Retrying with your note")}>
