@@ -23,7 +23,7 @@ import type { ImplementerState } from "@/lib/agents";
 import { deadline, type RunFlow } from "./flow";
 import { replan, sendBackToPlanning, type Plans } from "./plan";
 import { implementInParallel } from "./tasks";
-import { budgetGate, clarify, clarifyOrSendBack, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
+import { budgetGate, clarifyOrSendBack, gate, githubStep, pauseForModel, pauseUntilResumed } from "./waits";
 
 /*
  * Implement: the implementer's turns, one step each, until it is done or fails — with what a turn may lead to: a
@@ -53,7 +53,8 @@ async function awaitCommand(flow: RunFlow, key: string, current: ImplementerStat
 /**
  * A task failed its own acceptance command (per-task verification): the debug step classifies it, and the run
  * fixes it (another implementer pass on the task, with the failure in context), asks a person, or escalates (a
- * re-plan through the plan gate for a plan problem, else the fix gate). Returns the implementer's next state.
+ * re-plan through the plan gate for a plan problem, else the fix gate). Returns the implementer's next state — or, in
+ * a parallel task whose re-plan was approved, that the task's session ends there (`replanned`).
  */
 async function debugFailure(
   flow: RunFlow,
@@ -62,7 +63,7 @@ async function debugFailure(
   implAttempt: number,
   current: ImplementerState,
   failure: VerifyStepResult["failed"] & object,
-): Promise<ImplementerState> {
+): Promise<{ state: ImplementerState; replanned: boolean }> {
   const { runId, runStep, config, debugAttempts } = flow;
   const { attempt: debugAttempt, ...failed } = failure;
   debugAttempts[failure.taskId] = debugAttempt;
@@ -75,7 +76,8 @@ async function debugFailure(
     await pauseForModel(flow, k, debugged, "implementation");
   }
   const { verdict, exhausted } = debugged;
-  if (verdict.action === "fix") return applyVerifyFailure(current, { failure: failed, verdict });
+  if (verdict.action === "fix") return { state: applyVerifyFailure(current, { failure: failed, verdict }), replanned: false };
+  const from = flow.task ? ` (in task ${flow.task.id})` : "";
   // A person may send the debug step's question back to planning: then it is re-planned as a plan failure is.
   let sentBack: string | null = null;
   if (verdict.action === "ask" && verdict.question) {
@@ -85,14 +87,12 @@ async function debugFailure(
       options: [],
       responseType: "text" as const,
     };
-    // A parallel task's question is answered in the task: re-plans are the run's, not one task's.
-    if (flow.task) return applyVerifyFailure(current, { failure: failed, verdict, answer: await clarify(flow, `${key}:q`, "implementation", question) });
     const closed = await clarifyOrSendBack(flow, `${key}:q`, "implementation", question);
-    if (!closed.sentBack) return applyVerifyFailure(current, { failure: failed, verdict, answer: closed.answer });
-    sentBack = `A person sent the run back to planning with the debug step's question: ${verdict.question}`;
+    if (!closed.sentBack) return { state: applyVerifyFailure(current, { failure: failed, verdict, answer: closed.answer }), replanned: false };
+    sentBack = `A person sent the run back to planning with the debug step's question${from}: ${verdict.question}`;
   }
-  // A parallel task's plan problem goes to a person at the fix gate: re-plans are the run's, not one task's.
-  if (sentBack || (!flow.task && verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans)) {
+  // In a parallel task too: `plans` is the run's, shared by its tasks (one count of re-plans, one approved plan).
+  if (sentBack || (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans)) {
     // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
     if (!sentBack) plans.replans += 1;
     const replanned = await replan(
@@ -100,14 +100,19 @@ async function debugFailure(
       plans,
       `${key}:replan`,
       sentBack ??
-        `Re-plan proposed by the debug step. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
+        `Re-plan proposed by the debug step${from}. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
     );
     if (replanned.plan) plans.approved = replanned.plan;
-    const next = await applyDebugReplanDecision(current, replanned);
     flow.stageStart = (
       await runStep(`${key}:replan:resume`, () => startStage({ runId, stage: "implementation", attempt: implAttempt, stepKey: `${key}:replan:resume` }))
     ).now;
-    return next;
+    if (flow.task && replanned.plan) {
+      // Approved in a parallel task: the task's session ends here, as at an implementer's re-plan (see converse).
+      const taskId = flow.task.id;
+      await runStep(`${key}:replan:drop`, () => dropTask({ runId, taskId }));
+      return { state: current, replanned: true };
+    }
+    return { state: await applyDebugReplanDecision(current, replanned), replanned: false };
   }
   const decision = await gate(flow, `${key}:fix-gate`, "fix", {
     report: `Task ${failure.taskId} failed its check \`${failure.command}\` (exit ${failure.exitCode ?? "timed out"}). Debug step: ${verdict.category} — ${verdict.reason}${exhausted ? ` (after ${debugAttempt - 1} fix passes)` : ""}\n\n${failure.output}`,
@@ -120,9 +125,9 @@ async function debugFailure(
   });
   if (decision.decision === "cancel") throw new RunEndedError("cancelled");
   // Accepted: the task stays done as it is; validation still judges the whole.
-  if (decision.decision === "accept") return current;
+  if (decision.decision === "accept") return { state: current, replanned: false };
   debugAttempts[failure.taskId] = 0;
-  return applyVerifyFailure(current, { failure: failed, verdict, note: decision.notes ?? null });
+  return { state: applyVerifyFailure(current, { failure: failed, verdict, note: decision.notes ?? null }), replanned: false };
 }
 
 export type Implemented = {
@@ -250,7 +255,10 @@ export async function converse(
       if (checked.failed) {
         // Tasks after the failing one were not checked yet: they are, after the fix.
         unverified.push(...ids.slice(ids.indexOf(checked.failed.taskId) + 1));
-        state = await debugFailure(flow, plans, key, attempt, state, checked.failed);
+        const debugged = await debugFailure(flow, plans, key, attempt, state, checked.failed);
+        // A parallel task's approved re-plan: its session ends here, unmerged (as at an implementer's re-plan).
+        if (debugged.replanned) return { state: debugged.state, failure: null, budgetStopped: false, replanned: true };
+        state = debugged.state;
         // A session that had finished goes on with the task open again.
         if (result.kind === "done" && state.status === "running") result = { kind: "continue", state, now: result.now };
       }
@@ -290,14 +298,16 @@ export async function converse(
     if (result.kind === "continue" || result.kind === "command_running") continue;
     if (result.kind === "clarification") {
       const key = `${prefix}:turn:${turn}:q`;
-      if (flow.task) {
-        // A parallel task's question: answered in the task (re-plans are the run's, between rounds, not one task's).
-        const answer = await clarify(flow, key, "implementation", result);
-        state = applyAnswer(state, answer);
+      // A parallel task's question is answered in the task: the other tasks work on meanwhile.
+      const closed = await clarifyOrSendBack(flow, key, "implementation", result);
+      if (!closed.sentBack) {
+        state = applyAnswer(state, closed.answer);
         continue;
       }
-      const closed = await clarifyOrSendBack(flow, key, "implementation", result);
-      state = closed.sentBack ? await sendBackToPlanning(flow, plans, key, attempt, state, result.question) : applyAnswer(state, closed.answer);
+      const sent = await sendBackToPlanning(flow, plans, key, attempt, state, result.question);
+      // A parallel task's approved re-plan: its session ends here, unmerged (as at an implementer's re-plan).
+      if (sent.replanned) return { state: sent.state, failure: null, budgetStopped: false, replanned: true };
+      state = sent.state;
       continue;
     }
     if (result.kind === "policy") {

@@ -4,6 +4,7 @@ import { applyPlanEdits } from "@/lib/runs/plan-edits";
 import { plan as planStep, recordPlan, type PlanRetry, type PlanStepResult } from "@/lib/runs/steps/plan";
 import { completeStage, startStage } from "@/lib/runs/steps/start";
 import { applySentBack } from "@/lib/runs/steps/implement";
+import { dropTask } from "@/lib/runs/steps/tasks";
 import type { ImplementerState } from "@/lib/agents";
 import type { PlanDocument } from "@/lib/workflow";
 import { deadline, type RunFlow } from "./flow";
@@ -217,14 +218,28 @@ export async function replan(flow: RunFlow, plans: Plans, key: string, note: str
 /**
  * A person sent a question of the implementation back to planning (skip with `then: "planning"`): the planner re-plans
  * with the question, and the new plan passes the plan gate whatever trustMode says; the gate's decision is the
- * question's answer. A person's choice: it does not count toward limits.maxReplans.
+ * question's answer. A person's choice: it does not count toward limits.maxReplans. In a parallel task, an approved
+ * re-plan ends the task's session (`replanned`): unmerged, its worktree and branch dropped, it starts afresh in the
+ * rounds that follow the new plan.
  */
-export async function sendBackToPlanning(flow: RunFlow, plans: Plans, key: string, attempt: number, state: ImplementerState, question: string) {
-  const replanned = await replan(flow, plans, `${key}:planning`, `A person sent the run back to planning with the implementer's question: ${question}`);
+export async function sendBackToPlanning(
+  flow: RunFlow,
+  plans: Plans,
+  key: string,
+  attempt: number,
+  state: ImplementerState,
+  question: string,
+): Promise<{ state: ImplementerState; replanned: boolean }> {
+  const from = flow.task ? ` (in task ${flow.task.id})` : "";
+  const replanned = await replan(flow, plans, `${key}:planning`, `A person sent the run back to planning with the implementer's question${from}: ${question}`);
   if (replanned.plan) plans.approved = replanned.plan;
-  const next = await applySentBack(state, replanned);
   // The wait at the gate is not implementation time.
   const resume = `${key}:planning:resume`;
   flow.stageStart = (await flow.runStep(resume, () => startStage({ runId: flow.runId, stage: "implementation", attempt, stepKey: resume }))).now;
-  return next;
+  if (flow.task && replanned.plan) {
+    const taskId = flow.task.id;
+    await flow.runStep(`${key}:planning:drop`, () => dropTask({ runId: flow.runId, taskId }));
+    return { state, replanned: true };
+  }
+  return { state: await applySentBack(state, replanned), replanned: false };
 }

@@ -1,16 +1,23 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
+import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import type { PlanDocument } from "@/lib/workflow";
+import { getDb } from "@/lib/db";
+import { clarificationRequests } from "@/lib/db/schema";
+import { eq } from "drizzle-orm";
+import * as decide from "@/inngest/decide";
 import { announceDecision } from "@/inngest/announce";
-import { gateDecided } from "@/inngest/events";
+import { inngest } from "@/inngest";
+import { gateDecided, runCancelled } from "@/inngest/events";
 import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * A re-plan proposed from inside a parallel task (limits.maxConcurrentTasks) reaches the plan gate as a single
  * session's does, and the approved plan is the run's: the other tasks of the round work on meanwhile, and the rounds
- * go on with the new plan.
+ * go on with the new plan. So does a debug step's "the plan is wrong" on a task's failed check, and its question sent back
+ * to planning by a person.
  */
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
@@ -64,5 +71,94 @@ describe("re-plan from a parallel task", () => {
     expect(git(repo, "show", `${run.branch}:a.txt`)).toBe("alpha");
     expect(git(repo, "show", `${run.branch}:b.txt`)).toBe("beta");
     expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
+  });
+
+  /**
+   * T1's own check needs T2's file: in T1's worktree (cut before T2 merged) it fails, and the plan is what is wrong.
+   * Once T2 is merged, T1 run again on top of it passes.
+   */
+  const debugRequest = (marker: string) =>
+    [
+      `Check needs the other task ${marker}`,
+      "",
+      "```tasks.md",
+      "# Debug",
+      "- [ ] T1: Write alpha",
+      "  Files: alpha.txt",
+      "  Check: test -f beta.txt",
+      "- [ ] T2: Write beta",
+      "  Files: beta.txt",
+      "```",
+    ].join("\n");
+
+  /** The plan gate approved; the run completes with T2 merged first, and T1 run again (its first session dropped) after it. */
+  async function approveAndComplete(runId: string, gateId: string, repo: string, branch: string) {
+    await approveGate({ user: h.user, runId, input: { gateId } });
+    await announceDecision({ event: gateDecided.create({ runId, gateId, decision: "approve" }), key: decisionKey.gate(gateId) });
+    expect((await waitForStatus(runId, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "awaiting_clarification"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(runId);
+    const events = (await expectRunConsistent(runId)) as Ev[];
+    expect(events.filter((e) => e.type === "PLAN_CREATED").map((e) => (e.payload as { version: number }).version)).toEqual([1, 2]);
+    // Not the fix gate: the only gate is the plan gate.
+    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind?: string }).kind ?? "plan")).toEqual(["plan"]);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T2", "T1"]);
+    expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T1").map((e) => (e.payload as { run: number }).run)).toEqual([1, 2]);
+    // T1's second run passed its check (beta.txt merged by then) without another debug step.
+    expect(events.filter((e) => e.type === "TASK_VERIFIED").map(taskOf)).toEqual(["T1"]);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED")).toHaveLength(1);
+    expect(git(repo, "show", `${branch}:alpha.txt`)).toBe("T1: Write alpha");
+    expect(git(repo, "show", `${branch}:beta.txt`)).toBe("T2: Write beta");
+    expect(git(repo, "branch", "--list", `${branch}--*`)).toBe("");
+    return events;
+  }
+
+  it("a debug step's \"the plan is wrong\" on a task's failed check re-plans through the plan gate (not the fix gate); approved, the task runs afresh after the other task merged", { timeout: 240_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, debugRequest("[debug: plan]"), { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 1 } });
+
+    await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("plan");
+    expect(gate.context).toMatchObject({
+      version: 2,
+      replan: expect.stringMatching(/^Re-plan proposed by the debug step \(in task T1\)\. Observation: task T1's acceptance command `test -f beta\.txt` failed and the failure is the plan's/),
+    });
+    // The other task of the round works on to its end while the gate waits.
+    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to finish while the plan gate waits", 120_000);
+    const events = await approveAndComplete(run.id, gate.id, repo, run.branch!);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([{ taskId: "T1", category: "plan", action: "escalate" }]);
+  });
+
+  it("limits.maxReplans 0: the debug step's \"the plan is wrong\" in a task goes to the fix gate instead", { timeout: 180_000 }, async () => {
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, debugRequest("[debug: plan]"), { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 0 } });
+    await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("fix");
+    expect(gate.context).toMatchObject({ verification: { taskId: "T1", command: "test -f beta.txt", category: "plan" } });
+    await cancelRun({ user: h.user, runId: run.id });
+    await inngest.send(runCancelled.create({ runId: run.id }));
+    await waitForWorkflow(run.id);
+    expect(((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).filter((e) => e.type === "PLAN_CREATED")).toHaveLength(1);
+  });
+
+  it("a debug step's question in a task, sent back to planning by a person, re-plans through the plan gate; approved, the task runs afresh", { timeout: 240_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    // Sending back to planning is a person's choice: not counted in limits.maxReplans (0 here).
+    const run = await launch(h.user, project.id, debugRequest("[debug: environment]"), { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 0 } });
+    await waitForStatus(run.id, ["awaiting_clarification", "awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
+    const db = await getDb();
+    const question = await until(
+      async () => (await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id))).find((c) => c.status === "pending"),
+      "the debug step's question",
+    );
+    expect(question.question).toMatch(/^Demo: `test -f beta\.txt` needs something the sandbox lacks/);
+    await decide.skip({ user: h.user, clarificationId: question.id, then: "planning" });
+
+    const gate = await waitForPendingGate(run.id, 120_000);
+    expect(gate.kind).toBe("plan");
+    expect(gate.context).toMatchObject({ version: 2, replan: `A person sent the run back to planning with the debug step's question (in task T1): ${question.question}` });
+    const events = await approveAndComplete(run.id, gate.id, repo, run.branch!);
+    expect(events.find((e) => e.type === "CLARIFICATION_IGNORED")!.payload).toMatchObject({ clarificationId: question.id, then: "planning" });
   });
 });
