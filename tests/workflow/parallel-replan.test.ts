@@ -16,8 +16,8 @@ import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowH
 /**
  * A re-plan proposed from inside a parallel task (limits.maxConcurrentTasks) reaches the plan gate as a single
  * session's does, and the approved plan is the run's: the other tasks of the round work on meanwhile, and the rounds
- * go on with the new plan. So does a debug step's "the plan is wrong" on a task's failed check, and its question sent back
- * to planning by a person.
+ * go on with the new plan. So does a debug step's "the plan is wrong" on a task's failed check, and a task's question (the
+ * debug step's or the implementer's) that a person sends back to planning.
  */
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
@@ -160,5 +160,37 @@ describe("re-plan from a parallel task", () => {
     expect(gate.context).toMatchObject({ version: 2, replan: `A person sent the run back to planning with the debug step's question (in task T1): ${question.question}` });
     const events = await approveAndComplete(run.id, gate.id, repo, run.branch!);
     expect(events.find((e) => e.type === "CLARIFICATION_IGNORED")!.payload).toMatchObject({ clarificationId: question.id, then: "planning" });
+  });
+
+  it("an implementer's question in a task, sent back to planning by a person, re-plans through the plan gate; approved, the task runs afresh and asks again", { timeout: 240_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    // The demo asks the request's question in the plan's last task's session (T2); T1 works on meanwhile.
+    const tasks = ["# Ask", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt"].join("\n");
+    const request = ["Ask in parallel [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n");
+    const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3 } });
+    const db = await getDb();
+    const pending = () =>
+      until(async () => (await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id))).find((c) => c.status === "pending"), "a question", 120_000);
+    const first = await pending();
+    expect(first.question).toBe("Which greeting?");
+    await decide.skip({ user: h.user, clarificationId: first.id, then: "planning" });
+
+    const gate = await waitForPendingGate(run.id, 120_000);
+    expect(gate.kind).toBe("plan");
+    expect(gate.context).toMatchObject({ version: 2, replan: "A person sent the run back to planning with the implementer's question (in task T2): Which greeting?" });
+    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+
+    // T2's session ended at the approved plan; its new session asks again, and the answer completes the run.
+    const second = await pending();
+    expect(second.id).not.toBe(first.id);
+    await decide.answer({ user: h.user, clarificationId: second.id, response: "Hi" });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind?: string }).kind ?? "plan")).toEqual(["plan"]);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2"]);
+    expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T2").map((e) => (e.payload as { run: number }).run)).toEqual([1, 2]);
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta");
   });
 });
