@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { httpCall, type CallResponse } from "./http-call";
 import { canonicalBody, SIGNATURE_HEADER, signRequest } from "./signing";
 
 /**
@@ -97,7 +98,7 @@ export async function callFunction({
   const url = new URL(target.url);
   url.searchParams.set("fnId", fnId);
   url.searchParams.set("stepId", stepId);
-  const init: RequestInit = {
+  const init: CallInit = {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -108,7 +109,7 @@ export async function callFunction({
       ...(dispatch ? { "x-request-id": dispatch.requestId, "x-inngest-generation-id": String(dispatch.generation) } : {}),
     },
   };
-  let response: Response;
+  let response: CallResponse;
   try {
     response = await send(target, url, init, timeoutMs, body);
   } catch (err) {
@@ -136,38 +137,35 @@ function isTimeout(err: unknown): boolean {
   return err instanceof Error && (err.name === "TimeoutError" || err.name === "CallTimeout");
 }
 
+/** A call's method and headers (names in lower case); the body is added by `send`. */
+type CallInit = { method: string; headers: Record<string, string> };
+
 /**
  * Send a request with `json` as its body. To a signed-mode app the body goes as canonical JSON with its signature;
  * when the app refuses it (401/403) and a fallback key is configured, it is signed again with that one, as the SDK's
  * own calls to Inngest fall back (helpers/net.ts fetchWithAuthFallback).
  */
-async function send(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number, json: unknown): Promise<Response> {
-  if (!target.signingKey) return sendOnce(target, url, { ...init, body: JSON.stringify(json) }, timeoutMs);
+async function send(target: AppTarget, url: URL, init: CallInit, timeoutMs: number, json: unknown): Promise<CallResponse> {
+  if (!target.signingKey) return sendOnce(target, url, init, JSON.stringify(json), timeoutMs);
   const text = canonicalBody(json);
-  const signed = (key: string): RequestInit => {
-    const headers = new Headers(init.headers);
-    headers.set(SIGNATURE_HEADER, signRequest({ body: text, signingKey: key }));
-    return { ...init, headers, body: text };
-  };
-  const response = await sendOnce(target, url, signed(target.signingKey), timeoutMs);
+  const signed = (key: string): CallInit => ({ ...init, headers: { ...init.headers, [SIGNATURE_HEADER]: signRequest({ body: text, signingKey: key }) } });
+  const response = await sendOnce(target, url, signed(target.signingKey), text, timeoutMs);
   if ((response.status === 401 || response.status === 403) && target.signingKeyFallback) {
-    await response.body?.cancel().catch(() => undefined);
-    return sendOnce(target, url, signed(target.signingKeyFallback), timeoutMs);
+    if (response instanceof Response) await response.body?.cancel().catch(() => undefined);
+    return sendOnce(target, url, signed(target.signingKeyFallback), text, timeoutMs);
   }
   return response;
 }
 
-async function sendOnce(target: AppTarget, url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
+async function sendOnce(target: AppTarget, url: URL, init: CallInit, body: string, timeoutMs: number): Promise<CallResponse> {
+  let headers = init.headers;
   if (target.headers) {
-    const merged = new Headers(init.headers);
-    for (const [k, v] of Object.entries(target.headers)) merged.set(k, v);
-    init = { ...init, headers: merged };
+    headers = { ...headers };
+    for (const [k, v] of Object.entries(target.headers)) headers[k.toLowerCase()] = v;
   }
   if (target.handler) {
     // Serve handlers build their own URL from the Host header, as they would behind a socket.
-    const headers = new Headers(init.headers);
-    headers.set("host", url.host);
-    const request = typeof init.body === "string" ? new BufferedRequest(url, { ...init, headers }, init.body) : new Request(url, { ...init, headers });
+    const request = new BufferedRequest(url, { method: init.method, headers: { ...headers, host: url.host } }, body);
     // The in-process handler cannot be aborted; race it against a timer so a hung function still frees us, and clear
     // the timer when the call settles — a pending timer would keep the whole call (and its run) in memory until it fired.
     let timer: NodeJS.Timeout | undefined;
@@ -180,8 +178,7 @@ async function sendOnce(target: AppTarget, url: URL, init: RequestInit, timeoutM
       clearTimeout(timer);
     }
   }
-  const signal = AbortSignal.timeout(timeoutMs);
-  return await fetch(url, { ...init, signal });
+  return httpCall(url, { method: init.method, headers, body }, timeoutMs);
 }
 
 /**
@@ -226,7 +223,7 @@ function describe(err: unknown): string {
   return String(err);
 }
 
-export async function readCallResponse(response: Response, appUrl: string, target?: AppTarget): Promise<CallOutcome> {
+export async function readCallResponse(response: CallResponse, appUrl: string, target?: AppTarget): Promise<CallOutcome> {
   let text: string;
   try {
     text = await response.text();
