@@ -4,7 +4,7 @@ import { workspaceTree } from "@/lib/git/checkpoint";
 import { bwrapStatus } from "./bwrap";
 import { cgroupSupport, sandboxLimits, type SandboxLimits } from "./limits";
 import { E2BSandbox, type E2BClient } from "./e2b";
-import { LocalSandbox, type Isolation } from "./local";
+import { LocalSandbox, runWorktreeOnDisk, type Isolation } from "./local";
 import type { Sandbox } from "./types";
 
 export * from "./types";
@@ -127,6 +127,14 @@ export async function attachSandbox(options: CreateSandboxOptions & { branch: st
   const sandbox = await createSandbox({ ...options, reuse: true });
   attached.set(options.runId, sandbox);
   return sandbox;
+}
+
+/**
+ * Whether the run has a workspace already: a sandbox this process holds, or its worktree on disk. Without one, a sandbox
+ * attached now is a fresh checkout of the run branch, so what the branch's tree holds is what it would hold.
+ */
+export async function hasWorkspace(runId: string): Promise<boolean> {
+  return attached.has(runId) || (await runWorktreeOnDisk(runId));
 }
 
 const releaseHooks = new Set<(sandbox: Sandbox) => Promise<void>>();

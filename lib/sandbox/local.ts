@@ -421,6 +421,12 @@ async function killDetachedIn(home: string) {
   }
 }
 
+/** Whether a run's worktree (or its sandbox home) is on disk: a sandbox attached now would reuse it, not check out anew. */
+export async function runWorktreeOnDisk(runId: string): Promise<boolean> {
+  const dir = worktreeDir(runId);
+  return !!(await fs.stat(dir).catch(() => null)) || !!(await fs.stat(`${dir}.home`).catch(() => null));
+}
+
 function worktreeDir(runId: string): string {
   return path.join(getEnv().dataDir, "workspaces", runId.replace(/[^A-Za-z0-9_-]/g, "_"));
 }
