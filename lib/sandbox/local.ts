@@ -22,6 +22,7 @@ import { createCommandCgroup, joinCgroupArgv, reopenCommandCgroup, rlimitArgs, s
 import { resolveInside, toRelative } from "./paths";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { startDetachedChild } from "@/lib/git/spawner";
 import { killGroup, readCapped, runProcess, DEFAULT_TIMEOUT_MS } from "./process";
 import type { DetachedStatus, ExecOptions, ExecResult, FileEntry, Sandbox, StdioLine } from "./types";
 
@@ -264,11 +265,17 @@ export class LocalSandbox implements Sandbox {
     const line = this.limitedLine(command, args, cwd);
     // The exit code is written to a temporary name and renamed: a reader sees it whole or not at all.
     const script = 'd="$1"; shift; "$@" >"$d/stdout" 2>"$d/stderr" </dev/null; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
-    const child = spawn("/bin/sh", ["-c", script, "sh", dir, line.file, ...line.args], { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
-    child.on("error", () => null);
-    child.unref();
+    const argv = ["-c", script, "sh", dir, line.file, ...line.args];
+    // Started by the spawn helper (lib/git/spawner.ts) where there is one: a fork of the server is slow.
+    const pid = await (startDetachedChild({ file: "/bin/sh", args: argv, cwd, env })?.catch(() => 0) ??
+      new Promise<number>((resolve) => {
+        const child = spawn("/bin/sh", argv, { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
+        child.on("error", () => null);
+        child.unref();
+        resolve(child.pid ?? 0);
+      }));
     const meta: DetachedMeta = {
-      pid: child.pid ?? 0,
+      pid,
       startedAt: Date.now(),
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxOutputBytes: options.maxOutputBytes,
