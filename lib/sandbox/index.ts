@@ -133,8 +133,8 @@ export async function attachSandbox(options: CreateSandboxOptions & { branch: st
  * Whether the run has a workspace already: a sandbox this process holds, or its worktree on disk. Without one, a sandbox
  * attached now is a fresh checkout of the run branch, so what the branch's tree holds is what it would hold.
  */
-export async function hasWorkspace(runId: string): Promise<boolean> {
-  return attached.has(runId) || (await runWorktreeOnDisk(runId));
+export function hasWorkspace(runId: string): boolean {
+  return attached.has(runId) || runWorktreeOnDisk(runId);
 }
 
 const releaseHooks = new Set<(sandbox: Sandbox) => Promise<void>>();

@@ -1,4 +1,4 @@
-import { constants as FS } from "node:fs";
+import { constants as FS, existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { baseChildEnv, getEnv, secretValues, SECRET_ENV_NAMES } from "@/lib/env";
@@ -429,9 +429,10 @@ async function killDetachedIn(home: string) {
 }
 
 /** Whether a run's worktree (or its sandbox home) is on disk: a sandbox attached now would reuse it, not check out anew. */
-export async function runWorktreeOnDisk(runId: string): Promise<boolean> {
+export function runWorktreeOnDisk(runId: string): boolean {
+  // Two stats, asked synchronously: through the thread pool they waited behind the database's work (up to 50 ms).
   const dir = worktreeDir(runId);
-  return !!(await fs.stat(dir).catch(() => null)) || !!(await fs.stat(`${dir}.home`).catch(() => null));
+  return existsSync(dir) || existsSync(`${dir}.home`);
 }
 
 function worktreeDir(runId: string): string {

@@ -1,10 +1,12 @@
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { triage } from "@/lib/runs/steps/triage";
-import { hasWorkspace, releaseSandbox } from "@/lib/sandbox";
+import { filesPresent } from "@/lib/runs/steps/triage-files";
+import { attachSandbox, hasWorkspace, releaseSandbox } from "@/lib/sandbox";
 import { loadRun } from "@/lib/runs/steps/context";
 import { sandboxOptions } from "@/lib/runs/steps/workspace";
 import type { PlanDocument } from "@/lib/workflow";
@@ -13,7 +15,9 @@ import { git, launch, makeRepo, startWorkflowHarness, waitForPendingGate } from 
 /*
  * Triage of a plan whose tasks name files but have no checks: nothing runs, so the files are looked up in the run
  * branch's tree — what a sandbox checked out now would hold — and no worktree is made for it. Where the tree cannot
- * tell (a symbolic link on the way), the sandbox is asked as before. The verdicts are the sandbox's either way.
+ * tell (a symbolic link on the way), the sandbox is asked as before. The verdicts are the sandbox's either way. With
+ * checks, a local worktree's files are looked at from the server where that says what `test -e` inside would, and the
+ * workspace is reset after the checks only when they left something.
  */
 
 let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
@@ -88,5 +92,67 @@ describe("triage of tasks without checks", () => {
     ]);
     expect(await hasWorkspace(run.id)).toBe(true);
     await releaseSandbox(await sandboxOptions(await loadRun({ runId: run.id })));
+  });
+});
+
+describe("triage with checks", () => {
+  /**
+   * Rollbacks in the run's worktree HEAD reflog: a reset to a commit (even the same one) leaves "reset: moving to <sha>"
+   * there (making the worktree leaves "reset: moving to HEAD").
+   */
+  async function resets(runId: string) {
+    const sandbox = await attachSandbox(await sandboxOptions(await loadRun({ runId })));
+    const log = await fs.promises.readFile(path.join(sandbox.location.gitDir, "logs", "HEAD"), "utf8").catch(() => "");
+    return { count: log.split("\n").filter((l) => /reset: moving to [0-9a-f]{40}$/.test(l)).length, sandbox };
+  }
+
+  it("checks that leave the workspace as it was are not followed by a reset; what a check writes is dropped", { timeout: 120_000 }, async () => {
+    const reading = await runAtPlanGate();
+    await triage({ runId: reading.id, plan: plan([{ id: "T1", title: "reads", files: ["greet.txt"], checks: ["grep -q hello greet.txt", "test -d src"] }]) });
+    expect(await verdicts(reading.id)).toEqual([
+      { taskId: "T1", confidence: 0.9, evidence: ["`grep -q hello greet.txt` passes", "`test -d src` passes", "greet.txt is present"], skipped: true },
+    ]);
+    const left = await resets(reading.id);
+    expect(left.count).toBe(0);
+    await releaseSandbox(await sandboxOptions(await loadRun({ runId: reading.id })));
+
+    const writing = await runAtPlanGate();
+    await triage({ runId: writing.id, plan: plan([{ id: "T1", title: "writes", files: ["scratch.txt"], checks: ["echo x > scratch.txt"] }]) });
+    // The check made the file, so it was present when looked for; then the workspace was reset.
+    expect((await verdicts(writing.id)).map((v) => v.evidence)).toEqual([["`echo x > scratch.txt` passes", "scratch.txt is present"]]);
+    const after = await resets(writing.id);
+    expect(after.count).toBe(1);
+    expect(fs.existsSync(path.join(after.sandbox.workspacePath, "scratch.txt"))).toBe(false);
+    await releaseSandbox(await sandboxOptions(await loadRun({ runId: writing.id })));
+  });
+
+  it("a local worktree's files are looked at from the server; a symbolic link on the way goes to the sandbox's shell", async () => {
+    const root = fs.mkdtempSync(path.join(fs.realpathSync(os.tmpdir()), "gatehouse-triage-files-"));
+    fs.mkdirSync(path.join(root, "src/lib"), { recursive: true });
+    fs.writeFileSync(path.join(root, "src/lib/a.ts"), "");
+    fs.writeFileSync(path.join(root, "greet.txt"), "");
+    fs.symlinkSync("src", path.join(root, "link"));
+    const shells: string[][] = [];
+    const sandbox = {
+      kind: "local" as const,
+      workspacePath: root,
+      exec: async (_: string, args: string[]) => {
+        shells.push(args.slice(3));
+        return { exitCode: 0, stdout: args.slice(3).map((p) => (fs.existsSync(path.join(root, p)) ? "1" : "0")).join("\n"), stderr: "", timedOut: false, truncated: false, durationMs: 0 };
+      },
+    };
+    expect(await filesPresent(sandbox, ["greet.txt", "src/lib/", "src/lib/a.ts", "src/b.ts", "greet.txt/x"])).toEqual([
+      { path: "greet.txt", present: true },
+      { path: "src/lib/", present: true },
+      { path: "src/lib/a.ts", present: true },
+      { path: "src/b.ts", present: false },
+      { path: "greet.txt/x", present: false },
+    ]);
+    expect(shells).toEqual([]);
+    expect(await filesPresent(sandbox, ["greet.txt", "link/lib/a.ts"])).toEqual([
+      { path: "greet.txt", present: true },
+      { path: "link/lib/a.ts", present: true },
+    ]);
+    expect(shells).toEqual([["greet.txt", "link/lib/a.ts"]]);
   });
 });
