@@ -149,7 +149,10 @@ export function onSandboxRelease(hook: (sandbox: Sandbox) => Promise<void>): voi
 
 /** Destroy the run's sandbox (before a pause, at the end, on cancel); the branch and its commits stay. */
 export async function releaseSandbox(options: CreateSandboxOptions & { branch: string }): Promise<void> {
-  const open = attached.get(options.runId) ?? (await createSandbox({ ...options, reuse: true }).catch(() => null));
+  // Not open here and nothing on disk (a run that never needed one, e.g. triage without checks): nothing to release,
+  // rather than a worktree checked out only to be removed.
+  const open =
+    attached.get(options.runId) ?? (runWorktreeOnDisk(options.runId) ? await createSandbox({ ...options, reuse: true }).catch(() => null) : null);
   attached.delete(options.runId);
   if (open) for (const hook of releaseHooks) await hook(open).catch(() => null);
   await open?.destroy();
