@@ -9,7 +9,8 @@ import { fmt, percentile, printTable, useTempDatabase } from "./lib";
  * web server starts it (startEmbeddedExecutor: startExecutor's defaults, Gatehouse's own app in-process, signed).
  * Each run is let finish before the next is approved, so no earlier run's work overlaps a measurement; the events the
  * run wrote in between are listed with their median time after the click (where the time goes). Measured with the
- * default run config (triage runs each task's checks in the sandbox before implementing) and with triage off.
+ * default run config (triage runs each task's checks in the sandbox before implementing; the demo's plan has none, so
+ * its files are looked up) and with triage off, then — apart from the goal — a plan whose last task has two checks.
  * `npm run bench -- approve` (N from GATEHOUSE_BENCH_APPROVALS, default 12 per variant). Goal: p50 < 50 ms, p95 < 100 ms.
  */
 export async function run() {
@@ -44,14 +45,16 @@ export async function run() {
 
   const table: Array<Record<string, string | number>> = [];
   for (const variant of [
-    { label: "default config", config: {} },
-    { label: "triage off", config: { triage: { enabled: false } } },
+    { label: "default config", config: {}, request: "" },
+    { label: "triage off", config: { triage: { enabled: false } }, request: "" },
+    // Not the goal's measure (the demo's plan has no checks): what a plan with checks costs, triage running them.
+    { label: "plan with 2 checks", config: {}, request: "\n[verify: test -f README.md]\n[verify: grep -q fixture README.md]" },
   ]) {
     const latencies: number[] = [];
     const routeMs: number[] = [];
     const offsets = new Map<string, number[]>();
     for (let i = 0; i < n + 3; i++) {
-      const run = await launch(user, project.id, `Approve bench ${i}`, { trustMode: { planning: "manual" }, ...variant.config });
+      const run = await launch(user, project.id, `Approve bench ${i}${variant.request}`, { trustMode: { planning: "manual" }, ...variant.config });
       const gate = await waitForPendingGate(run.id);
       const request = new Request(`http://127.0.0.1:3000/api/runs/${run.id}/approve`, {
         method: "POST",

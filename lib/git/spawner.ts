@@ -2,22 +2,46 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { getEnv } from "@/lib/env";
 
 /*
- * Host-side git is spawned by a small helper process, not by the server itself. Linux's fork() copies the page tables
- * of the process that forks, so a spawn from the server (hundreds of MB resident: Next.js, the database client, the
- * Mermaid worker) blocks its one JS thread for tens of milliseconds (measured: 8 ms at 50 MB resident, 165 ms at 580 MB
- * on the 2-core VM), and a run makes hundreds of git calls — parallel tasks spent most of their time there, one spawn
- * after another. The helper is a bare Node process (`node -e`), started once and kept; it spawns each command with
- * exactly the argv, cwd, environment and stdin it is given, and returns the exit code and output. Where no helper
- * can run (Vercel: no long-lived processes) or it cannot start, commands are spawned directly, as before.
+ * Host-side git, and the local sandbox's commands (bubblewrap), are spawned by a small helper process, not by the
+ * server itself. Linux's fork() copies the page tables of the process that forks, so a spawn from the server (hundreds
+ * of MB resident: Next.js, the database client, the Mermaid worker) blocks its one JS thread for tens of milliseconds
+ * (measured: 8 ms at 50 MB resident, 165 ms at 580 MB on the 2-core VM), and a run makes hundreds of git calls and
+ * sandboxed commands — parallel tasks spent most of their time there, one spawn after another. The helper is a bare Node
+ * process (`node -e`), started once and kept; it spawns each command with exactly the argv, cwd, environment and stdin
+ * it is given, and returns the exit code and output. Where no helper can run (Vercel: no long-lived processes) or it
+ * cannot start, commands are spawned directly, as before.
  */
 
 export type ChildRequest = { file: string; args: string[]; cwd: string; env: Record<string, string>; input?: string | Buffer };
 export type ChildResult = { code: number; stdout: Buffer; stderr: Buffer };
 
-/** The helper: newline-delimited JSON requests on stdin, one JSON line per finished command on stdout. */
+/**
+ * What a command run in a process group of its own (runGroup: the local sandbox's commands) comes back with: its exit
+ * code or signal, whether its timeout killed it, and the first `maxOutputBytes` of each stream with each one's full
+ * length (the rest was read and counted, not kept). `spawnError`: it could not start.
+ */
+export type GroupRequest = ChildRequest & { timeoutMs: number; maxOutputBytes: number };
+export type GroupResult = {
+  code: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  stdout: Buffer;
+  stderr: Buffer;
+  stdoutTotal: number;
+  stderrTotal: number;
+  spawnError: { code: string | null; message: string } | null;
+};
+
+/**
+ * The helper: newline-delimited JSON requests on stdin, one JSON line per finished command on stdout. A request with
+ * `group` runs in a process group of its own (a new session) with its timeout and output caps kept here, and the whole
+ * group is killed at the timeout, on a `{"kill": id}` request (the caller's cancel) and once its leader exits (what it
+ * left running in the background goes with it) — as runProcess (lib/sandbox/process.ts) does when it spawns directly.
+ */
 const HELPER_SOURCE = `
 const { spawn } = require("node:child_process");
 const reply = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
+const groups = new Map();
 let buffered = "";
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (chunk) => {
@@ -28,7 +52,10 @@ process.stdin.on("data", (chunk) => {
     buffered = buffered.slice(nl + 1);
     let req;
     try { req = JSON.parse(line); } catch { continue; }
-    run(req);
+    if (req.kill !== undefined) killGroup(groups.get(req.kill));
+    else if (req.detach) detach(req);
+    else if (req.group) runGroup(req);
+    else run(req);
   }
 });
 process.stdin.on("end", () => process.exit(0));
@@ -49,9 +76,74 @@ function run(req) {
   child.on("close", (code) => finish({ id: req.id, code: code === null ? 1 : code, stdout: Buffer.concat(out).toString("base64"), stderr: Buffer.concat(err).toString("base64") }));
   child.stdin.end(req.input ? Buffer.from(req.input, "base64") : "");
 }
+function detach(req) {
+  let child;
+  try {
+    child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: "ignore" });
+  } catch (e) {
+    return reply({ id: req.id, pid: 0 });
+  }
+  child.on("error", () => {});
+  child.unref();
+  reply({ id: req.id, pid: child.pid || 0 });
+}
+function killGroup(pid) {
+  if (!pid) return;
+  try { process.kill(-pid, "SIGKILL"); } catch {}
+}
+function capped(max) {
+  const chunks = [];
+  let kept = 0, total = 0;
+  return {
+    push(c) { total += c.length; const room = max - kept; if (room <= 0) return; const part = c.length > room ? c.subarray(0, room) : c; chunks.push(part); kept += part.length; },
+    total: () => total,
+    data: () => Buffer.concat(chunks).toString("base64"),
+  };
+}
+function runGroup(req) {
+  const out = capped(req.maxOutputBytes), err = capped(req.maxOutputBytes);
+  let timedOut = false, done = false, timer = null, child;
+  const finish = (m) => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    groups.delete(req.id);
+    reply({ id: req.id, group: true, timedOut, out: out.data(), outTotal: out.total(), err: err.data(), errTotal: err.total(), ...m });
+  };
+  try {
+    child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ["pipe", "pipe", "pipe"] });
+  } catch (e) {
+    return finish({ spawnError: { code: (e && e.code) || null, message: String((e && e.message) || e) } });
+  }
+  groups.set(req.id, child.pid);
+  timer = setTimeout(() => { timedOut = true; killGroup(child.pid); }, req.timeoutMs);
+  child.stdout.on("data", (c) => out.push(c));
+  child.stderr.on("data", (c) => err.push(c));
+  child.stdin.on("error", () => {});
+  child.on("error", (e) => finish({ spawnError: { code: (e && e.code) || null, message: String((e && e.message) || e) } }));
+  child.on("exit", () => killGroup(child.pid));
+  child.on("close", (code, signal) => finish({ code, signal }));
+  child.stdin.end(req.input ? Buffer.from(req.input, "base64") : "");
+}
 `;
 
-type Pending = { resolve: (r: ChildResult) => void; reject: (e: Error) => void };
+type Reply = {
+  id: number;
+  code?: number | null;
+  stdout?: string;
+  stderr?: string;
+  error?: string;
+  group?: true;
+  signal?: string | null;
+  timedOut?: boolean;
+  out?: string;
+  outTotal?: number;
+  err?: string;
+  errTotal?: number;
+  spawnError?: { code: string | null; message: string };
+  pid?: number;
+};
+type Pending = { settle: (m: Reply) => void; reject: (e: Error) => void };
 
 class Helper {
   private readonly pending = new Map<number, Pending>();
@@ -61,9 +153,9 @@ class Helper {
   private constructor(private readonly child: ChildProcess) {
     child.stdout!.setEncoding("utf8");
     child.stdout!.on("data", (chunk: string) => this.read(chunk));
-    child.stdin!.on("error", () => this.fail(new Error("the git helper's input closed")));
+    child.stdin!.on("error", () => this.fail(new Error("the spawn helper's input closed")));
     child.on("error", (error) => this.fail(error));
-    child.on("exit", () => this.fail(new Error("the git helper exited")));
+    child.on("exit", () => this.fail(new Error("the spawn helper exited")));
     this.idle();
   }
 
@@ -88,14 +180,58 @@ class Helper {
   private failed = false;
 
   run(req: ChildRequest): Promise<ChildResult> {
+    return new Promise<ChildResult>((resolve, reject) => {
+      const settle = (msg: Reply) => {
+        if (msg.error !== undefined) reject(Object.assign(new Error(msg.error), { spawnFailed: true }));
+        else resolve({ code: msg.code ?? 1, stdout: Buffer.from(msg.stdout ?? "", "base64"), stderr: Buffer.from(msg.stderr ?? "", "base64") });
+      };
+      this.send(req, {}, { settle, reject });
+    });
+  }
+
+  /** A command in a process group of its own, killed (the whole group) when `signal` aborts. */
+  runGroup(req: GroupRequest, signal?: AbortSignal): Promise<GroupResult> {
+    return new Promise<GroupResult>((resolve, reject) => {
+      let id = 0;
+      const kill = () => this.pending.has(id) && this.write({ kill: id });
+      const done = () => signal?.removeEventListener("abort", kill);
+      const settle = (msg: Reply) => {
+        done();
+        resolve({
+          code: msg.code ?? null,
+          signal: msg.signal ?? null,
+          timedOut: msg.timedOut === true,
+          stdout: Buffer.from(msg.out ?? "", "base64"),
+          stderr: Buffer.from(msg.err ?? "", "base64"),
+          stdoutTotal: msg.outTotal ?? 0,
+          stderrTotal: msg.errTotal ?? 0,
+          spawnError: msg.spawnError ?? null,
+        });
+      };
+      id = this.send(req, { group: true, timeoutMs: req.timeoutMs, maxOutputBytes: req.maxOutputBytes }, { settle, reject: (e) => (done(), reject(e)) });
+      if (signal?.aborted) kill();
+      else signal?.addEventListener("abort", kill, { once: true });
+    });
+  }
+
+  /** A command started in a session of its own and left running (its output goes where its argv sends it). */
+  detach(req: ChildRequest): Promise<number> {
+    return new Promise<number>((resolve, reject) => {
+      this.send(req, { detach: true }, { settle: (msg) => resolve(msg.pid ?? 0), reject });
+    });
+  }
+
+  private send(req: ChildRequest, extra: Record<string, unknown>, waiting: Pending): number {
     const id = this.next++;
     const input = req.input === undefined ? undefined : Buffer.from(req.input).toString("base64");
-    const line = JSON.stringify({ id, file: req.file, args: req.args, cwd: req.cwd, env: req.env, input });
-    return new Promise<ChildResult>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      this.busy();
-      this.child.stdin!.write(`${line}\n`);
-    });
+    this.pending.set(id, waiting);
+    this.busy();
+    this.write({ id, file: req.file, args: req.args, cwd: req.cwd, env: req.env, input, ...extra });
+    return id;
+  }
+
+  private write(message: Record<string, unknown>) {
+    this.child.stdin!.write(`${JSON.stringify(message)}\n`);
   }
 
   private read(chunk: string) {
@@ -104,7 +240,7 @@ class Helper {
     while ((nl = this.buffered.indexOf("\n")) >= 0) {
       const line = this.buffered.slice(0, nl);
       this.buffered = this.buffered.slice(nl + 1);
-      let msg: { id: number; code?: number; stdout?: string; stderr?: string; error?: string };
+      let msg: Reply;
       try {
         msg = JSON.parse(line);
       } catch {
@@ -113,8 +249,7 @@ class Helper {
       const waiting = this.pending.get(msg.id);
       if (!waiting) continue;
       this.pending.delete(msg.id);
-      if (msg.error !== undefined) waiting.reject(Object.assign(new Error(msg.error), { spawnFailed: true }));
-      else waiting.resolve({ code: msg.code ?? 1, stdout: Buffer.from(msg.stdout ?? "", "base64"), stderr: Buffer.from(msg.stderr ?? "", "base64") });
+      waiting.settle(msg);
     }
     if (!this.pending.size) this.idle();
   }
@@ -159,6 +294,25 @@ export async function runChild(req: ChildRequest): Promise<ChildResult> {
   const h = currentHelper();
   if (h) return h.run(req);
   return runDirect(req);
+}
+
+/**
+ * Run one command in a process group of its own through the helper (see GroupRequest), or null where there is no
+ * helper: the caller spawns it directly. Rejects when the helper ends while the command runs (whose group it takes
+ * down: bubblewrap dies with its parent).
+ */
+export function runGroup(req: GroupRequest, signal?: AbortSignal): Promise<GroupResult> | null {
+  const h = currentHelper();
+  return h ? h.runGroup(req, signal) : null;
+}
+
+/**
+ * Start a command in a session of its own and leave it running, through the helper: its pid (0 when it could not
+ * start), or null where there is no helper (the caller spawns it directly).
+ */
+export function startDetachedChild(req: ChildRequest): Promise<number> | null {
+  const h = currentHelper();
+  return h ? h.detach(req) : null;
 }
 
 function runDirect(req: ChildRequest): Promise<ChildResult> {

@@ -4,7 +4,7 @@ import { workspaceTree } from "@/lib/git/checkpoint";
 import { bwrapStatus } from "./bwrap";
 import { cgroupSupport, sandboxLimits, type SandboxLimits } from "./limits";
 import { E2BSandbox, type E2BClient } from "./e2b";
-import { LocalSandbox, type Isolation } from "./local";
+import { LocalSandbox, runWorktreeOnDisk, type Isolation } from "./local";
 import type { Sandbox } from "./types";
 
 export * from "./types";
@@ -129,6 +129,14 @@ export async function attachSandbox(options: CreateSandboxOptions & { branch: st
   return sandbox;
 }
 
+/**
+ * Whether the run has a workspace already: a sandbox this process holds, or its worktree on disk. Without one, a sandbox
+ * attached now is a fresh checkout of the run branch, so what the branch's tree holds is what it would hold.
+ */
+export function hasWorkspace(runId: string): boolean {
+  return attached.has(runId) || runWorktreeOnDisk(runId);
+}
+
 const releaseHooks = new Set<(sandbox: Sandbox) => Promise<void>>();
 
 /**
@@ -141,7 +149,10 @@ export function onSandboxRelease(hook: (sandbox: Sandbox) => Promise<void>): voi
 
 /** Destroy the run's sandbox (before a pause, at the end, on cancel); the branch and its commits stay. */
 export async function releaseSandbox(options: CreateSandboxOptions & { branch: string }): Promise<void> {
-  const open = attached.get(options.runId) ?? (await createSandbox({ ...options, reuse: true }).catch(() => null));
+  // Not open here and nothing on disk (a run that never needed one, e.g. triage without checks): nothing to release,
+  // rather than a worktree checked out only to be removed.
+  const open =
+    attached.get(options.runId) ?? (runWorktreeOnDisk(options.runId) ? await createSandbox({ ...options, reuse: true }).catch(() => null) : null);
   attached.delete(options.runId);
   if (open) for (const hook of releaseHooks) await hook(open).catch(() => null);
   await open?.destroy();

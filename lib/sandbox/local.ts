@@ -1,4 +1,4 @@
-import { constants as FS } from "node:fs";
+import { constants as FS, existsSync } from "node:fs";
 import fs from "node:fs/promises";
 import path from "node:path";
 import { baseChildEnv, getEnv, secretValues, SECRET_ENV_NAMES } from "@/lib/env";
@@ -11,7 +11,6 @@ import {
   oneWorktreeCommandAtATime,
   retryOnWorktreeRace,
   stageWorktree,
-  worktreeGitDir,
   worktreeLocation,
   type WorktreeLocation,
 } from "@/lib/git/run";
@@ -22,6 +21,7 @@ import { createCommandCgroup, joinCgroupArgv, reopenCommandCgroup, rlimitArgs, s
 import { resolveInside, toRelative } from "./paths";
 import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { startDetachedChild } from "@/lib/git/spawner";
 import { killGroup, readCapped, runProcess, DEFAULT_TIMEOUT_MS } from "./process";
 import type { DetachedStatus, ExecOptions, ExecResult, FileEntry, Sandbox, StdioLine } from "./types";
 
@@ -93,28 +93,30 @@ export class LocalSandbox implements Sandbox {
       throw new AppError("unavailable:sandbox", `Isolation was required but ${status.reason}.`);
     }
     const useBwrap = isolation !== "none" && status.available;
-    const startSha = await resolveCommit(repoPath, ref);
+    const dir = worktreeDir(runId);
+    // Independent reads side by side: each git call is a process.
+    const [startSha, givenBase, commonDir] = await Promise.all([
+      resolveCommit(repoPath, ref),
+      options.diffBase ? resolveCommit(repoPath, options.diffBase) : null,
+      commonGitDir(repoPath),
+      fs.mkdir(path.dirname(dir), { recursive: true }),
+    ]);
     if (!startSha) throw new AppError("not_found:sandbox", `Ref "${ref}" does not exist in ${repoPath}.`);
-    const diffBase = options.diffBase ? await resolveCommit(repoPath, options.diffBase) : startSha;
+    const diffBase = options.diffBase ? givenBase : startSha;
     if (!diffBase) throw new AppError("not_found:sandbox", `Ref "${options.diffBase}" does not exist in ${repoPath}.`);
 
-    const dir = worktreeDir(runId);
-    await fs.mkdir(path.dirname(dir), { recursive: true });
-    const commonDir = await commonGitDir(repoPath);
-    if (options.reuse && branch && (await worktreeOnBranch(repoPath, dir, branch))) {
+    const reused = options.reuse && branch ? await worktreeOnBranch(repoPath, commonDir, dir, branch) : null;
+    if (reused) {
       // Durable steps of one run share the worktree: uncommitted work survives between steps and a process crash.
-      const real = await fs.realpath(dir);
       const home = `${dir}.home`;
       await fs.mkdir(home, { recursive: true });
-      const location = await worktreeLocation({ repoPath, workTree: real });
-      return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch, commonDir, location, excludePaths, useBwrap, allowInternet);
+      return new LocalSandbox(`local_${runId}`, runId, repoPath, reused.workTree, home, diffBase, branch!, commonDir, reused, excludePaths, useBwrap, allowInternet);
     }
     await oneWorktreeCommandAtATime(commonDir, () =>
       retryOnWorktreeRace(async () => {
-        await removeWorktreeNow(repoPath, dir);
+        // Asked again on a retry: an add that failed late may have made the branch.
+        const [, exists] = await Promise.all([removeWorktreeNow(repoPath, dir), branch ? resolveCommit(repoPath, `refs/heads/${branch}`) : null]);
         if (branch) {
-          // Asked again on a retry: an add that failed late may have made the branch.
-          const exists = await resolveCommit(repoPath, `refs/heads/${branch}`);
           await git(repoPath, exists ? ["worktree", "add", "--force", dir, branch] : ["worktree", "add", "-b", branch, dir, startSha]);
         } else {
           await git(repoPath, ["worktree", "add", "--detach", dir, startSha]);
@@ -122,9 +124,8 @@ export class LocalSandbox implements Sandbox {
       }),
     );
     const home = `${dir}.home`;
-    await fs.mkdir(home, { recursive: true });
-    const real = await fs.realpath(dir);
-    const location = await worktreeLocation({ repoPath, workTree: real });
+    const [real] = await Promise.all([fs.realpath(dir), fs.mkdir(home, { recursive: true })]);
+    const location = await locationOf(repoPath, commonDir, dir, real);
     return new LocalSandbox(`local_${runId}`, runId, repoPath, real, home, diffBase, branch ?? null, commonDir, location, excludePaths, useBwrap, allowInternet);
   }
 
@@ -264,11 +265,17 @@ export class LocalSandbox implements Sandbox {
     const line = this.limitedLine(command, args, cwd);
     // The exit code is written to a temporary name and renamed: a reader sees it whole or not at all.
     const script = 'd="$1"; shift; "$@" >"$d/stdout" 2>"$d/stderr" </dev/null; echo $? >"$d/exit.tmp"; mv "$d/exit.tmp" "$d/exit"';
-    const child = spawn("/bin/sh", ["-c", script, "sh", dir, line.file, ...line.args], { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
-    child.on("error", () => null);
-    child.unref();
+    const argv = ["-c", script, "sh", dir, line.file, ...line.args];
+    // Started by the spawn helper (lib/git/spawner.ts) where there is one: a fork of the server is slow.
+    const pid = await (startDetachedChild({ file: "/bin/sh", args: argv, cwd, env })?.catch(() => 0) ??
+      new Promise<number>((resolve) => {
+        const child = spawn("/bin/sh", argv, { cwd, env: env as NodeJS.ProcessEnv, detached: true, stdio: "ignore" });
+        child.on("error", () => null);
+        child.unref();
+        resolve(child.pid ?? 0);
+      }));
     const meta: DetachedMeta = {
-      pid: child.pid ?? 0,
+      pid,
       startedAt: Date.now(),
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxOutputBytes: options.maxOutputBytes,
@@ -421,19 +428,38 @@ async function killDetachedIn(home: string) {
   }
 }
 
+/** Whether a run's worktree (or its sandbox home) is on disk: a sandbox attached now would reuse it, not check out anew. */
+export function runWorktreeOnDisk(runId: string): boolean {
+  // Two stats, asked synchronously: through the thread pool they waited behind the database's work (up to 50 ms).
+  const dir = worktreeDir(runId);
+  return existsSync(dir) || existsSync(`${dir}.home`);
+}
+
 function worktreeDir(runId: string): string {
   return path.join(getEnv().dataDir, "workspaces", runId.replace(/[^A-Za-z0-9_-]/g, "_"));
 }
 
-/** Whether `dir` is a live worktree of the repository with `branch` checked out (asked of the repository, not of `dir`). */
-async function worktreeOnBranch(repoPath: string, dir: string, branch: string): Promise<boolean> {
+/**
+ * Where host git finds the worktree at `dir` (its realpath `real`), read from the repository's side: the entry
+ * `git worktree add` names after it (`<common dir>/worktrees/<name>`) when its `gitdir` points back at it, else the
+ * full search (worktreeLocation). Nothing inside the work tree is read.
+ */
+async function locationOf(repoPath: string, commonDir: string, dir: string, real: string): Promise<WorktreeLocation> {
+  const named = path.join(commonDir, "worktrees", path.basename(dir));
+  const pointer = await fs.readFile(path.join(named, "gitdir"), "utf8").catch(() => "");
+  if (pointer.trim() === path.join(real, ".git")) return { gitDir: named, workTree: real };
+  return worktreeLocation({ repoPath, workTree: real });
+}
+
+/** `dir`'s location when it is a live worktree of the repository with `branch` checked out (asked of the repository, not of `dir`), else null. */
+async function worktreeOnBranch(repoPath: string, commonDir: string, dir: string, branch: string): Promise<WorktreeLocation | null> {
   const exists = await fs.stat(dir).catch(() => null);
-  if (!exists?.isDirectory()) return false;
-  const gitDir = await worktreeGitDir({ repoPath, workTree: dir });
-  if (!gitDir) return false;
+  if (!exists?.isDirectory()) return null;
   const workTree = await fs.realpath(dir);
-  const head = await git(workTree, ["symbolic-ref", "--quiet", "HEAD"], { allowFailure: true, worktree: { gitDir, workTree } });
-  return head.code === 0 && head.stdout.trim() === `refs/heads/${branch}`;
+  const location = await locationOf(repoPath, commonDir, dir, workTree).catch(() => null);
+  if (!location) return null;
+  const head = await git(workTree, ["symbolic-ref", "--quiet", "HEAD"], { allowFailure: true, worktree: location });
+  return head.code === 0 && head.stdout.trim() === `refs/heads/${branch}` ? location : null;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { open } from "node:fs/promises";
+import { runGroup, type GroupResult } from "@/lib/git/spawner";
 import type { ExecResult } from "./types";
 
 export const DEFAULT_TIMEOUT_MS = 120_000;
@@ -23,10 +24,15 @@ class CappedBuffer {
     return this.total > this.kept;
   }
   text(): string {
-    const body = Buffer.concat(this.chunks).toString("utf8");
-    if (!this.truncated) return body;
-    return `${body}\n[output truncated by Gatehouse: ${this.total - this.kept} of ${this.total} bytes omitted]\n`;
+    return cappedText(Buffer.concat(this.chunks), this.total);
   }
+}
+
+/** The kept bytes of a stream of `total` bytes, with the cut marked when some were left out. */
+function cappedText(kept: Buffer, total: number): string {
+  const body = kept.toString("utf8");
+  if (total <= kept.length) return body;
+  return `${body}\n[output truncated by Gatehouse: ${total - kept.length} of ${total} bytes omitted]\n`;
 }
 
 /** The first `max` bytes of a file written by a detached command, with the cut marked as CappedBuffer marks it. */
@@ -55,21 +61,7 @@ export function killGroup(pid: number | undefined) {
   }
 }
 
-/**
- * Run a program with an argument array (no shell), in its own process group, with a timeout that kills the whole group
- * and each output stream capped at `maxOutputBytes` (the rest is drained and counted, and the cut is marked).
- * After the program exits, anything it left running in its group is killed too.
- */
-export function runProcess({
-  file,
-  args,
-  cwd,
-  env,
-  timeoutMs = DEFAULT_TIMEOUT_MS,
-  maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
-  stdin,
-  signal,
-}: {
+type RunProcessOptions = {
   file: string;
   args: string[];
   cwd: string;
@@ -78,7 +70,55 @@ export function runProcess({
   maxOutputBytes?: number;
   stdin?: string;
   signal?: AbortSignal;
-}): Promise<ExecResult> {
+};
+
+/**
+ * Run a program with an argument array (no shell), in its own process group, with a timeout that kills the whole group
+ * and each output stream capped at `maxOutputBytes` (the rest is drained and counted, and the cut is marked).
+ * After the program exits, anything it left running in its group is killed too. Spawned by the spawn helper
+ * (lib/git/spawner.ts: a fork of the large server costs tens of milliseconds), which keeps the timeout, the caps and
+ * the group kills; directly where there is no helper.
+ */
+export async function runProcess(options: RunProcessOptions): Promise<ExecResult> {
+  const { file, args, cwd, env, timeoutMs = DEFAULT_TIMEOUT_MS, maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES, stdin, signal } = options;
+  const started = Date.now();
+  const viaHelper = runGroup({ file, args, cwd, env, input: stdin, timeoutMs, maxOutputBytes }, signal);
+  if (!viaHelper) return runDirect(options);
+  let r: GroupResult;
+  try {
+    r = await viaHelper;
+  } catch (error) {
+    // The helper ended under the command (and took its group down): the command's result is lost, not retried.
+    const why = `[Gatehouse: the command's result was lost: ${error instanceof Error ? error.message : String(error)}]\n`;
+    return { exitCode: null, stdout: "", stderr: why, timedOut: false, truncated: false, durationMs: Date.now() - started };
+  }
+  const durationMs = Date.now() - started;
+  if (r.spawnError) {
+    const missing = r.spawnError.code === "ENOENT";
+    const stderr = `${file}: ${missing ? "command not found" : r.spawnError.message}\n`;
+    return { exitCode: missing ? 127 : 126, stdout: "", stderr, timedOut: r.timedOut, truncated: false, durationMs };
+  }
+  return {
+    exitCode: r.timedOut ? null : (r.code ?? (r.signal ? 128 + 9 : null)),
+    stdout: cappedText(r.stdout, r.stdoutTotal),
+    stderr: cappedText(r.stderr, r.stderrTotal),
+    timedOut: r.timedOut,
+    truncated: r.stdoutTotal > r.stdout.length || r.stderrTotal > r.stderr.length,
+    durationMs,
+  };
+}
+
+/** runProcess spawned from this process (no helper). */
+function runDirect({
+  file,
+  args,
+  cwd,
+  env,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+  maxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES,
+  stdin,
+  signal,
+}: RunProcessOptions): Promise<ExecResult> {
   const started = Date.now();
   return new Promise((resolve) => {
     const out = new CappedBuffer(maxOutputBytes);
