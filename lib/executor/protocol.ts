@@ -252,6 +252,14 @@ export class BufferedResponse extends Response {
     return Promise.resolve(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
   }
 
+  override bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return this.arrayBuffer().then((buffer) => new Uint8Array(buffer));
+  }
+
+  override blob(): Promise<Blob> {
+    return Promise.resolve(new Blob([this.#text], { type: this.headers.get("content-type") ?? "" }));
+  }
+
   override clone(): Response {
     return new BufferedResponse(this.#text, { status: this.status, statusText: this.statusText, headers: this.headers });
   }

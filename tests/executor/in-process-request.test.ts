@@ -70,6 +70,8 @@ describe("in-process calls: the event API's answer", () => {
     expect(Buffer.from(await response.arrayBuffer()).toString()).toBe(text);
     expect(await new Response(response.body).text()).toBe(text);
     expect(await response.clone().json()).toEqual(value);
+    expect(await (await response.blob()).text()).toBe(text);
+    expect(Buffer.from(await response.bytes()).toString()).toBe(text);
     const refused = BufferedResponse.of({ error: "no" }, { status: 400, headers: { "x-a": "1" } });
     expect([refused.status, refused.headers.get("x-a"), refused.headers.get("content-type")]).toEqual([400, "1", "application/json"]);
   });
