@@ -2,7 +2,7 @@ import { getEnv } from "@/lib/env";
 import { readCappedText } from "@/lib/body";
 import { EventValidationError, ingestEvents } from "./events";
 import { Executor, localHandoff, strictEventLimit, wakeLocal, type ExecutorOptions, type ExecutorStatus } from "./executor";
-import type { AppTarget } from "./protocol";
+import { BufferedResponse, type AppTarget } from "./protocol";
 
 export { Executor, defaultBackoff, cloudLimits, type CloudLimits, type ExecutorOptions, type ExecutorStatus } from "./executor";
 export { signRequest, hashSigningKey, bearerMatchesSigningKey, SIGNATURE_HEADER } from "./signing";
@@ -120,7 +120,8 @@ export async function handleEventBody(text: string | null, max = getEnv().GATEHO
   }
   try {
     const { ids } = await sendEvents(body);
-    return Response.json({ ids, status: 200 });
+    // Buffered: the SDK reads this answer with json(), which then takes the string as is (no stream built and drained).
+    return BufferedResponse.of({ ids, status: 200 });
   } catch (err) {
     if (err instanceof EventValidationError) return Response.json({ error: err.message, status: err.status }, { status: err.status });
     throw err;

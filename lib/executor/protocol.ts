@@ -214,6 +214,54 @@ export class BufferedRequest extends Request {
   }
 }
 
+/**
+ * An answer whose body is a string in memory, for callers in this process (the SDK's `inngest.send()` reads the event
+ * API's answer with `json()`): reading it hands the string over instead of streaming it through a ReadableStream built
+ * for it (Response.json builds one, and `json()` drains it back); `body` still gives a stream of the same bytes, for a
+ * caller that pipes it (a route, the worker's socket).
+ */
+export class BufferedResponse extends Response {
+  readonly #text: string;
+
+  constructor(text: string, init: ResponseInit) {
+    super(null, init);
+    this.#text = text;
+    Object.defineProperty(this, "body", { get: () => new Response(text).body, configurable: true });
+  }
+
+  /** What Response.json(value, init) answers (its content type unless one is given), buffered. */
+  static of(value: unknown, init: ResponseInit = {}): BufferedResponse {
+    const headers = new Headers(init.headers);
+    if (!headers.has("content-type")) headers.set("content-type", "application/json");
+    return new BufferedResponse(JSON.stringify(value), { ...init, headers });
+  }
+
+  override text(): Promise<string> {
+    return Promise.resolve(this.#text);
+  }
+
+  override json(): Promise<unknown> {
+    return Promise.resolve().then(() => JSON.parse(this.#text));
+  }
+
+  override arrayBuffer(): Promise<ArrayBuffer> {
+    const bytes = Buffer.from(this.#text);
+    return Promise.resolve(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+  }
+
+  override bytes(): Promise<Uint8Array<ArrayBuffer>> {
+    return this.arrayBuffer().then((buffer) => new Uint8Array(buffer));
+  }
+
+  override blob(): Promise<Blob> {
+    return Promise.resolve(new Blob([this.#text], { type: this.headers.get("content-type") ?? "" }));
+  }
+
+  override clone(): Response {
+    return new BufferedResponse(this.#text, { status: this.status, statusText: this.statusText, headers: this.headers });
+  }
+}
+
 function describe(err: unknown): string {
   if (err instanceof Error) {
     if (err.name === "TimeoutError") return "request timed out";

@@ -21,6 +21,9 @@ import { afterEach, describe, expect, it } from "vitest";
  * use that one. 5: hashSigningKey (a SHA-256 in JavaScript, for the bearer of every checkpoint call) is remembered per key.
  * 6: the flat union lists version 2 (what the executor sends) first, so a valid version costs no zod issue.
  * 7: the SSE stream of an execution (StreamTools) is made when its readable side is first read, not for every call.
+ * 8: every tenth step found in one call waited for a `setTimeout(0)` (at least 1 ms, the event loop idle) before it
+ * was handled; it waits for `setImmediate`, the end of the same event loop turn. 9: a step id's SHA-1 (computed in
+ * JavaScript, several times per step and call) is remembered per id.
  */
 
 const real = process.env;
@@ -100,6 +103,24 @@ function stepRequest(version: number): Request {
     }),
   });
 }
+
+/** A call to `fnId` whose run has memoized `steps` (hashed id -> stored result) in this order. */
+function memoizedRequest(fnId: string, steps: [string, unknown][]): Request {
+  const event = { name: "probe/go", data: {}, id: "e1", ts: Date.now() };
+  return new Request(`http://localhost/api/inngest?fnId=${fnId}&stepId=step`, {
+    method: "POST",
+    headers: { host: "localhost", "content-type": "application/json", "x-inngest-req-version": "2" },
+    body: JSON.stringify({
+      event,
+      events: [event],
+      steps: Object.fromEntries(steps),
+      ctx: { run_id: "run-1", attempt: 0, disable_immediate_execution: false, use_api: false, stack: { stack: steps.map(([id]) => id), current: steps.length } },
+      version: 2,
+    }),
+  });
+}
+
+const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
 
 function probeApp() {
   const inngest = new Inngest({ id: "env-probe", isDev: true });
@@ -271,6 +292,59 @@ describe("the Inngest SDK reads its environment by name (patched)", () => {
       expect(before).toBeGreaterThan(0);
       expect(hashSigningKey(key)).toBe(first);
       expect(updates).toBe(before);
+    } finally {
+      proto.update = update;
+    }
+  });
+
+  it("handles every step found in a call without waiting for a timer", async () => {
+    // 8: a call that meets 24 memoized steps and runs the 25th. Unpatched, the 10th and 20th steps found each waited
+    // for setTimeout(0) (1 ms or more with nothing to do); now for setImmediate, which needs no timer.
+    const inngest = new Inngest({ id: "tick-probe", isDev: true });
+    const fn = inngest.createFunction({ id: "f", retries: 0, triggers: [{ event: "probe/go" }] }, async ({ step }) => {
+      for (let i = 0; i < 25; i++) await step.run(`s${i}`, () => i);
+      return "done";
+    });
+    const handler = serve({ client: inngest, functions: [fn] }) as (r: Request) => Promise<Response>;
+    const memoized: [string, unknown][] = Array.from({ length: 24 }, (_, i) => [sha1(`s${i}`), { data: i }]);
+    const original = globalThis.setTimeout;
+    const zeroTimers: unknown[] = [];
+    globalThis.setTimeout = ((fn: () => void, ms?: number, ...rest: unknown[]) => {
+      if (!ms) zeroTimers.push(fn);
+      return original(fn, ms, ...rest);
+    }) as typeof setTimeout;
+    let res: Response;
+    try {
+      res = await handler(memoizedRequest("tick-probe-f", memoized));
+    } finally {
+      globalThis.setTimeout = original;
+    }
+    expect(res.status).toBe(206);
+    // The memoized steps were all taken as done, in order: the call ran the 25th and reported it.
+    expect(await res.json()).toMatchObject([{ op: "StepRun", name: "s24", data: 24 }]);
+    expect(zeroTimers).toHaveLength(0);
+  });
+
+  it("hashes a step id once per process, to the same id", async () => {
+    // 9: each call hashed every step id it met with hash.js's SHA-1, several times per step.
+    const handler = probeApp();
+    const engine = path.join(process.cwd(), "node_modules", "inngest", "components", "execution", "engine.js");
+    const { createRequire } = await import("node:module");
+    const hashjs = createRequire(engine)("hash.js") as { sha1: () => object };
+    const proto = Object.getPrototypeOf(Object.getPrototypeOf(hashjs.sha1())) as { update: (...a: unknown[]) => unknown };
+    const first = await handler(stepRequest(2));
+    expect(first.status).toBe(206);
+    // The reported id is the SHA-1 of the step's id, as Inngest computes it.
+    expect(await first.json()).toMatchObject([{ id: sha1("one"), name: "one" }]);
+    const update = proto.update;
+    let updates = 0;
+    proto.update = function (this: unknown, ...args: unknown[]) {
+      updates++;
+      return update.apply(this, args);
+    };
+    try {
+      for (let i = 0; i < 3; i++) expect(await (await handler(stepRequest(2))).json()).toMatchObject([{ id: sha1("one") }]);
+      expect(updates).toBe(0);
     } finally {
       proto.update = update;
     }
