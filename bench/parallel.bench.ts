@@ -11,7 +11,10 @@ import { fmt, printTable, useTempDatabase } from "./lib";
  * on the embedded executor with the demo model and the local sandbox. `npm run bench -- parallel`.
  */
 const TASKS = 6;
-/** `BENCH_LIMITS=1,3 npm run bench -- parallel` measures only those limits (same run, same machine load). */
+/**
+ * `BENCH_LIMITS=1,3 npm run bench -- parallel` measures only those limits (same run, same machine load); `BENCH_TRACE=1`
+ * prints each run's events with their times (where a round's time goes).
+ */
 const LIMITS: number[] = process.env.BENCH_LIMITS ? process.env.BENCH_LIMITS.split(",").map(Number) : [1, 3, 6];
 
 function request(n: number): string {
@@ -59,6 +62,13 @@ export async function run() {
     const events = await listEvents({ runId: r.id, limit: 10_000 });
     const at = (type: string, stage?: string) =>
       +(events.find((e) => e.type === type && (!stage || (e.payload as { stage?: string }).stage === stage))?.timestamp ?? 0);
+    if (process.env.BENCH_TRACE) {
+      const t0 = +events[0]!.timestamp;
+      for (const e of events) {
+        const p = e.payload as Record<string, unknown>;
+        console.log(`${((+e.timestamp - t0) / 1000).toFixed(3).padStart(7)} ${e.type} ${[p.taskId, p.stage, p.stepKey, p.command].filter(Boolean).join(" ")}`);
+      }
+    }
     return { wall, implementation: at("STAGE_STARTED", "validation") - at("STAGE_STARTED", "implementation") };
   };
 

@@ -63,7 +63,7 @@ function stageOf(id: string): Stage | null {
   return null;
 }
 
-function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] {
+function stepRunner(step: Step, flow: () => RunFlow | null, race = false): RunFlow["runStep"] {
   return async function runStep<T>(id: string, fn: () => Promise<T>): Promise<T> {
     // A step that failed on a full or read-only disk pauses the run (reason "storage") rather than failing it; once a
     // person resumes, the same work runs again in a step of its own (its events keep the original step key). A step
@@ -72,7 +72,7 @@ function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] 
     let again: "storage" | "database" = "storage";
     for (let n = 0; ; n++) {
       const stepId = n === 0 ? id : `${id}:after-${again}:${n}`;
-      const out = (await step.run(stepId, async () => {
+      const out = (await step.run(race ? { id: stepId, parallelMode: "race" } : stepId, async () => {
         const runId = flow()?.runId;
         try {
           if (runId) await recordDatabaseOutage(runId, stepId);
@@ -128,10 +128,12 @@ export async function loadFlow({ runId, step }: { runId: string; step: Step }): 
 /**
  * A parallel task's own flow: its waits and counts are its own, and so is its runStep — a step of the task that meets a
  * full disk pauses the run as the task (one wait for a person at a time across the tasks), not as the run's own flow.
+ * `race`: its `step.run`s are race-mode steps (Inngest calls the run again as soon as each one finishes, so the task
+ * moves on while its siblings' steps still run; see ./tasks.ts). Its waits stay ordinary.
  */
-export function taskFlowOf(flow: RunFlow, taskId: string): RunFlow {
+export function taskFlowOf(flow: RunFlow, taskId: string, { race }: { race: boolean }): RunFlow {
   const taskFlow: RunFlow = { ...flow, task: { id: taskId }, budgetRaised: { ...flow.budgetRaised }, debugAttempts: {} };
-  taskFlow.runStep = stepRunner(flow.step, () => taskFlow);
+  taskFlow.runStep = stepRunner(flow.step, () => taskFlow, race);
   return taskFlow;
 }
 
