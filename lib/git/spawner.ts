@@ -13,8 +13,14 @@ import { getEnv } from "@/lib/env";
 
 export type ChildRequest = { file: string; args: string[]; cwd: string; env: Record<string, string>; input?: string | Buffer };
 export type ChildResult = { code: number; stdout: Buffer; stderr: Buffer };
+/** A streamed command's end: its exit code (1 when killed) and its stderr (its stdout went to the reader). */
+export type StreamedResult = { code: number; stderr: Buffer };
 
-/** The helper: newline-delimited JSON requests on stdin, one JSON line per finished command on stdout. */
+/**
+ * The helper: newline-delimited JSON requests on stdin, one JSON line per finished command on stdout. A `stream`
+ * request's stdout comes back as it is read, in `out` lines (the command is paused while the helper's own output is
+ * full, so a reader slower than the command holds it back rather than filling memory); `{kill: id}` stops it.
+ */
 const HELPER_SOURCE = `
 const { spawn } = require("node:child_process");
 const reply = (m) => process.stdout.write(JSON.stringify(m) + "\\n");
@@ -28,9 +34,11 @@ process.stdin.on("data", (chunk) => {
     buffered = buffered.slice(nl + 1);
     let req;
     try { req = JSON.parse(line); } catch { continue; }
+    if (req.kill !== undefined) { const c = children.get(req.kill); if (c) try { c.kill("SIGKILL"); } catch {} continue; }
     run(req);
   }
 });
+const children = new Map();
 process.stdin.on("end", () => process.exit(0));
 function run(req) {
   let done = false;
@@ -42,16 +50,24 @@ function run(req) {
     return finish({ id: req.id, error: String((e && e.message) || e) });
   }
   const out = [], err = [];
-  child.stdout.on("data", (c) => out.push(c));
+  if (req.stream) {
+    children.set(req.id, child);
+    child.stdout.on("data", (c) => {
+      if (!process.stdout.write(JSON.stringify({ id: req.id, out: c.toString("base64") }) + "\\n")) {
+        child.stdout.pause();
+        process.stdout.once("drain", () => child.stdout.resume());
+      }
+    });
+  } else child.stdout.on("data", (c) => out.push(c));
   child.stderr.on("data", (c) => err.push(c));
   child.stdin.on("error", () => {});
   child.on("error", (e) => { if (child.pid === undefined) finish({ id: req.id, error: String((e && e.message) || e) }); });
-  child.on("close", (code) => finish({ id: req.id, code: code === null ? 1 : code, stdout: Buffer.concat(out).toString("base64"), stderr: Buffer.concat(err).toString("base64") }));
+  child.on("close", (code) => { children.delete(req.id); finish({ id: req.id, code: code === null ? 1 : code, stdout: Buffer.concat(out).toString("base64"), stderr: Buffer.concat(err).toString("base64") }); });
   child.stdin.end(req.input ? Buffer.from(req.input, "base64") : "");
 }
 `;
 
-type Pending = { resolve: (r: ChildResult) => void; reject: (e: Error) => void };
+type Pending = { resolve: (r: ChildResult) => void; reject: (e: Error) => void; onStdout?: (chunk: Buffer) => void };
 
 class Helper {
   private readonly pending = new Map<number, Pending>();
@@ -87,15 +103,19 @@ class Helper {
 
   private failed = false;
 
-  run(req: ChildRequest): Promise<ChildResult> {
+  run(req: ChildRequest, onStdout?: (chunk: Buffer, id: number) => void): Promise<ChildResult> {
     const id = this.next++;
     const input = req.input === undefined ? undefined : Buffer.from(req.input).toString("base64");
-    const line = JSON.stringify({ id, file: req.file, args: req.args, cwd: req.cwd, env: req.env, input });
+    const line = JSON.stringify({ id, file: req.file, args: req.args, cwd: req.cwd, env: req.env, input, stream: onStdout ? true : undefined });
     return new Promise<ChildResult>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      this.pending.set(id, { resolve, reject, onStdout: onStdout && ((chunk) => onStdout(chunk, id)) });
       this.busy();
       this.child.stdin!.write(`${line}\n`);
     });
+  }
+
+  kill(id: number) {
+    if (this.pending.has(id)) this.child.stdin!.write(`${JSON.stringify({ kill: id })}\n`);
   }
 
   private read(chunk: string) {
@@ -104,7 +124,7 @@ class Helper {
     while ((nl = this.buffered.indexOf("\n")) >= 0) {
       const line = this.buffered.slice(0, nl);
       this.buffered = this.buffered.slice(nl + 1);
-      let msg: { id: number; code?: number; stdout?: string; stderr?: string; error?: string };
+      let msg: { id: number; code?: number; stdout?: string; stderr?: string; error?: string; out?: string };
       try {
         msg = JSON.parse(line);
       } catch {
@@ -112,6 +132,10 @@ class Helper {
       }
       const waiting = this.pending.get(msg.id);
       if (!waiting) continue;
+      if (msg.out !== undefined) {
+        waiting.onStdout?.(Buffer.from(msg.out, "base64"));
+        continue;
+      }
       this.pending.delete(msg.id);
       if (msg.error !== undefined) waiting.reject(Object.assign(new Error(msg.error), { spawnFailed: true }));
       else waiting.resolve({ code: msg.code ?? 1, stdout: Buffer.from(msg.stdout ?? "", "base64"), stderr: Buffer.from(msg.stderr ?? "", "base64") });
@@ -159,6 +183,40 @@ export async function runChild(req: ChildRequest): Promise<ChildResult> {
   const h = currentHelper();
   if (h) return h.run(req);
   return runDirect(req);
+}
+
+/**
+ * Run one command, its stdout handed to `onStdout` as it is read (never held whole); `onStdout` returning false stops
+ * the command (SIGKILL). Through the helper, or directly where there is none; rejects when it cannot start.
+ */
+export async function streamChild(req: ChildRequest, onStdout: (chunk: Buffer) => boolean): Promise<StreamedResult> {
+  const h = currentHelper();
+  if (h) {
+    let stopped = false;
+    const { code, stderr } = await h.run(req, (chunk, id) => {
+      if (stopped) return;
+      if (onStdout(chunk) === false) {
+        stopped = true;
+        h.kill(id);
+      }
+    });
+    return { code, stderr };
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
+    const err: Buffer[] = [];
+    let stopped = false;
+    child.stdout.on("data", (c: Buffer) => {
+      if (stopped) return;
+      if (onStdout(c) === false) {
+        stopped = true;
+        child.kill("SIGKILL");
+      }
+    });
+    child.stderr.on("data", (c: Buffer) => err.push(c));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? 1, stderr: Buffer.concat(err) }));
+  });
 }
 
 function runDirect(req: ChildRequest): Promise<ChildResult> {
