@@ -50,6 +50,11 @@ export type RunFlow = {
 
 /** The key under which a step memoizes "the disk was full or read-only" (see runStep). */
 const STORAGE = "__storageFailure";
+/**
+ * ...and when the step that failed so began: a parallel task's failure is covered by a pause for the disk open now or
+ * resumed since then (the failure itself may be seen late, after a person resumed the pause it belongs to).
+ */
+const STORAGE_AT = "__storageFailureAt";
 /** The key under which a step memoizes "the database was away" (see runStep), and the wait before it runs again. */
 const DATABASE = "__databaseAway";
 const DATABASE_RETRY = "5s";
@@ -74,6 +79,7 @@ function stepRunner(step: Step, flow: () => RunFlow | null, race = false): RunFl
       const stepId = n === 0 ? id : `${id}:after-${again}:${n}`;
       const out = (await step.run(race ? { id: stepId, parallelMode: "race" } : stepId, async () => {
         const runId = flow()?.runId;
+        const began = Date.now();
         try {
           if (runId) await recordDatabaseOutage(runId, stepId);
           return await fn();
@@ -85,7 +91,7 @@ function stepRunner(step: Step, flow: () => RunFlow | null, race = false): RunFl
             return { [DATABASE]: true };
           }
           const storage = flow() && !id.includes(":storage:") ? storageFailure(error) : null;
-          if (storage) return { [STORAGE]: storage };
+          if (storage) return { [STORAGE]: storage, [STORAGE_AT]: began };
           throw error;
         }
       })) as unknown;
@@ -99,7 +105,8 @@ function stepRunner(step: Step, flow: () => RunFlow | null, race = false): RunFl
       const storage = (out as Record<string, unknown> | null)?.[STORAGE];
       if (typeof storage === "string") {
         again = "storage";
-        await pauseUntilResumed(flow()!, `${id}:storage:${n}`, "storage", storage, stageOf(id));
+        const at = (out as Record<string, unknown>)[STORAGE_AT];
+        await pauseUntilResumed(flow()!, `${id}:storage:${n}`, "storage", storage, stageOf(id), null, typeof at === "number" ? at : undefined);
         continue;
       }
       return out as T;
