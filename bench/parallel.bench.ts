@@ -11,8 +11,42 @@ import { fmt, printTable, useTempDatabase } from "./lib";
  * on the embedded executor with the demo model and the local sandbox. `npm run bench -- parallel`.
  */
 const TASKS = 6;
-/** `BENCH_LIMITS=1,3 npm run bench -- parallel` measures only those limits (same run, same machine load). */
+/**
+ * `BENCH_LIMITS=1,3 npm run bench -- parallel` measures only those limits (same run, same machine load); `BENCH_TRACE=1`
+ * prints each run's events with their times (where a round's time goes).
+ */
 const LIMITS: number[] = process.env.BENCH_LIMITS ? process.env.BENCH_LIMITS.split(",").map(Number) : [1, 3, 6];
+
+/**
+ * CPU seconds used so far by this process and its descendants (the git helper and what it ran included): user + system,
+ * of the living processes and of the children they waited for. Less sensitive to the machine's load than wall time.
+ */
+function cpuSeconds(): number {
+  const tick = 100; // USER_HZ on Linux
+  const stat = (pid: string) => {
+    try {
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
+      return { ppid: fields[1]!, cpu: [11, 12, 13, 14].reduce((n, i) => n + Number(fields[i]), 0) };
+    } catch {
+      return null;
+    }
+  };
+  const all = new Map<string, { ppid: string; cpu: number }>();
+  for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const s = stat(pid);
+    if (s) all.set(pid, s);
+  }
+  const mine = new Set([String(process.pid)]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, s] of all) {
+      if (mine.has(pid) || !mine.has(s.ppid)) continue;
+      mine.add(pid);
+      grew = true;
+    }
+  }
+  return [...mine].reduce((n, pid) => n + (all.get(pid)?.cpu ?? 0), 0) / tick;
+}
 
 function request(n: number): string {
   const lines = ["# Six independent tasks"];
@@ -47,6 +81,7 @@ export async function run() {
 
   const once = async (n: number, maxConcurrentTasks: number) => {
     const t = performance.now();
+    const cpu0 = cpuSeconds();
     const r = await startRun({ user, projectId: project.id, request: request(n), config: { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks } } });
     await inngest.send(runStarted.create({ runId: r.id }));
     for (;;) {
@@ -56,14 +91,22 @@ export async function run() {
       await new Promise((res) => setTimeout(res, 20));
     }
     const wall = performance.now() - t;
+    const cpu = cpuSeconds() - cpu0;
     const events = await listEvents({ runId: r.id, limit: 10_000 });
     const at = (type: string, stage?: string) =>
       +(events.find((e) => e.type === type && (!stage || (e.payload as { stage?: string }).stage === stage))?.timestamp ?? 0);
-    return { wall, implementation: at("STAGE_STARTED", "validation") - at("STAGE_STARTED", "implementation") };
+    if (process.env.BENCH_TRACE) {
+      const t0 = +events[0]!.timestamp;
+      for (const e of events) {
+        const p = e.payload as Record<string, unknown>;
+        console.log(`${((+e.timestamp - t0) / 1000).toFixed(3).padStart(7)} ${e.type} ${[p.taskId, p.stage, p.stepKey, p.command].filter(Boolean).join(" ")}`);
+      }
+    }
+    return { wall, cpu, implementation: at("STAGE_STARTED", "validation") - at("STAGE_STARTED", "implementation") };
   };
 
   await once(0, 3); // warm-up: compiles, first sandbox
-  const rows: Array<{ limit: number; wall: number; implementation: number }> = [];
+  const rows: Array<{ limit: number; wall: number; cpu: number; implementation: number }> = [];
   for (const [i, limit] of LIMITS.entries()) rows.push({ limit, ...(await once(i + 1, limit)) });
   const base = rows[0]!;
   printTable(
@@ -71,6 +114,7 @@ export async function run() {
       maxConcurrentTasks: r.limit,
       "run wall s": fmt(r.wall / 1000, 1),
       "implementation s": fmt(r.implementation / 1000, 1),
+      "cpu s": fmt(r.cpu, 1),
       "speed-up (run)": fmt(base.wall / r.wall, 2),
       "speed-up (implementation)": fmt(base.implementation / r.implementation, 2),
     })),

@@ -50,6 +50,11 @@ export type RunFlow = {
 
 /** The key under which a step memoizes "the disk was full or read-only" (see runStep). */
 const STORAGE = "__storageFailure";
+/**
+ * ...and when the step that failed so began: a parallel task's failure is covered by a pause for the disk open now or
+ * resumed since then (the failure itself may be seen late, after a person resumed the pause it belongs to).
+ */
+const STORAGE_AT = "__storageFailureAt";
 /** The key under which a step memoizes "the database was away" (see runStep), and the wait before it runs again. */
 const DATABASE = "__databaseAway";
 const DATABASE_RETRY = "5s";
@@ -63,7 +68,7 @@ function stageOf(id: string): Stage | null {
   return null;
 }
 
-function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] {
+function stepRunner(step: Step, flow: () => RunFlow | null, race = false): RunFlow["runStep"] {
   return async function runStep<T>(id: string, fn: () => Promise<T>): Promise<T> {
     // A step that failed on a full or read-only disk pauses the run (reason "storage") rather than failing it; once a
     // person resumes, the same work runs again in a step of its own (its events keep the original step key). A step
@@ -72,8 +77,9 @@ function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] 
     let again: "storage" | "database" = "storage";
     for (let n = 0; ; n++) {
       const stepId = n === 0 ? id : `${id}:after-${again}:${n}`;
-      const out = (await step.run(stepId, async () => {
+      const out = (await step.run(race ? { id: stepId, parallelMode: "race" } : stepId, async () => {
         const runId = flow()?.runId;
+        const began = Date.now();
         try {
           if (runId) await recordDatabaseOutage(runId, stepId);
           return await fn();
@@ -85,7 +91,7 @@ function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] 
             return { [DATABASE]: true };
           }
           const storage = flow() && !id.includes(":storage:") ? storageFailure(error) : null;
-          if (storage) return { [STORAGE]: storage };
+          if (storage) return { [STORAGE]: storage, [STORAGE_AT]: began };
           throw error;
         }
       })) as unknown;
@@ -99,7 +105,8 @@ function stepRunner(step: Step, flow: () => RunFlow | null): RunFlow["runStep"] 
       const storage = (out as Record<string, unknown> | null)?.[STORAGE];
       if (typeof storage === "string") {
         again = "storage";
-        await pauseUntilResumed(flow()!, `${id}:storage:${n}`, "storage", storage, stageOf(id));
+        const at = (out as Record<string, unknown>)[STORAGE_AT];
+        await pauseUntilResumed(flow()!, `${id}:storage:${n}`, "storage", storage, stageOf(id), null, typeof at === "number" ? at : undefined);
         continue;
       }
       return out as T;
@@ -128,10 +135,12 @@ export async function loadFlow({ runId, step }: { runId: string; step: Step }): 
 /**
  * A parallel task's own flow: its waits and counts are its own, and so is its runStep — a step of the task that meets a
  * full disk pauses the run as the task (one wait for a person at a time across the tasks), not as the run's own flow.
+ * `race`: its `step.run`s are race-mode steps (Inngest calls the run again as soon as each one finishes, so the task
+ * moves on while its siblings' steps still run; see ./tasks.ts). Its waits stay ordinary.
  */
-export function taskFlowOf(flow: RunFlow, taskId: string): RunFlow {
+export function taskFlowOf(flow: RunFlow, taskId: string, { race }: { race: boolean }): RunFlow {
   const taskFlow: RunFlow = { ...flow, task: { id: taskId }, budgetRaised: { ...flow.budgetRaised }, debugAttempts: {} };
-  taskFlow.runStep = stepRunner(flow.step, () => taskFlow);
+  taskFlow.runStep = stepRunner(flow.step, () => taskFlow, race);
   return taskFlow;
 }
 

@@ -11,7 +11,11 @@ import * as budgets from "@/lib/runs/budget";
 /*
  * Parallel tasks (limits.maxConcurrentTasks): the approved plan's tasks run in deterministic rounds. A round takes the
  * tasks whose dependencies are all merged, in plan order, at most `limit` of them, and runs their sessions at once
- * (Promise.all over per-task loops: parallel steps, whose ids are prefixed `impl:<attempt>:task:<id>:<run>:`). When
+ * (Promise.all over per-task loops: parallel steps, whose ids are prefixed `impl:<attempt>:task:<id>:<run>:`). Their
+ * `step.run`s are race-mode steps (Inngest's ParallelModeRace: the run is called again as each one finishes), so each
+ * task moves on at its own pace; under the default mode Inngest calls the run again only when every step of the
+ * parallel batch is done, and the tasks would advance in lockstep, turn by turn, at the slowest one's pace. Waits
+ * (questions, gates, sleeps) stay ordinary: a race-mode wait is a contestant in a race, settled once another wins. When
  * every session of the round has ended, the finished tasks' branches are merged into the run branch in plan order —
  * never in the order they happened to finish, so a replay takes the same decisions. A conflicting task runs once more
  * on top of the merged branch; a conflict again opens a `conflict` gate.
@@ -28,10 +32,18 @@ async function runTask(
   flow: RunFlow,
   plans: Plans,
   converse: Converse,
-  { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
+  {
+    attempt,
+    feedback,
+    task,
+    run,
+    round,
+    memory,
+    race,
+  }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null; race: boolean },
 ): Promise<TaskOutcome> {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
-  const taskFlow = taskFlowOf(flow, task.id);
+  const taskFlow = taskFlowOf(flow, task.id, { race });
   const plan = plans.approved;
   const begun = await taskFlow.runStep(`${key}:begin`, () =>
     beginTask({
@@ -96,7 +108,7 @@ export async function implementInParallel(
     const outcomes = await Promise.all(
       batch.map((task) => {
         const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
-        return runTask(flow, plans, converse, { attempt, feedback, task, run, round, memory });
+        return runTask(flow, plans, converse, { attempt, feedback, task, run, round, memory, race: batch.length > 1 });
       }),
     );
     // What the sessions' own waits and budget gates moved, folded back in plan order: the latest working stretch,

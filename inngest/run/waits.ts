@@ -5,7 +5,7 @@ import * as budgets from "@/lib/runs/budget";
 import * as deadlines from "@/lib/runs/deadlines";
 import { ask, openGate, readClarification, readGate } from "@/lib/runs/gates/open";
 import { RunEndedError, workflowClock, type WaitResult } from "@/lib/runs/steps/context";
-import { pause, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
+import { pause, pausedForStorage, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
 import { IllegalTransitionError } from "@/lib/workflow";
 import { requeueIfFull, tryStart } from "@/lib/runs/steps/start";
 import { restore } from "@/lib/runs/steps/workspace";
@@ -140,9 +140,14 @@ export async function pauseUntilResumed(
   message: string,
   stage: Stage | null,
   plan?: PlanDocument | null,
+  /** When the step that met the full or read-only disk began (reason storage). */
+  failedAt?: number,
 ) {
   const { runId, runStep } = flow;
-  const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }));
+  // A parallel task that meets the full or read-only disk while the run is paused for it (or was resumed from such a
+  // pause since) joins that pause.
+  const join = reason === "storage" ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null) : undefined;
+  const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }), join);
   await releaseSlot(flow, `${key}:pause`);
   const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
   flow.stageStart = resumed.now;
@@ -178,11 +183,14 @@ type GateKind = Parameters<typeof openGate>[0]["kind"];
  * longer each time, while the others compute on; the check and the open are one step, and an open that lost a race
  * to another task's (an illegal transition, nothing written) counts as busy too. The run's own flow opens at once.
  */
-async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T>): Promise<T> {
+async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T>, join?: () => Promise<T | null>): Promise<T> {
   if (!flow.task) return flow.runStep(key, open);
   for (let i = 0; ; i++) {
     const k = i ? `${key}:when-free:${i}` : key;
     const out = (await flow.runStep(k, async () => {
+      // `join`: the wait already open is this one's too (a pause for the disk), its value then stands for the open's.
+      const joined = join ? await join() : null;
+      if (joined !== null) return { busy: false as const, value: joined };
       if (!(await waitsForNoOne({ runId: flow.runId }))) return { busy: true as const };
       try {
         return { busy: false as const, value: await open() };

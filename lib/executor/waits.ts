@@ -100,9 +100,13 @@ export async function handleOps(
           expression: string | null = null,
           key: WaitMatchKey | null = null,
         ) => {
+          // Not if it has a result by now: a discovery made while parallel steps ran (race mode, request version 1)
+          // reports a sibling that finished during the call as planned again; Inngest dedupes that step's job.
           const r = await t.execute({
             sql: `INSERT INTO executor_pending (run_id, hashed_id, kind, op, attempt, due_at, event_name, expression, match_path, match_value, race, created_at)
-                  VALUES (?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, hashed_id) DO NOTHING`,
+                  SELECT ?1, ?2, ?3, ?4, 0, ?5, ?6, ?7, ?8, ?9, ?10, ?11
+                   WHERE NOT EXISTS (SELECT 1 FROM executor_steps WHERE run_id = ?1 AND hashed_id = ?2)
+                  ON CONFLICT(run_id, hashed_id) DO NOTHING`,
             args: [ctx.run.id, op.id, kind, JSON.stringify(op), dueAt, eventName, expression, key?.path ?? null, key?.value ?? null, race, now],
           });
           if (r.rowsAffected > 0) changed = true;

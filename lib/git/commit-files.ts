@@ -25,10 +25,27 @@ export function commitMessage({
   return `${subject.replace(/\s+/g, " ").trim().slice(0, 200)}\n\n${body ? `${body.trim()}\n\n` : ""}${trailers.join("\n")}\n`;
 }
 
+/**
+ * Files read at a commit named by its full id: what a commit holds never changes, and every turn of every task reads
+ * the same repository files (instructions, MCP servers) at the run's base commit — one git process each, otherwise.
+ */
+const atCommit = new Map<string, string | null>();
+const AT_COMMIT_ENTRIES = 256;
+const AT_COMMIT_MAX_CHARS = 256 * 1024;
+
 /** Read one file at a ref, or null when it does not exist there. */
 export async function readFileAt({ repoPath, ref, path: file }: { repoPath: string; ref: string; path: string }): Promise<string | null> {
+  const immutable = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(ref);
+  const key = `${repoPath}\0${ref}\0${file}`;
+  if (immutable && atCommit.has(key)) return atCommit.get(key)!;
   const r = await git(repoPath, ["cat-file", "blob", `${ref}:${file}`], { allowFailure: true });
-  return r.code === 0 ? r.stdout : null;
+  const content = r.code === 0 ? r.stdout : null;
+  // A miss is kept only when git says the commit exists without the file (not when the commit or repository is gone).
+  if (immutable && (content === null ? /does not exist in/.test(r.stderr) : content.length <= AT_COMMIT_MAX_CHARS)) {
+    if (atCommit.size >= AT_COMMIT_ENTRIES) atCommit.delete(atCommit.keys().next().value!);
+    atCommit.set(key, content);
+  }
+  return content;
 }
 
 /**

@@ -1,6 +1,7 @@
-import { spawn } from "node:child_process";
+import { StringDecoder } from "node:string_decoder";
 import { AppError } from "@/lib/errors";
 import { DIFF_SAFE, gitEnv, SAFE_CONFIG, type WorktreeLocation } from "./run";
+import { streamChild } from "./spawner";
 
 /**
  * How much of a diff the server reads. A command can write a file of hundreds of megabytes; read whole, its diff held
@@ -174,7 +175,7 @@ export class DiffReader {
  * the file's size on the new side, or null when it is gone); past maxBytes git is stopped and the diff says it was cut.
  * Throws AppError internal:git when git fails, unless it was stopped at the cap.
  */
-export function boundedDiff({
+export async function boundedDiff({
   cwd,
   args,
   worktree,
@@ -194,23 +195,22 @@ export function boundedDiff({
   const location = worktree ? ["--git-dir", worktree.gitDir, "--work-tree", worktree.workTree] : [];
   const argv = [...SAFE_CONFIG, ...bigFileConfig(maxFileBytes), ...location, "diff", "--no-color", ...DIFF_SAFE, ...args];
   const reader = new DiffReader({ cap, maxFileBytes, sizeOf, onLine, onEnd });
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", argv, { cwd, env: gitEnv() as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
-    let stderr = "";
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (chunk: string) => {
-      if (!reader.feed(chunk)) child.kill("SIGKILL");
-    });
-    child.stderr.on("data", (c: Buffer) => {
-      if (stderr.length < 4000) stderr += c.toString("utf8");
-    });
-    child.on("error", (error) => reject(new AppError("internal:git", `git could not be started: ${error.message}`, { cause: error })));
-    child.on("close", (code) => {
-      if (code !== 0 && !reader.truncated) {
-        reject(new AppError("internal:git", `git diff failed (exit ${code}): ${stderr.trim().slice(0, 2000)}`));
-      } else reader.end().then(resolve, reject);
-    });
-  });
+  // Through the git helper process (./spawner.ts), streamed: a spawn from the server blocks its thread far longer.
+  const decoder = new StringDecoder("utf8");
+  let ended: Awaited<ReturnType<typeof streamChild>>;
+  try {
+    ended = await streamChild({ file: "git", args: argv, cwd, env: gitEnv() }, (chunk) => reader.feed(decoder.write(chunk)));
+  } catch (error) {
+    throw new AppError("internal:git", `git could not be started: ${(error as Error).message}`, { cause: error });
+  }
+  if (ended.code !== 0 && !reader.truncated) {
+    throw new AppError("internal:git", `git diff failed (exit ${ended.code}): ${ended.stderr.toString("utf8").trim().slice(0, 2000)}`);
+  }
+  if (!reader.truncated) {
+    const rest = decoder.end();
+    if (rest) reader.feed(rest);
+  }
+  return reader.end();
 }
 
 /** git's own limit for diffing a file: above it the file is treated as binary (not diffed, not even read for it). */

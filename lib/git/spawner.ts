@@ -14,6 +14,8 @@ import { getEnv } from "@/lib/env";
 
 export type ChildRequest = { file: string; args: string[]; cwd: string; env: Record<string, string>; input?: string | Buffer };
 export type ChildResult = { code: number; stdout: Buffer; stderr: Buffer };
+/** A streamed command's end: its exit code (1 when killed) and its stderr (its stdout went to the reader). */
+export type StreamedResult = { code: number; stderr: Buffer };
 
 /**
  * What a command run in a process group of its own (runGroup: the local sandbox's commands) comes back with: its exit
@@ -37,6 +39,8 @@ export type GroupResult = {
  * `group` runs in a process group of its own (a new session) with its timeout and output caps kept here, and the whole
  * group is killed at the timeout, on a `{"kill": id}` request (the caller's cancel) and once its leader exits (what it
  * left running in the background goes with it) — as runProcess (lib/sandbox/process.ts) does when it spawns directly.
+ * A `stream` request's stdout comes back as it is read, in `chunk` lines (the command is paused while the helper's own
+ * output is full, so a reader slower than the command holds it back rather than filling memory); `{kill: id}` stops it.
  */
 const HELPER_SOURCE = `
 const { spawn } = require("node:child_process");
@@ -52,12 +56,15 @@ process.stdin.on("data", (chunk) => {
     buffered = buffered.slice(nl + 1);
     let req;
     try { req = JSON.parse(line); } catch { continue; }
-    if (req.kill !== undefined) killGroup(groups.get(req.kill));
-    else if (req.detach) detach(req);
+    if (req.kill !== undefined) {
+      const c = children.get(req.kill);
+      if (c) { try { c.kill("SIGKILL"); } catch {} } else killGroup(groups.get(req.kill));
+    } else if (req.detach) detach(req);
     else if (req.group) runGroup(req);
     else run(req);
   }
 });
+const children = new Map();
 process.stdin.on("end", () => process.exit(0));
 function run(req) {
   let done = false;
@@ -69,11 +76,19 @@ function run(req) {
     return finish({ id: req.id, error: String((e && e.message) || e) });
   }
   const out = [], err = [];
-  child.stdout.on("data", (c) => out.push(c));
+  if (req.stream) {
+    children.set(req.id, child);
+    child.stdout.on("data", (c) => {
+      if (!process.stdout.write(JSON.stringify({ id: req.id, chunk: c.toString("base64") }) + "\\n")) {
+        child.stdout.pause();
+        process.stdout.once("drain", () => child.stdout.resume());
+      }
+    });
+  } else child.stdout.on("data", (c) => out.push(c));
   child.stderr.on("data", (c) => err.push(c));
   child.stdin.on("error", () => {});
   child.on("error", (e) => { if (child.pid === undefined) finish({ id: req.id, error: String((e && e.message) || e) }); });
-  child.on("close", (code) => finish({ id: req.id, code: code === null ? 1 : code, stdout: Buffer.concat(out).toString("base64"), stderr: Buffer.concat(err).toString("base64") }));
+  child.on("close", (code) => { children.delete(req.id); finish({ id: req.id, code: code === null ? 1 : code, stdout: Buffer.concat(out).toString("base64"), stderr: Buffer.concat(err).toString("base64") }); });
   child.stdin.end(req.input ? Buffer.from(req.input, "base64") : "");
 }
 function detach(req) {
@@ -142,8 +157,9 @@ type Reply = {
   errTotal?: number;
   spawnError?: { code: string | null; message: string };
   pid?: number;
+  chunk?: string;
 };
-type Pending = { settle: (m: Reply) => void; reject: (e: Error) => void };
+type Pending = { settle: (m: Reply) => void; reject: (e: Error) => void; onStdout?: (chunk: Buffer) => void };
 
 class Helper {
   private readonly pending = new Map<number, Pending>();
@@ -179,13 +195,15 @@ class Helper {
 
   private failed = false;
 
-  run(req: ChildRequest): Promise<ChildResult> {
+  /** One command to its end; with `onStdout`, its stdout is handed over as it is read (a `stream` request). */
+  run(req: ChildRequest, onStdout?: (chunk: Buffer, id: number) => void): Promise<ChildResult> {
     return new Promise<ChildResult>((resolve, reject) => {
+      let id = 0;
       const settle = (msg: Reply) => {
         if (msg.error !== undefined) reject(Object.assign(new Error(msg.error), { spawnFailed: true }));
         else resolve({ code: msg.code ?? 1, stdout: Buffer.from(msg.stdout ?? "", "base64"), stderr: Buffer.from(msg.stderr ?? "", "base64") });
       };
-      this.send(req, {}, { settle, reject });
+      id = this.send(req, onStdout ? { stream: true } : {}, { settle, reject, onStdout: onStdout && ((chunk) => onStdout(chunk, id)) });
     });
   }
 
@@ -234,6 +252,10 @@ class Helper {
     this.child.stdin!.write(`${JSON.stringify(message)}\n`);
   }
 
+  kill(id: number) {
+    if (this.pending.has(id)) this.write({ kill: id });
+  }
+
   private read(chunk: string) {
     this.buffered += chunk;
     let nl: number;
@@ -248,6 +270,10 @@ class Helper {
       }
       const waiting = this.pending.get(msg.id);
       if (!waiting) continue;
+      if (msg.chunk !== undefined) {
+        waiting.onStdout?.(Buffer.from(msg.chunk, "base64"));
+        continue;
+      }
       this.pending.delete(msg.id);
       waiting.settle(msg);
     }
@@ -313,6 +339,40 @@ export function runGroup(req: GroupRequest, signal?: AbortSignal): Promise<Group
 export function startDetachedChild(req: ChildRequest): Promise<number> | null {
   const h = currentHelper();
   return h ? h.detach(req) : null;
+}
+
+/**
+ * Run one command, its stdout handed to `onStdout` as it is read (never held whole); `onStdout` returning false stops
+ * the command (SIGKILL). Through the helper, or directly where there is none; rejects when it cannot start.
+ */
+export async function streamChild(req: ChildRequest, onStdout: (chunk: Buffer) => boolean): Promise<StreamedResult> {
+  const h = currentHelper();
+  if (h) {
+    let stopped = false;
+    const { code, stderr } = await h.run(req, (chunk, id) => {
+      if (stopped) return;
+      if (onStdout(chunk) === false) {
+        stopped = true;
+        h.kill(id);
+      }
+    });
+    return { code, stderr };
+  }
+  return new Promise((resolve, reject) => {
+    const child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env as NodeJS.ProcessEnv, stdio: ["ignore", "pipe", "pipe"] });
+    const err: Buffer[] = [];
+    let stopped = false;
+    child.stdout.on("data", (c: Buffer) => {
+      if (stopped) return;
+      if (onStdout(c) === false) {
+        stopped = true;
+        child.kill("SIGKILL");
+      }
+    });
+    child.stderr.on("data", (c: Buffer) => err.push(c));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? 1, stderr: Buffer.concat(err) }));
+  });
 }
 
 function runDirect(req: ChildRequest): Promise<ChildResult> {

@@ -1,5 +1,7 @@
 import { Inngest, group } from "inngest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serve } from "inngest/edge";
+import type { FetchHandler } from "@/lib/executor";
 import { startApp, waitForRuns } from "./harness";
 
 /**
@@ -15,6 +17,11 @@ import { startApp, waitForRuns } from "./harness";
 
 const log: string[] = [];
 const started = new Set<string>();
+/** How many times each step's body ran. */
+const ran: Record<string, number> = {};
+/** Set by the function's own code (outside any step) once it replays past `race-a1`: a discovery is under way. */
+let replayedPastA1 = false;
+let b1Returned = false;
 
 /** The slow sibling: it ends once `next` has started (or after the fallback, so a lockstep run still finishes). */
 async function slowUntil(name: string, next: string): Promise<string> {
@@ -40,7 +47,7 @@ function build(origin: string) {
     const slow = () => step.run(`${prefix}-b1`, () => slowUntil(`${prefix}-b1`, `${prefix}-a2`));
     return Promise.all([fast(), slow()]);
   };
-  const functions = [
+  const functions: ReturnType<typeof inngest.createFunction>[] = [
     // The SDK answers a function with optimizeParallelism: false with x-inngest-req-version: 1.
     inngest.createFunction({ id: "branches-v1", retries: 0, optimizeParallelism: false, triggers: [{ event: "par/v1" }] }, branches("v1")),
     inngest.createFunction({ id: "branches-v2", retries: 0, triggers: [{ event: "par/v2" }] }, branches("v2")),
@@ -52,6 +59,31 @@ function build(origin: string) {
       return winner;
     }),
   ];
+  functions.push(
+    // Race-mode steps in two branches of Promise.all (the step option, as parallel tasks set it): the discovery after
+    // a1 replays the function while b1 still runs, and b1 finishes during that call; the call then reports b1 as
+    // planned, since its state did not hold b1 yet.
+    inngest.createFunction({ id: "race-branches", retries: 0, triggers: [{ event: "par/race-branches" }] }, async ({ step }) => {
+      const once = (id: string, fn: () => Promise<string> | string) =>
+        step.run({ id, parallelMode: "race" }, async () => {
+          ran[id] = (ran[id] ?? 0) + 1;
+          return fn();
+        });
+      const a = async () => {
+        await once("race-a1", () => "a1");
+        replayedPastA1 = true;
+        return once("race-a2", () => "a2");
+      };
+      const b = () =>
+        once("race-b1", async () => {
+          const fallback = Date.now() + 8_000;
+          while (!replayedPastA1 && Date.now() < fallback) await new Promise((r) => setTimeout(r, 5));
+          b1Returned = true;
+          return "b1";
+        });
+      return Promise.all([a(), b()]);
+    }),
+  );
   return { inngest, functions };
 }
 
@@ -59,6 +91,20 @@ let app: Awaited<ReturnType<typeof startApp>>;
 
 beforeAll(async () => {
   app = await startApp(build);
+  // The discovery that replayed past race-a1 answers only once race-b1's result is stored (its call has returned and a
+  // moment passed): the sibling finished while the discovery was under way, deterministically.
+  const inner = serve({ client: app.inngest, functions: app.functions }) as FetchHandler;
+  let held = false;
+  app.server.setHandler(async (request) => {
+    const response = await inner(request);
+    if (!held && replayedPastA1 && new URL(request.url).searchParams.get("stepId") === "step") {
+      held = true;
+      const fallback = Date.now() + 8_000;
+      while (!b1Returned && Date.now() < fallback) await new Promise((r) => setTimeout(r, 5));
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    return response;
+  });
 });
 afterAll(async () => {
   await app?.close();
@@ -81,6 +127,14 @@ describe("parallel steps: when the run is called again", () => {
     expect(run?.output).toBe("r-fast");
     expect(log.indexOf("r-after start")).toBeGreaterThan(-1);
     expect(log.indexOf("r-after start")).toBeLessThan(log.indexOf("r-slow end"));
+  });
+
+  it("race-mode branches: a step that finished while a discovery was under way is not run again", async () => {
+    await app.send({ name: "par/race-branches", data: {} });
+    const [run] = await waitForRuns("race-branches");
+    expect(run?.status).toBe("completed");
+    expect(run?.output).toEqual(["a2", "b1"]);
+    expect(ran).toEqual({ "race-a1": 1, "race-a2": 1, "race-b1": 1 });
   });
 
   it("the SDK's default (request version 2) waits for the whole batch, as Inngest coalesces it", async () => {

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
-import { runChild } from "@/lib/git/spawner";
+import { runChild, streamChild } from "@/lib/git/spawner";
 import { git } from "@/lib/git";
 
 /**
@@ -38,5 +38,23 @@ describe("the git helper process", () => {
     const input = Buffer.from(Array.from({ length: 300_000 }, (_, i) => i % 256));
     const out = await runChild({ file: "/bin/cat", args: [], cwd: os.tmpdir(), env: { PATH: "/usr/bin:/bin" }, input });
     expect(Buffer.compare(out.stdout, input)).toBe(0);
+  });
+
+  it("a streamed command's output is handed over as it is read, from the helper; a reader that stops kills the command", async () => {
+    // An endless command: only a reader that can stop it, chunk by chunk, ever sees an end.
+    const chunks: Buffer[] = [];
+    let read = 0;
+    const script = 'echo "$PPID"; i=0; while true; do echo "line $i"; i=$((i+1)); done';
+    const ended = await streamChild({ file: "/bin/sh", args: ["-c", script], cwd: os.tmpdir(), env: { PATH: "/usr/bin:/bin" } }, (chunk) => {
+      chunks.push(chunk);
+      read += chunk.length;
+      return read < 200_000;
+    });
+    expect(ended.code).not.toBe(0);
+    expect(chunks.length).toBeGreaterThan(1);
+    const lines = Buffer.concat(chunks).toString("utf8").split("\n");
+    expect(Number(lines[0])).not.toBe(process.pid);
+    expect(lines.slice(1, 4)).toEqual(["line 0", "line 1", "line 2"]);
+    await expect(streamChild({ file: "/no/such/program", args: [], cwd: os.tmpdir(), env: {} }, () => true)).rejects.toThrow(/ENOENT/);
   });
 });

@@ -123,6 +123,28 @@ describe("parallel tasks", () => {
     expect((await stageSpend({ runId: run.id, stage: "implementation" })).tokens).toBe(implementation.tokensIn + implementation.tokensOut);
   });
 
+  it("tasks do not advance in lockstep: a task finishes while another task's first command still runs", { timeout: 180_000 }, async () => {
+    // T2's command waits until the test releases it (a ref the test creates in the repository, which the sandbox reads)
+    // and writes whether it was released or gave up waiting. The test releases it only once T1 has completed, which
+    // takes T1 two more turns after its command; in lockstep, T1's next turn would wait for T2's turn (its command).
+    const go = "refs/lockstep-test/go";
+    const wait = `n=0; until git rev-parse -q --verify ${go} >/dev/null || test $n -ge 300; do sleep 0.1; n=$((n+1)); done; if git rev-parse -q --verify ${go} >/dev/null; then echo released; else echo gave-up; fi >> beta.txt`;
+    const tasks = ["# Pace", "- [ ] T1: Write alpha", "  Files: alpha.txt", "  [run: echo T1 ran >> alpha.txt]", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${wait}]`, ""].join("\n");
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Own pace", "", "```tasks.md", tasks, "```"].join("\n"), auto);
+    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to complete", 120_000);
+    git(repo, "update-ref", go, "HEAD");
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+    // T2's command ran on until the release, which came after T1 had completed (its turns after its own command).
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
+    expect(seqOf(events, "TASK_COMPLETED", "T1")).toBeLessThan(seqOf(events, "TASK_COMPLETED", "T2"));
+    const t1Done = events.find((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1")!.payload as { stepKey?: string };
+    expect(t1Done.stepKey).toMatch(/^impl:1:task:T1:1:turn:[2-9]/);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2"]);
+  });
+
   it("maxConcurrentTasks 1 keeps one session doing the tasks in plan order, on the run branch", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 1 } });

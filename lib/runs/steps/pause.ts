@@ -75,6 +75,26 @@ export async function waitsForNoOne({ runId }: { runId: string }): Promise<boole
   return state?.status === "running" && !state.pendingGate && !state.pendingClarification;
 }
 
+/**
+ * Whether a parallel task's step that met a full or read-only disk (the step began at `failedAt`) is covered by a pause
+ * for the disk: the run is paused for it now (the task joins that pause rather than opening one of its own after it),
+ * or a person resumed such a pause since (that resume answers this failure too: the task retries at once, and a disk
+ * still full pauses the run again). The run pauses once for the disk, and when a person resumes it every task retries
+ * its own step.
+ */
+export async function pausedForStorage({ runId, failedAt }: { runId: string; failedAt?: number }): Promise<boolean> {
+  const state = await getRunState({ id: runId });
+  if (!state) return false;
+  if (state.status === "paused") return state.pauseReason?.reason === "storage";
+  if (failedAt === undefined) return false;
+  let storagePause = false;
+  for (const e of await listEvents({ runId, after: Math.max(0, state.lastSequence - 200) })) {
+    if (e.type === "RUN_PAUSED") storagePause = e.payload.reason === "storage";
+    else if (e.type === "RUN_RESUMED" && storagePause && +e.timestamp >= failedAt) return true;
+  }
+  return false;
+}
+
 const STORAGE_ERRORS: Array<[RegExp, string]> = [
   [/ENOSPC|No space left on device/i, "the disk is full"],
   [/EDQUOT|Disk quota exceeded/i, "the disk quota is used up"],
