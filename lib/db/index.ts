@@ -9,6 +9,7 @@ import { backfillRepositoryKeys } from "./repository-key";
 import { log } from "@/lib/log";
 import { Checkpointer, SQLITE_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { openNative, type NativeConnection, type NativeConnections } from "./statements";
+import { databaseAway, noteWriteOutcome } from "./away";
 
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
@@ -214,14 +215,42 @@ export function closeDb(): void {
  */
 export async function write<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
   const db = await getDb();
-  return serialize(() => db.transaction(fn));
+  return serialize(() => transact(db, fn));
+}
+
+/**
+ * A transaction on the client's pooled connections, once the write lock is free: the native writer takes it and gives it
+ * back first. A pooled connection whose BEGIN IMMEDIATE is refused (another process holds the lock past the busy
+ * timeout) keeps that statement active until the garbage collector finalizes it, and every COMMIT on that connection
+ * fails meanwhile ("cannot commit transaction - SQL statements in progress"): the database seems away long after it is
+ * back. The native writer's statements are prepared once and reset on their next run, so a refusal there leaves nothing.
+ */
+async function transact<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  const native = await getNative();
+  if (native) {
+    native.writer.exec("BEGIN IMMEDIATE");
+    native.writer.exec("ROLLBACK");
+  }
+  return db.transaction(fn);
 }
 
 /** Serialise an arbitrary write-side operation with the process's write queue (used by write() and the executor). */
 export function serialize<T>(fn: () => Promise<T>): Promise<T> {
   globalForDb.__gatehouseDb?.checkpointer?.wrote();
   const previous = globalForDb.__gatehouseWriteQueue ?? Promise.resolve();
-  const run = previous.then(fn, fn);
+  // Each write's outcome tells whether the database takes writes, and since when it has not (./away.ts).
+  const tracked = async () => {
+    const startedAt = Date.now();
+    try {
+      const value = await fn();
+      noteWriteOutcome(startedAt);
+      return value;
+    } catch (error) {
+      noteWriteOutcome(startedAt, error);
+      throw error;
+    }
+  };
+  const run = previous.then(tracked, tracked);
   globalForDb.__gatehouseWriteQueue = run.catch(() => undefined);
   return run;
 }
@@ -244,12 +273,12 @@ export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     }
     const group: GroupItem[] = [item];
     globalForDb.__gatehouseGroup = group;
-    void serialize(async () => {
+    serialize(async () => {
       // From here on, new writes form the next group (queued behind this one).
       if (globalForDb.__gatehouseGroup === group) globalForDb.__gatehouseGroup = undefined;
       if (group.length > 1) {
         try {
-          const values = await db.transaction(async (tx) => {
+          const values = await transact(db, async (tx) => {
             const out: unknown[] = [];
             for (const g of group) out.push(await g.fn(tx));
             return out;
@@ -260,14 +289,20 @@ export async function writeGrouped<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
           // Fall through: one at a time.
         }
       }
+      // One at a time: if none went through and the database refused them, the queue hears of it (./away.ts).
+      let refused: unknown;
+      let accepted = false;
       for (const g of group) {
         try {
-          g.resolve(await db.transaction((tx) => g.fn(tx)));
+          g.resolve(await transact(db, (tx) => g.fn(tx)));
+          accepted = true;
         } catch (error) {
+          if (databaseAway(error)) refused ??= error;
           g.reject(error);
         }
       }
-    });
+      if (refused !== undefined && !accepted) throw refused;
+    }).catch(() => undefined);
   });
 }
 
@@ -319,17 +354,18 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
           writer.afterCommit?.();
         } else if (writer.inTransaction) writer.exec("ROLLBACK");
       } catch (error) {
-        // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written.
+        // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written; the queue
+        // hears of it (./away.ts).
         if (writer.inTransaction) writer.exec("ROLLBACK");
         for (const g of group) g.reject(error);
-        return;
+        throw error;
       }
       group.forEach((g, i) => {
         const outcome = outcomes[i]!;
         if (outcome.ok) g.resolve(outcome.value);
         else g.reject(outcome.error);
       });
-    });
+    }).catch(() => undefined);
     // Gathering: in one process the writes of concurrent runs are chained promises, and a transaction of prepared
     // statements finishes before another run gets to ask for one, so groups would stay single. Starting a group one
     // macrotask later lets the other runs' writes join it (one COMMIT for many). That is done while the last gathered

@@ -3,7 +3,8 @@ import os from "node:os";
 import path from "node:path";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
-import { git, gitOut, listWorktrees, resolveCommit, worktreeLocation } from "./run";
+import { git, gitEnv, gitOut, listWorktrees, resolveCommit, SAFE_CONFIG, worktreeLocation } from "./run";
+import { runChild } from "./spawner";
 
 export type CommitResult = { sha: string; tree: string; changed: boolean };
 
@@ -46,6 +47,41 @@ export async function readFileAt({ repoPath, ref, path: file }: { repoPath: stri
     atCommit.set(key, content);
   }
   return content;
+}
+
+/**
+ * Many files at once, each `{ ref, path }`, with one `git cat-file --batch` process (not one per file: a project's
+ * planning reads a file on every run branch): each file's blob id and content, in order, or null where it does not exist.
+ */
+export async function readFilesAt({
+  repoPath,
+  files,
+}: {
+  repoPath: string;
+  files: Array<{ ref: string; path: string }>;
+}): Promise<Array<{ blob: string; content: string } | null>> {
+  if (!files.length) return [];
+  const input = files.map((f) => `${f.ref}:${f.path}`).join("\n") + "\n";
+  const { code, stdout } = await runChild({ file: "git", args: [...SAFE_CONFIG, "cat-file", "--batch"], cwd: repoPath, env: gitEnv(), input });
+  if (code !== 0) throw new AppError("internal:git", `git cat-file --batch failed (exit ${code})`);
+  // One header per request: "<id> <type> <bytes>" and the object's bytes, or "<request> missing|ambiguous".
+  const out: Array<{ blob: string; content: string } | null> = [];
+  let at = 0;
+  for (let i = 0; i < files.length; i++) {
+    const nl = stdout.indexOf(10, at);
+    if (nl < 0) throw new AppError("internal:git", "git cat-file --batch answered fewer objects than asked");
+    const header = stdout.subarray(at, nl).toString("utf8");
+    const m = /^([0-9a-f]{40,64}) (\w+) (\d+)$/.exec(header);
+    if (!m) {
+      out.push(null);
+      at = nl + 1;
+      continue;
+    }
+    const size = Number(m[3]);
+    out.push(m[2] === "blob" ? { blob: m[1]!, content: stdout.subarray(nl + 1, nl + 1 + size).toString("utf8") } : null);
+    at = nl + 1 + size + 1;
+  }
+  return out;
 }
 
 /**

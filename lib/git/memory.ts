@@ -3,7 +3,7 @@ import { z } from "zod";
 import { AppError, describeIssues } from "@/lib/errors";
 import { redact } from "@/lib/redact";
 import { mergeConfig, runConfigSchema } from "@/lib/workflow";
-import { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
+import { commitFiles, commitMessage, readFileAt, readFilesAt, type CommitResult } from "./commit-files";
 import { git } from "./run";
 import { AUTONOMOUS_DIR } from "./records";
 import { learnFromRepository, type Learned } from "./learn";
@@ -189,10 +189,15 @@ export async function readLatestMemory({ repoPath, ref }: { repoPath: string; re
   const own = `refs/heads/${ref}`;
   const known = new Set(base.pastDecisions.map((d) => d.runId ?? d.heading));
   const added: PastDecision[] = [];
-  for (const other of refs.stdout.split("\n").filter((r) => r && r !== own && r !== ref)) {
-    const raw = await readFileAt({ repoPath, ref: other, path: MEMORY_PATH });
-    if (!raw) continue;
-    for (const d of parseMemory(raw, base.project).pastDecisions) {
+  // Every branch's memory.md with one git process, and each distinct file parsed once: a branch whose run has not been
+  // delivered carries its base's memory unchanged.
+  const others = refs.stdout.split("\n").filter((r) => r && r !== own && r !== ref);
+  const files = await readFilesAt({ repoPath, files: others.map((other) => ({ ref: other, path: MEMORY_PATH })) });
+  const seenBlobs = new Set<string>();
+  for (const file of files) {
+    if (!file || seenBlobs.has(file.blob)) continue;
+    seenBlobs.add(file.blob);
+    for (const d of parseMemory(file.content, base.project).pastDecisions) {
       const key = d.runId ?? d.heading;
       if (known.has(key)) continue;
       known.add(key);

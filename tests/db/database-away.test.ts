@@ -1,7 +1,5 @@
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { and, eq } from "drizzle-orm";
-import { getEnv } from "@/lib/env";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
 import { getRunState, listEvents } from "@/lib/db/event-store";
@@ -12,6 +10,7 @@ import type { SessionUser } from "@/lib/auth/guard";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForStatus, waitForWorkflow } from "../workflow/harness";
 import { scriptedImplementer, startModelServer } from "../workflow/model-server";
 import { slugify } from "@/lib/ai/demo/instructions";
+import { lockDatabase } from "./lock";
 
 /*
  * The database goes away in the middle of a run: another process holds SQLite's write lock for longer than the busy
@@ -39,32 +38,10 @@ afterAll(async () => {
   await executor.stop();
 });
 
-/** Another process (the sqlite3 shell) takes the database's write lock and holds it until released. */
-async function lockDatabase(): Promise<{ release: () => Promise<void> }> {
-  const file = getEnv().databaseUrl.replace(/^file:/, "");
-  const shell: ChildProcessWithoutNullStreams = spawn("sqlite3", [file]);
-  let out = "";
-  shell.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  shell.stderr.on("data", (d: Buffer) => (out += d.toString()));
-  // With a busy timeout of its own: a write of the run in progress at this moment delays the lock, not refuses it.
-  shell.stdin.write(".timeout 30000\nBEGIN IMMEDIATE;\nSELECT 'holding';\n");
-  await until(async () => out.includes("holding") || out.includes("Error"), "the lock");
-  expect(out).not.toContain("Error");
-  expect(out).toContain("holding");
-  return {
-    release: async () => {
-      shell.stdin.end("COMMIT;\n.quit\n");
-      await new Promise((r) => shell.once("exit", r));
-    },
-  };
-}
-
 it("locked for 15 s mid-implementation: refused writes are retried, the run resumes and completes; no partial rows, no event lost or doubled", { timeout: 240_000 }, async () => {
   const { project, repo } = await newProject(user);
   const request = ["Database away", "", ...[0, 1, 2].map((i) => fileBlock(`src/f${i}.txt`, `content ${i}`))].join("\n");
-  // One session doing the tasks in order (limits.maxConcurrentTasks 1): the lock lands mid-implementation as this
-  // test times it (parallel tasks under a locked database are not covered here).
-  const run = await launch(user, project.id, request, { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks: 1 } });
+  const run = await launch(user, project.id, request, { trustMode: { planning: "auto" } });
   await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start");
   const lock = await lockDatabase();
   const lockedAt = Date.now();

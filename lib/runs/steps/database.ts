@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { write } from "@/lib/db";
+import { databaseAway, writesRefusedSince } from "@/lib/db/away";
 import { AppError } from "@/lib/errors";
 import { redact } from "@/lib/redact";
 import { append } from "./context";
@@ -22,28 +23,28 @@ import { append } from "./context";
 /** An outage shorter than this is covered by the step's own retries (1 s, 2 s, 4 s … after the 5 s busy timeout). */
 export const DATABASE_PATIENCE_MS = 30_000;
 
-const DATABASE_ERRORS = /SQLITE_BUSY|SQLITE_LOCKED|database is locked|SQLITE_CANTOPEN|unable to open database file|SQLITE_IOERR|disk I\/O error/i;
-
 /** Whether a step failed because the database refused or could not take the work (not because of the work itself). */
-export function databaseAway(error: unknown): boolean {
-  const seen = new Set<unknown>();
-  for (let e: unknown = error; e && !seen.has(e); e = (e as { cause?: unknown }).cause) {
-    seen.add(e);
-    const text = e instanceof Error ? `${(e as NodeJS.ErrnoException).code ?? ""} ${e.message}` : String(e);
-    if (DATABASE_ERRORS.test(text)) return true;
-  }
-  return false;
-}
+export { databaseAway };
 
 type Outage = { since: number; error: string };
 /** Per run: since when its steps have been failing on the database, and how (this process's memory; see above). */
 const outages = new Map<string, Outage>();
 
-/** A step of `runId` failed on the database: remember since when (the first such failure of the outage). */
+/**
+ * A step of `runId` failed on the database: remember since when — since the first of this process's writes that the
+ * database refused began (lib/db/away.ts), not since this step's write failed: writes wait for the lock one after
+ * another, so that failure can come many busy timeouts after the database went away.
+ */
 export function noteDatabaseAway(runId: string, error: unknown, now = Date.now()): void {
   if (outages.has(runId)) return;
   const message = error instanceof Error ? error.message : String(error);
-  outages.set(runId, { since: now, error: redact(message).slice(0, 200) });
+  outages.set(runId, { since: Math.min(now, writesRefusedSince() ?? now), error: redact(message).slice(0, 200) });
+}
+
+/** Since when `runId`'s steps have been failing on the database, as remembered in this process (null: they are not). */
+export function databaseOutageOf(runId: string): { since: number } | null {
+  const outage = outages.get(runId);
+  return outage ? { since: outage.since } : null;
 }
 
 const clock = (ms: number) => new Date(ms).toISOString().slice(11, 19);
