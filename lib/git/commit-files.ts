@@ -53,21 +53,29 @@ export async function readFileAt({ repoPath, ref, path: file }: { repoPath: stri
  * Many files at once, each `{ ref, path }`, with one `git cat-file --batch` process (not one per file: a project's
  * planning reads a file on every run branch): each file's blob id and content, in order, or null where it does not exist.
  */
-export async function readFilesAt({
+export function readFilesAt({
   repoPath,
   files,
 }: {
   repoPath: string;
   files: Array<{ ref: string; path: string }>;
 }): Promise<Array<{ blob: string; content: string } | null>> {
-  if (!files.length) return [];
-  const input = files.map((f) => `${f.ref}:${f.path}`).join("\n") + "\n";
+  return readBlobs(repoPath, files.map((f) => `${f.ref}:${f.path}`));
+}
+
+/**
+ * Many objects, each named as `git cat-file` takes it (a blob id, `<ref>:<path>`), with one `git cat-file --batch`
+ * process through the git helper: each blob's id and content, in order, or null where it is missing or not a blob.
+ */
+export async function readBlobs(repoPath: string, names: string[]): Promise<Array<{ blob: string; content: string } | null>> {
+  if (!names.length) return [];
+  const input = names.join("\n") + "\n";
   const { code, stdout } = await runChild({ file: "git", args: [...SAFE_CONFIG, "cat-file", "--batch"], cwd: repoPath, env: gitEnv(), input });
   if (code !== 0) throw new AppError("internal:git", `git cat-file --batch failed (exit ${code})`);
   // One header per request: "<id> <type> <bytes>" and the object's bytes, or "<request> missing|ambiguous".
   const out: Array<{ blob: string; content: string } | null> = [];
   let at = 0;
-  for (let i = 0; i < files.length; i++) {
+  for (let i = 0; i < names.length; i++) {
     const nl = stdout.indexOf(10, at);
     if (nl < 0) throw new AppError("internal:git", "git cat-file --batch answered fewer objects than asked");
     const header = stdout.subarray(at, nl).toString("utf8");

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
@@ -8,38 +7,10 @@ import { artifacts, clarificationRequests, gates, modelCalls, projectMembers, pr
 import { newId } from "@/lib/ids";
 import type { StoredRunEvent } from "@/lib/workflow";
 import { AUTONOMOUS_DIR, parseEvents, parseRunContext, type RunContext } from "./records";
-import { git, gitEnv, SAFE_CONFIG } from "./run";
+import { readBlobs } from "./commit-files";
+import { git } from "./run";
 
 type Found = { runId: string; ref: string; events?: string; context?: string };
-
-/** Read many blobs with one `git cat-file --batch` process. */
-function readBlobs(repoPath: string, shas: string[]): Promise<Map<string, string>> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("git", [...SAFE_CONFIG, "cat-file", "--batch"], { cwd: repoPath, env: gitEnv() as NodeJS.ProcessEnv });
-    const chunks: Buffer[] = [];
-    child.stdout.on("data", (c: Buffer) => chunks.push(c));
-    child.on("error", reject);
-    child.on("close", () => {
-      const buf = Buffer.concat(chunks);
-      const out = new Map<string, string>();
-      let at = 0;
-      while (at < buf.length) {
-        const nl = buf.indexOf(10, at);
-        if (nl < 0) break;
-        const [sha, , size] = buf.subarray(at, nl).toString("utf8").split(" ");
-        const n = Number(size);
-        if (!Number.isFinite(n)) {
-          at = nl + 1;
-          continue;
-        }
-        out.set(sha!, buf.subarray(nl + 1, nl + 1 + n).toString("utf8"));
-        at = nl + 1 + n + 1;
-      }
-      resolve(out);
-    });
-    child.stdin.end(shas.join("\n") + "\n");
-  });
-}
 
 export type RebuildResult = {
   runs: number;
@@ -75,7 +46,13 @@ export async function rebuildFromGit({ repoPath }: { repoPath: string }): Promis
     for (const [runId, entry] of perRun) found.set(runId, [...(found.get(runId) ?? []), entry]);
   }
   const shas = [...new Set([...found.values()].flat().flatMap((f) => [f.events, f.context]).filter((s): s is string => !!s))];
-  const blobs = shas.length ? await readBlobs(repoPath, shas) : new Map<string, string>();
+  // One git process for every record found (a blob id, read through the git helper).
+  const read = await readBlobs(repoPath, shas);
+  const blobs = new Map<string, string>();
+  shas.forEach((sha, i) => {
+    const blob = read[i];
+    if (blob) blobs.set(sha, blob.content);
+  });
 
   const result: RebuildResult = { runs: 0, events: 0, clarifications: 0, gates: 0, modelCalls: 0, errors: [] };
   const knownUsers = new Set<string>();
