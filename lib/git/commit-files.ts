@@ -3,7 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
-import { git, gitEnv, gitOut, listWorktrees, resolveCommit, SAFE_CONFIG, worktreeLocation } from "./run";
+import { git, gitEnv, gitOut, listWorktrees, SAFE_CONFIG, worktreeLocation } from "./run";
 import { runChild } from "./spawner";
 
 export type CommitResult = { sha: string; tree: string; changed: boolean };
@@ -92,11 +92,88 @@ export async function readBlobs(repoPath: string, names: string[]): Promise<Arra
   return out;
 }
 
+/** A branch's tip commit and its tree (one process), or null when the branch does not exist. */
+export async function branchTip(repoPath: string, branch: string): Promise<{ commit: string; tree: string } | null> {
+  const ref = `refs/heads/${branch}`;
+  // for-each-ref matches a pattern as a prefix too (refs/heads/a matches refs/heads/a/b): only the exact ref counts.
+  const out = await gitOut(repoPath, ["for-each-ref", "--format=%(objectname) %(tree) %(refname)", ref]);
+  for (const line of out.split("\n")) {
+    const [commit, tree, name] = line.split(" ");
+    if (name === ref && commit && tree) return { commit, tree };
+  }
+  return null;
+}
+
 /**
- * Commit files (path → content, or null to delete) onto a branch without touching any working tree: a temporary index is
- * filled from the branch tip, the files are written as blobs, and the branch moves only if nobody moved it meanwhile
- * (compare-and-swap, retried). Committing identical content is a no-op, so a retried durable step never commits twice.
- * A worktree that has the branch checked out (a run's sandbox) gets the same files so it stays in step.
+ * Write contents as blobs (`git hash-object -w`, never through a filter) with one process however many there are:
+ * their ids, in order.
+ */
+async function writeBlobs(repoPath: string, contents: string[]): Promise<string[]> {
+  if (contents.length === 0) return [];
+  if (contents.length === 1) return [await gitOut(repoPath, ["hash-object", "-w", "--stdin"], { input: contents[0] })];
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "gatehouse-blobs-"));
+  try {
+    const files = await Promise.all(contents.map(async (content, i) => {
+      const file = path.join(dir, String(i));
+      await fs.writeFile(file, content, { mode: 0o600 });
+      return file;
+    }));
+    // --no-filters: the files are hashed as they are (no attributes, no clean filter, no end-of-line conversion), as
+    // `--stdin` does.
+    const ids = (await gitOut(repoPath, ["hash-object", "-w", "--no-filters", "--stdin-paths"], { input: `${files.join("\n")}\n` })).split("\n");
+    if (ids.length !== contents.length) throw new AppError("internal:git", "git hash-object answered fewer blobs than asked");
+    return ids;
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A commit of files (path → content, or null to delete) on top of `parent`, made without touching any working tree or
+ * ref: a temporary index is filled from the parent, the files are written as blobs, and the commit is made only if the
+ * tree changes (else `changed: false` and the parent itself). `parentTree`: the parent's tree, when the caller knows it.
+ */
+export async function commitOnto({
+  repoPath,
+  parent,
+  parentTree,
+  files,
+  message,
+}: {
+  repoPath: string;
+  parent: string;
+  parentTree?: string;
+  files: Record<string, string | null>;
+  message: string;
+}): Promise<CommitResult> {
+  const index = path.join(os.tmpdir(), `gatehouse-index-${newId("art")}`);
+  const env = { GIT_INDEX_FILE: index };
+  try {
+    const entries = Object.entries(files);
+    const written = entries.filter(([, content]) => content !== null);
+    // Independent: the index filled from the parent, the new blobs written, the parent's tree read.
+    const [, ids, tipTree] = await Promise.all([
+      git(repoPath, ["read-tree", parent], { env }),
+      writeBlobs(repoPath, written.map(([, content]) => content!)),
+      parentTree ?? gitOut(repoPath, ["rev-parse", `${parent}^{tree}`]),
+    ]);
+    const blobOf = new Map(written.map(([file], i) => [file, ids[i]!]));
+    const lines = entries.map(([file, content]) => (content === null ? `0 ${"0".repeat(40)}\t${file}` : `100644 ${blobOf.get(file)}\t${file}`));
+    await git(repoPath, ["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
+    const tree = await gitOut(repoPath, ["write-tree"], { env });
+    if (tree === tipTree) return { sha: parent, tree, changed: false };
+    const sha = await gitOut(repoPath, ["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+    return { sha, tree, changed: true };
+  } finally {
+    await fs.rm(index, { force: true });
+  }
+}
+
+/**
+ * Commit files (path → content, or null to delete) onto a branch without touching any working tree (commitOnto), the
+ * branch moved only if nobody moved it meanwhile (compare-and-swap, retried). Committing identical content is a no-op,
+ * so a retried durable step never commits twice. A worktree that has the branch checked out (a run's sandbox) gets the
+ * same files so it stays in step.
  */
 export async function commitFiles({
   repoPath,
@@ -110,33 +187,18 @@ export async function commitFiles({
   message: string;
 }): Promise<CommitResult> {
   const ref = `refs/heads/${branch}`;
-  const index = path.join(os.tmpdir(), `gatehouse-index-${newId("art")}`);
-  const env = { GIT_INDEX_FILE: index };
-  try {
-    for (let attempt = 1; ; attempt++) {
-      const tip = await resolveCommit(repoPath, ref);
-      if (!tip) throw new AppError("not_found:git", `Branch ${branch} does not exist.`);
-      await git(repoPath, ["read-tree", tip], { env });
-      const lines: string[] = [];
-      for (const [file, content] of Object.entries(files)) {
-        if (content === null) lines.push(`0 ${"0".repeat(40)}\t${file}`);
-        else lines.push(`100644 ${await gitOut(repoPath, ["hash-object", "-w", "--stdin"], { input: content })}\t${file}`);
-      }
-      await git(repoPath, ["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
-      const tree = await gitOut(repoPath, ["write-tree"], { env });
-      const tipTree = await gitOut(repoPath, ["rev-parse", `${tip}^{tree}`]);
-      if (tree === tipTree) return { sha: tip, tree, changed: false };
-      const sha = await gitOut(repoPath, ["commit-tree", tree, "-p", tip, "-F", "-"], { input: message });
-      const moved = await git(repoPath, ["update-ref", ref, sha, tip], { allowFailure: true });
-      if (moved.code !== 0) {
-        if (attempt < 5) continue;
-        throw new AppError("conflict:git", `Branch ${branch} kept moving while committing.`);
-      }
-      await syncCheckedOut({ repoPath, branch, files });
-      return { sha, tree, changed: true };
+  for (let attempt = 1; ; attempt++) {
+    const tip = await branchTip(repoPath, branch);
+    if (!tip) throw new AppError("not_found:git", `Branch ${branch} does not exist.`);
+    const made = await commitOnto({ repoPath, parent: tip.commit, parentTree: tip.tree, files, message });
+    if (!made.changed) return made;
+    const moved = await git(repoPath, ["update-ref", ref, made.sha, tip.commit], { allowFailure: true });
+    if (moved.code !== 0) {
+      if (attempt < 5) continue;
+      throw new AppError("conflict:git", `Branch ${branch} kept moving while committing.`);
     }
-  } finally {
-    await fs.rm(index, { force: true });
+    await syncCheckedOut({ repoPath, branch, files });
+    return made;
   }
 }
 

@@ -3,7 +3,7 @@ export { commitCheckpoint, commitWorkInProgress, lastCheckpoint, restoreFilesToB
 export { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
 export { CONFIG_PATH, MEMORY_PATH, parseMemory, MEMORY_SNAPSHOT_MAX_CHARS, readLatestMemory, readMemory, readMemorySnapshot, readProjectConfig, renderMemory, updateMemory, type ProjectMemory } from "./memory";
 export { squashMerge, type MergeResult } from "./merge";
-export { cutTaskBranch, deleteTaskBranch, mergeTaskBranch, taskBranchName, type ConflictSide, type TaskMergeResult } from "./task-branch";
+export { cutTaskBranch, deleteTaskBranch, deleteTaskBranches, mergeTaskBranches, taskBranchName, type ConflictSide, type OnTopOfMerges, type TaskMergeResult } from "./task-branch";
 export { rebuildFromGit, type RebuildResult } from "./rebuild";
 export {
   buildRunContext,

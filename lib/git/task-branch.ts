@@ -1,5 +1,5 @@
 import { AppError } from "@/lib/errors";
-import { commitMessage } from "./commit-files";
+import { commitMessage, commitOnto, readBlobs } from "./commit-files";
 import { git, gitOut, resolveCommit } from "./run";
 
 /*
@@ -34,6 +34,14 @@ export async function deleteTaskBranch({ repoPath, branch, expected }: { repoPat
   await git(repoPath, ["update-ref", "-d", `refs/heads/${branch}`, ...(expected ? [expected] : [])], { allowFailure: true });
 }
 
+/** Delete task branches (merged ones) with one git process, quietly for those gone already. */
+export async function deleteTaskBranches({ repoPath, branches }: { repoPath: string; branches: string[] }): Promise<void> {
+  if (!branches.length) return;
+  const deleted = await git(repoPath, ["update-ref", "--stdin"], { input: branches.map((b) => `delete refs/heads/${b}\n`).join(""), allowFailure: true });
+  // One transaction: a branch it could not delete (locked) leaves them all; each is deleted on its own then.
+  if (deleted.code !== 0) for (const branch of branches) await deleteTaskBranch({ repoPath, branch });
+}
+
 /** A conflicting file as a person sees it at the conflict gate: the run branch's side and the task's side. */
 export type ConflictSide = { path: string; runBranch: string | null; task: string | null };
 
@@ -46,65 +54,110 @@ export type TaskMergeResult =
 const SIDE_CHARS = 4_000;
 const SIDE_FILES = 10;
 
-async function sideOf(repoPath: string, commit: string, file: string): Promise<string | null> {
-  const r = await git(repoPath, ["cat-file", "blob", `${commit}:${file}`], { allowFailure: true });
-  if (r.code !== 0) return null;
-  return r.stdout.length > SIDE_CHARS ? `${r.stdout.slice(0, SIDE_CHARS)}\n[… cut at ${SIDE_CHARS} characters]` : r.stdout;
+/** Both sides of each conflicting file (the first SIDE_FILES), read with one process. */
+async function conflictSides(repoPath: string, tip: string, head: string, files: string[]): Promise<ConflictSide[]> {
+  const shown = files.slice(0, SIDE_FILES);
+  const blobs = await readBlobs(repoPath, shown.flatMap((file) => [`${tip}:${file}`, `${head}:${file}`]));
+  const cut = (b: { content: string } | null | undefined) =>
+    !b ? null : b.content.length > SIDE_CHARS ? `${b.content.slice(0, SIDE_CHARS)}\n[… cut at ${SIDE_CHARS} characters]` : b.content;
+  return shown.map((file, i) => ({ path: file, runBranch: cut(blobs[2 * i]), task: cut(blobs[2 * i + 1]) }));
 }
 
-/**
- * Merge the task's branch into the run branch: a merge commit (run branch first parent, task second) whose tree is
- * `git merge-tree`'s, the run branch moved by compare-and-swap. Idempotent: a task branch already contained in the run
- * branch (a re-run step after a crash) is `up_to_date`. A conflict changes nothing and names the files with both sides.
- */
-export async function mergeTaskBranch({
-  repoPath,
-  runBranch,
-  branch,
-  runId,
-  taskId,
-  title,
-}: {
-  repoPath: string;
-  runBranch: string;
-  branch: string;
-  runId: string;
-  taskId: string;
-  title: string;
-}): Promise<TaskMergeResult> {
-  const ref = `refs/heads/${runBranch}`;
-  for (let attempt = 1; ; attempt++) {
-    const tip = await resolveCommit(repoPath, ref);
-    const head = await resolveCommit(repoPath, `refs/heads/${branch}`);
-    if (!tip) throw new AppError("not_found:git", `Branch ${runBranch} does not exist.`);
-    if (!head) throw new AppError("not_found:git", `Branch ${branch} does not exist.`);
-    const contained = await git(repoPath, ["merge-base", "--is-ancestor", head, tip], { allowFailure: true });
-    if (contained.code === 0) return { status: "up_to_date", sha: (await mergeCommitOf(repoPath, tip, head)) ?? tip };
-    const merged = await git(repoPath, ["merge-tree", "--write-tree", "--name-only", "--no-messages", tip, head], { allowFailure: true });
-    const [tree = "", ...rest] = merged.stdout.split("\n");
-    if (merged.code === 1) {
-      const files = [...new Set(rest.map((l) => l.trim()).filter(Boolean))];
-      const sides: ConflictSide[] = [];
-      for (const file of files.slice(0, SIDE_FILES)) {
-        sides.push({ path: file, runBranch: await sideOf(repoPath, tip, file), task: await sideOf(repoPath, head, file) });
-      }
-      return { status: "conflict", files, sides };
-    }
-    if (merged.code !== 0) throw new AppError("internal:git", `git merge-tree failed: ${merged.stderr.trim().slice(0, 500)}`);
-    const message = commitMessage({ subject: `Merge task ${taskId}: ${title}`, runId, kind: "merge", taskId });
-    const sha = await gitOut(repoPath, ["commit-tree", tree.trim(), "-p", tip, "-p", head, "-F", "-"], { input: message });
-    const moved = await git(repoPath, ["update-ref", ref, sha, tip], { allowFailure: true });
-    if (moved.code === 0) return { status: "merged", sha };
-    if (attempt >= 5) throw new AppError("conflict:git", `Branch ${runBranch} kept moving while merging task ${taskId}.`);
+/** The tips (commit and tree) of refs, with one process; a ref that does not exist is missing from the map. */
+async function refTips(repoPath: string, refs: string[]): Promise<Map<string, { commit: string; tree: string }>> {
+  const out = await gitOut(repoPath, ["for-each-ref", "--format=%(objectname) %(tree) %(refname)", ...refs]);
+  const wanted = new Set(refs);
+  const tips = new Map<string, { commit: string; tree: string }>();
+  // A pattern matches a prefix too (refs/heads/a matches refs/heads/a/b): only the exact refs count.
+  for (const line of out.split("\n")) {
+    const [commit, tree, name] = line.split(" ");
+    if (name && wanted.has(name) && commit && tree) tips.set(name, { commit, tree });
   }
+  return tips;
 }
 
-/** The merge commit on the run branch that brought `head` in (its second parent), looked for among the newest merges. */
-async function mergeCommitOf(repoPath: string, tip: string, head: string): Promise<string | null> {
+/** Which of `refs` are contained in `commit` (reachable from it), with one process. */
+async function containedIn(repoPath: string, commit: string, refs: string[]): Promise<Set<string>> {
+  const out = await gitOut(repoPath, ["for-each-ref", "--format=%(refname)", `--merged=${commit}`, ...refs]);
+  const wanted = new Set(refs);
+  return new Set(out.split("\n").filter((name) => wanted.has(name)));
+}
+
+/** The merge commits among the newest on `tip` that brought each of `heads` in (as their second parent). */
+async function mergeCommitsOf(repoPath: string, tip: string, heads: string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (!heads.length) return found;
+  const wanted = new Set(heads);
   const out = await git(repoPath, ["rev-list", "--merges", "--parents", "--max-count=200", tip], { allowFailure: true });
   for (const line of out.stdout.split("\n")) {
     const [sha, , second] = line.trim().split(" ");
-    if (sha && second === head) return sha;
+    if (sha && second && wanted.has(second) && !found.has(second)) found.set(second, sha);
   }
-  return null;
+  return found;
+}
+
+/** What is committed on top of a step's merges, moved with them (see mergeTaskBranches' `onTop`). */
+export type OnTopOfMerges = (merged: { commit: string; results: TaskMergeResult[] }) => Promise<{ files: Record<string, string | null>; message: string } | null>;
+
+/**
+ * Merge task branches into the run branch, one after another in the order given (plan order): for each, a merge
+ * commit (the run branch so far first parent, the task second) whose tree is `git merge-tree`'s — computed without any
+ * working tree — then, with `onTop`, a commit of files on top of the merges (the tasks' checked boxes), and the run
+ * branch moved once to the last of them by compare-and-swap (all again when it moved meanwhile). Two git processes
+ * per task, and a few per call: no task's merge waits for a ref to move. Idempotent: a task branch already contained in
+ * the run branch (a re-run step after a crash) is `up_to_date` with the merge commit that brought it in. A conflict
+ * leaves that task out (the later tasks merge without it) and names the files with both sides.
+ */
+export async function mergeTaskBranches({
+  repoPath,
+  runBranch,
+  runId,
+  tasks,
+  onTop,
+}: {
+  repoPath: string;
+  runBranch: string;
+  runId: string;
+  tasks: Array<{ taskId: string; branch: string; title: string }>;
+  onTop?: OnTopOfMerges;
+}): Promise<TaskMergeResult[]> {
+  const ref = `refs/heads/${runBranch}`;
+  const refOf = (branch: string) => `refs/heads/${branch}`;
+  for (let attempt = 1; ; attempt++) {
+    const tips = await refTips(repoPath, [ref, ...tasks.map((t) => refOf(t.branch))]);
+    const start = tips.get(ref);
+    if (!start) throw new AppError("not_found:git", `Branch ${runBranch} does not exist.`);
+    for (const t of tasks) if (!tips.has(refOf(t.branch))) throw new AppError("not_found:git", `Branch ${t.branch} does not exist.`);
+    const contained = tasks.length ? await containedIn(repoPath, start.commit, tasks.map((t) => refOf(t.branch))) : new Set<string>();
+    const headOf = (t: { branch: string }) => tips.get(refOf(t.branch))!.commit;
+    const bringers = await mergeCommitsOf(repoPath, start.commit, tasks.filter((t) => contained.has(refOf(t.branch))).map(headOf));
+    let commit = start.commit;
+    let tree = start.tree;
+    const results: TaskMergeResult[] = [];
+    for (const task of tasks) {
+      const head = headOf(task);
+      if (contained.has(refOf(task.branch))) {
+        results.push({ status: "up_to_date", sha: bringers.get(head) ?? start.commit });
+        continue;
+      }
+      const merged = await git(repoPath, ["merge-tree", "--write-tree", "--name-only", "--no-messages", commit, head], { allowFailure: true });
+      const [written = "", ...rest] = merged.stdout.split("\n");
+      if (merged.code === 1) {
+        const files = [...new Set(rest.map((l) => l.trim()).filter(Boolean))];
+        results.push({ status: "conflict", files, sides: await conflictSides(repoPath, commit, head, files) });
+        continue;
+      }
+      if (merged.code !== 0) throw new AppError("internal:git", `git merge-tree failed: ${merged.stderr.trim().slice(0, 500)}`);
+      const message = commitMessage({ subject: `Merge task ${task.taskId}: ${task.title}`, runId, kind: "merge", taskId: task.taskId });
+      commit = await gitOut(repoPath, ["commit-tree", written.trim(), "-p", commit, "-p", head, "-F", "-"], { input: message });
+      tree = written.trim();
+      results.push({ status: "merged", sha: commit });
+    }
+    const extra = onTop ? await onTop({ commit, results }) : null;
+    if (extra) commit = (await commitOnto({ repoPath, parent: commit, parentTree: tree, files: extra.files, message: extra.message })).sha;
+    if (commit === start.commit) return results;
+    const moved = await git(repoPath, ["update-ref", ref, commit, start.commit], { allowFailure: true });
+    if (moved.code === 0) return results;
+    if (attempt >= 5) throw new AppError("conflict:git", `Branch ${runBranch} kept moving while merging tasks ${tasks.map((t) => t.taskId).join(", ")}.`);
+  }
 }

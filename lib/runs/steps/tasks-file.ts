@@ -49,27 +49,33 @@ export async function planFromTasksFile(run: RunContext): Promise<{ kind: "plan"
 }
 
 /**
- * Check tasks in the run's tasks.md and commit it on the branch (a no-op when they already are). The sandbox gets the
- * new file too (an E2B sandbox is not the worktree), so the next checkpoint keeps the boxes.
+ * The run's tasks.md with tasks checked, as it would be committed on top of `at` (a commit id: default the run branch),
+ * or null when there is nothing to change (no tasks.md, already checked, or made unparseable by the implementer).
  */
-export async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[], sandbox?: { writeFile(path: string, content: string): Promise<void> }) {
+export async function checkedTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[], at?: string): Promise<{ files: Record<string, string>; message: string } | null> {
   const path = doc.tasksFile?.path;
-  if (!path || !taskIds.length) return;
-  const text = await readFileAt({ repoPath: run.repoPath, ref: run.branch, path });
-  if (text === null) return;
+  if (!path || !taskIds.length) return null;
+  const text = await readFileAt({ repoPath: run.repoPath, ref: at ?? run.branch, path });
+  if (text === null) return null;
   let next = text;
   try {
     for (const id of taskIds) next = checkTask(next, id);
   } catch {
     // The implementer made the file unparseable: its checkboxes are left as they are.
-    return;
+    return null;
   }
-  if (next === text) return;
-  await commitFiles({
-    repoPath: run.repoPath,
-    branch: run.branch,
-    files: { [path]: next },
-    message: commitMessage({ subject: `${path}: ${taskIds.join(", ")} done (run ${run.runId})`, runId: run.runId, kind: "records" }),
-  });
+  if (next === text) return null;
+  return { files: { [path]: next }, message: commitMessage({ subject: `${path}: ${taskIds.join(", ")} done (run ${run.runId})`, runId: run.runId, kind: "records" }) };
+}
+
+/**
+ * Check tasks in the run's tasks.md and commit it on the branch (a no-op when they already are). The sandbox gets the
+ * new file too (an E2B sandbox is not the worktree), so the next checkpoint keeps the boxes.
+ */
+export async function checkTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[], sandbox?: { writeFile(path: string, content: string): Promise<void> }) {
+  const checked = await checkedTasksFile(run, doc, taskIds);
+  if (!checked) return;
+  await commitFiles({ repoPath: run.repoPath, branch: run.branch, files: checked.files, message: checked.message });
+  const [path, next] = Object.entries(checked.files)[0]!;
   if (sandbox && !path.startsWith(".autonomous/")) await sandbox.writeFile(path, next);
 }

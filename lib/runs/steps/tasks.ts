@@ -1,13 +1,13 @@
 import { listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
-import { cutTaskBranch, deleteTaskBranch, DIFF_SAFE, git, mergeTaskBranch, readLatestMemory, resolveCommit, taskBranchName, type ConflictSide } from "@/lib/git";
+import { cutTaskBranch, deleteTaskBranch, deleteTaskBranches, DIFF_SAFE, git, mergeTaskBranches, readLatestMemory, resolveCommit, taskBranchName, type ConflictSide, type TaskMergeResult } from "@/lib/git";
 import type { ImplementerState } from "@/lib/agents";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, workflowClock, type WithNow } from "./context";
 import { beginImplementation } from "./implement";
-import { checkTasksFile } from "./tasks-file";
-import { sandboxOptions } from "./workspace";
+import { checkedTasksFile } from "./tasks-file";
+import { sandboxOptions, taskSandboxOptions } from "./workspace";
 
 /*
  * Parallel tasks (limits.maxConcurrentTasks): the steps around one task's own session — its branch cut from the run
@@ -88,11 +88,11 @@ export type TaskMerge = { taskId: string; branch: string } & (
 
 /**
  * The round's finished tasks merged into the run branch, one after another in the order given (plan order) — in one
- * step, so a round costs one step of merging however many tasks it ran. Each task's sandbox is released first (its
- * work is committed). A conflict changes
+ * step, so a round costs one step of merging however many tasks it ran. The tasks' sandboxes are released meanwhile,
+ * side by side (their work is committed; a merge reads only refs). The merged tasks' tasks.md boxes are checked in one
+ * commit on top of the merges, and the run branch moves once, to that commit (mergeTaskBranches). A conflict changes
  * nothing; `next` is what the run does about it (recorded with the conflict). Safe to run again: a task already merged
- * reads as merged (its merge commit), and the events are written once. The merged tasks' tasks.md boxes are checked in
- * one commit after the merges.
+ * reads as merged (its merge commit), and the events are written once.
  */
 export async function mergeTasks({
   runId,
@@ -106,21 +106,41 @@ export async function mergeTasks({
   tasks: Array<{ taskId: string; next: "rerun" | "gate" }>;
 }): Promise<WithNow<{ merges: TaskMerge[] }>> {
   const run = await loadRun({ runId });
-  const events: NewRunEvent[] = [];
-  const merges: TaskMerge[] = [];
+  const released = taskSandboxOptions(
+    run,
+    tasks.map((t) => t.taskId),
+  ).then((all) => Promise.all(all.map((options) => releaseSandbox(options).catch(() => null))));
   // A re-run of this step after a crash: a task merged (and its branch deleted) by the first run reads as merged.
   const recorded = new Map<string, string>();
-  for (const e of await listEvents({ runId, limit: 100_000 })) if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
-  for (const { taskId, next } of tasks) {
-    const branch = taskBranchName(run.branch, taskId);
-    await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
-    const already = recorded.get(taskId);
-    if (already && !(await resolveCommit(run.repoPath, `refs/heads/${branch}`))) {
-      merges.push({ taskId, branch, status: "merged", sha: already });
-      continue;
-    }
-    const title = doc.tasks.find((t) => t.id === taskId)?.title ?? taskId;
-    const merged = await mergeTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch, runId, taskId, title });
+  const gone = new Set<string>();
+  let outcomes: Array<{ taskId: string; branch: string; next: "rerun" | "gate"; merged: TaskMergeResult }>;
+  try {
+    for (const e of await listEvents({ runId, limit: 100_000 })) if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
+    const withBranch = tasks.map((t) => ({ ...t, branch: taskBranchName(run.branch, t.taskId) }));
+    const tips = await Promise.all(withBranch.map((t) => (recorded.has(t.taskId) ? resolveCommit(run.repoPath, `refs/heads/${t.branch}`) : "")));
+    withBranch.forEach((t, i) => tips[i] === null && gone.add(t.taskId));
+    const toMerge = withBranch.filter((t) => !gone.has(t.taskId)).map((t) => ({ ...t, title: doc.tasks.find((d) => d.id === t.taskId)?.title ?? t.taskId }));
+    const resultOf = (results: TaskMergeResult[], taskId: string): TaskMergeResult =>
+      gone.has(taskId) ? { status: "merged", sha: recorded.get(taskId)! } : results[toMerge.findIndex((m) => m.taskId === taskId)]!;
+    const results = await mergeTaskBranches({
+      repoPath: run.repoPath,
+      runBranch: run.branch,
+      runId,
+      tasks: toMerge,
+      // The merged tasks' tasks.md boxes, checked in one commit on top of the merges.
+      onTop: async ({ commit, results }) => {
+        const merged = withBranch.filter((t) => resultOf(results, t.taskId).status !== "conflict").map((t) => t.taskId);
+        return checkedTasksFile(run, doc, merged, commit);
+      },
+    });
+    outcomes = withBranch.map((t) => ({ ...t, merged: resultOf(results, t.taskId) }));
+  } finally {
+    // No branch goes (below) while its worktree may still be there.
+    await released;
+  }
+  const events: NewRunEvent[] = [];
+  const merges: TaskMerge[] = [];
+  for (const { taskId, branch, next, merged } of outcomes) {
     if (merged.status === "conflict") {
       const files = merged.files.map((f) => redact(f));
       const sides = merged.sides.map((s) => ({ path: redact(s.path), runBranch: s.runBranch === null ? null : redact(s.runBranch), task: s.task === null ? null : redact(s.task) }));
@@ -128,14 +148,12 @@ export async function mergeTasks({
       merges.push({ taskId, branch, status: "conflict", files, sides });
       continue;
     }
-    events.push({ type: "TASK_MERGED", payload: { taskId, branch, commitSha: merged.sha } });
+    if (!gone.has(taskId)) events.push({ type: "TASK_MERGED", payload: { taskId, branch, commitSha: merged.sha } });
     merges.push({ taskId, branch, status: "merged", sha: merged.sha });
   }
-  // The merged tasks' tasks.md boxes, checked on the run branch in one commit.
-  await checkTasksFile(run, doc, merges.filter((m) => m.status === "merged").map((m) => m.taskId));
   if (events.length) await append(runId, stepKey, events);
   // A merged task's branch goes (its commits are on the run branch), once its merge is on record.
-  for (const m of merges) if (m.status === "merged") await deleteTaskBranch({ repoPath: run.repoPath, branch: m.branch });
+  await deleteTaskBranches({ repoPath: run.repoPath, branches: merges.filter((m) => m.status === "merged").map((m) => m.branch) });
   return { merges, now: workflowClock.now() };
 }
 

@@ -3,7 +3,7 @@ import { redact } from "@/lib/redact";
 import { scanChangesForSecrets, withheldPaths } from "../secret-scan";
 import { log } from "@/lib/log";
 import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
-import { commitWorkInProgress, deleteTaskBranch, git, lastCheckpoint, readProjectConfig, taskBranchName } from "@/lib/git";
+import { commitWorkInProgress, deleteTaskBranches, git, lastCheckpoint, readProjectConfig, taskBranchName } from "@/lib/git";
 import { listEvents } from "@/lib/db/event-store";
 import { append, loadRun, type RunContext } from "./context";
 
@@ -19,7 +19,21 @@ import { append, loadRun, type RunContext } from "./context";
  * and compares exactly what the first one did.
  */
 export async function sandboxOptions(run: RunContext, taskId?: string | null): Promise<CreateSandboxOptions & { branch: string }> {
-  const file = await readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
+  return optionsWith(run, await projectSandboxConfig(run), taskId);
+}
+
+/** sandboxOptions() of several parallel tasks of the run, with the project's config read once. */
+export async function taskSandboxOptions(run: RunContext, taskIds: string[]): Promise<Array<CreateSandboxOptions & { branch: string }>> {
+  if (!taskIds.length) return [];
+  const file = await projectSandboxConfig(run);
+  return taskIds.map((id) => optionsWith(run, file, id));
+}
+
+function projectSandboxConfig(run: RunContext): Promise<{ excludePaths: string[]; allowInternet: boolean }> {
+  return readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
+}
+
+function optionsWith(run: RunContext, file: { excludePaths: string[]; allowInternet: boolean }, taskId?: string | null): CreateSandboxOptions & { branch: string } {
   return {
     // A parallel task's sandbox is its own: its own worktree on its own branch (cut from the run branch).
     runId: taskId ? taskSandboxId(run.runId, taskId) : run.runId,
@@ -42,11 +56,10 @@ export function taskSandboxId(runId: string, taskId: string): string {
  */
 export async function releaseTaskSandboxes(run: RunContext, { deleteBranches = false }: { deleteBranches?: boolean } = {}): Promise<void> {
   const events = await listEvents({ runId: run.runId, limit: 100_000 });
-  const ids = new Set(events.flatMap((e) => (e.type === "TASK_BRANCH_CREATED" ? [e.payload.taskId] : [])));
-  for (const id of ids) {
-    await releaseSandbox(await sandboxOptions(run, id)).catch(() => null);
-    if (deleteBranches) await deleteTaskBranch({ repoPath: run.repoPath, branch: taskBranchName(run.branch, id) });
-  }
+  const ids = [...new Set(events.flatMap((e) => (e.type === "TASK_BRANCH_CREATED" ? [e.payload.taskId] : [])))];
+  // Side by side: each release is its own worktree (git's worktree commands queue per repository themselves).
+  await Promise.all((await taskSandboxOptions(run, ids)).map((options) => releaseSandbox(options).catch(() => null)));
+  if (deleteBranches) await deleteTaskBranches({ repoPath: run.repoPath, branches: ids.map((id) => taskBranchName(run.branch, id)) });
 }
 
 /** Before a wait: commit the work in progress and drop the sandbox; returns the tree to check on resume. */

@@ -1,0 +1,70 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { listEvents } from "@/lib/db/event-store";
+import { git, launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+
+/**
+ * The merge step of parallel tasks (lib/runs/steps/tasks.ts mergeTasks) sits on the run's critical path: every task of
+ * the round waits for it. It used to run about seven git processes per task one after another (resolve both tips, an
+ * ancestry check, merge-tree, commit-tree, a ref move, then the tasks.md commit with its own ten): now two per task
+ * (merge-tree, commit-tree) and the run branch moved once for the whole step, tasks.md commit included.
+ */
+
+const inMerge = vi.hoisted(() => ({ storage: null as null | import("node:async_hooks").AsyncLocalStorage<boolean>, commands: [] as string[][] }));
+vi.mock("@/lib/git/spawner", async (importOriginal) => {
+  const original = await importOriginal<typeof import("@/lib/git/spawner")>();
+  return {
+    ...original,
+    runChild: (request: Parameters<typeof original.runChild>[0]) => {
+      // Only what the merge step itself spawns (its async context), not the other runs' or steps' work.
+      if (inMerge.storage?.getStore()) inMerge.commands.push([request.file, ...request.args.filter((a, i, all) => a !== "-c" && all[i - 1] !== "-c")]);
+      return original.runChild(request);
+    },
+  };
+});
+vi.mock("@/lib/runs/steps/tasks", async (importOriginal) => {
+  const original = await importOriginal<typeof import("@/lib/runs/steps/tasks")>();
+  return { ...original, mergeTasks: (input: Parameters<typeof original.mergeTasks>[0]) => inMerge.storage!.run(true, () => original.mergeTasks(input)) };
+});
+inMerge.storage = new AsyncLocalStorage<boolean>();
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
+
+describe("merging a round of parallel tasks", () => {
+  it("runs two git processes per task and moves the run branch once, its tasks.md commit included", { timeout: 180_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Three at once", "", "```tasks.md", TASKS, "```"].join("\n"), { trustMode: { planning: "auto" } });
+    expect((await waitForStatus(run.id, ["completed", "failed"], 120_000)).status).toBe("completed");
+    const events = await listEvents({ runId: run.id, limit: 1000 });
+    expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1", "T2", "T3"]);
+    // Merged in plan order, then the boxes checked in one commit on top.
+    const subjects = git(repo, "log", "--first-parent", "--format=%s", `main..${run.branch}`).split("\n");
+    const merges = subjects.filter((s) => s.startsWith("Merge task ")).reverse();
+    expect(merges).toEqual(["Merge task T1: Write one", "Merge task T2: Write two", "Merge task T3: Write three"]);
+    expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(TASKS.replace(/- \[ \]/g, "- [x]").trimEnd());
+
+    const gits = inMerge.commands.filter((c) => c[0] === "git").map((c) => c.slice(1));
+    const named = (name: string) => gits.filter((c) => c.includes(name));
+    expect(named("merge-tree")).toHaveLength(3);
+    // Three merge commits and the tasks.md commit.
+    expect(named("commit-tree")).toHaveLength(4);
+    // The run branch moved once, by compare-and-swap (the task branches' deletion is one more, separate process).
+    const moves = named("update-ref").filter((c) => c.includes(`refs/heads/${run.branch}`));
+    expect(moves).toHaveLength(1);
+    expect(moves[0]).toHaveLength(4);
+    expect(named("update-ref")).toHaveLength(2);
+    // No tip resolved one ref at a time, no ancestry check per task.
+    expect(named("rev-parse")).toHaveLength(0);
+    expect(named("merge-base")).toHaveLength(0);
+    // Was 37 for three tasks: seven per task, ten for tasks.md, a config read, a prune and a deletion per task.
+    expect(gits.length).toBeLessThanOrEqual(20);
+  });
+});
