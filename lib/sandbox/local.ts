@@ -115,7 +115,7 @@ export class LocalSandbox implements Sandbox {
     await oneWorktreeCommandAtATime(commonDir, () =>
       retryOnWorktreeRace(async () => {
         // Asked again on a retry: an add that failed late may have made the branch.
-        const [, exists] = await Promise.all([removeWorktreeNow(repoPath, dir), branch ? resolveCommit(repoPath, `refs/heads/${branch}`) : null]);
+        const [, exists] = await Promise.all([removeWorktreeNow(repoPath, dir, commonDir), branch ? resolveCommit(repoPath, `refs/heads/${branch}`) : null]);
         if (branch) {
           await git(repoPath, exists ? ["worktree", "add", "--force", dir, branch] : ["worktree", "add", "-b", branch, dir, startSha]);
         } else {
@@ -484,16 +484,42 @@ export async function removeRunWorktree({ runId, repoPath }: { runId: string; re
 async function removeWorktree(repoPath: string, dir: string, commonDir?: string) {
   await deleteWorktreeFiles(dir);
   const key = commonDir ?? (await commonGitDir(repoPath).catch(() => path.resolve(repoPath)));
-  await oneWorktreeCommandAtATime(key, () => git(repoPath, ["worktree", "prune"], { allowFailure: true }));
+  await pruneWorktrees(repoPath, key);
 }
 
-/** removeWorktree for a caller already in the repository's turn (oneWorktreeCommandAtATime). */
-async function removeWorktreeNow(repoPath: string, dir: string) {
-  await deleteWorktreeFiles(dir);
-  await git(repoPath, ["worktree", "prune"], { allowFailure: true });
+/**
+ * A prune that has not started yet, per repository: a removal that asks for one while another waits its turn joins it
+ * (its files are gone already, and that prune starts later), so sandboxes released side by side (a round of parallel
+ * tasks) prune once or twice rather than once each, one after another.
+ */
+const waitingPrunes = new Map<string, Promise<unknown>>();
+
+function pruneWorktrees(repoPath: string, key: string): Promise<unknown> {
+  const waiting = waitingPrunes.get(key);
+  if (waiting) return waiting;
+  const prune = oneWorktreeCommandAtATime(key, () => {
+    // Started: a removal from now on needs a prune of its own.
+    waitingPrunes.delete(key);
+    return git(repoPath, ["worktree", "prune"], { allowFailure: true });
+  });
+  waitingPrunes.set(key, prune);
+  return prune;
 }
 
-async function deleteWorktreeFiles(dir: string) {
+/**
+ * removeWorktree for a caller already in the repository's turn (oneWorktreeCommandAtATime), before `git worktree add`
+ * makes the worktree at `dir` again: git is asked to prune only when something of an earlier one is left (its files, or
+ * an entry under `<common dir>/worktrees/` named after it), not for every new worktree.
+ */
+async function removeWorktreeNow(repoPath: string, dir: string, commonDir: string) {
+  const existed = await deleteWorktreeFiles(dir);
+  const name = path.basename(dir);
+  const entries = await fs.readdir(path.join(commonDir, "worktrees")).catch(() => [] as string[]);
+  if (existed || entries.some((entry) => entry.startsWith(name))) await git(repoPath, ["worktree", "prune"], { allowFailure: true });
+}
+
+/** Delete a worktree's files; true when there were any. */
+async function deleteWorktreeFiles(dir: string): Promise<boolean> {
   // Renamed away first (atomically, out of workspaces/), so nothing racing with the removal sees a half-deleted worktree.
   const trash = path.join(getEnv().dataDir, "trash");
   await fs.mkdir(trash, { recursive: true });
@@ -502,7 +528,9 @@ async function deleteWorktreeFiles(dir: string) {
     () => true,
     () => false,
   );
+  const existed = moved || !!(await fs.lstat(dir).catch(() => null));
   await fs.rm(moved ? doomed : dir, { recursive: true, force: true });
+  return existed;
 }
 
 function fileError(requested: string, error: unknown): AppError {
