@@ -1,6 +1,6 @@
 import { AppError } from "@/lib/errors";
 import { branchNameFor } from "@/lib/db/queries/runs";
-import { git, resolveCommit } from "./run";
+import { git, resolveCommit, resolveRefs } from "./run";
 
 /**
  * Create the run's branch `autonomous/<run-id>-<slug>` from the latest base branch (the remote-tracking copy when it is
@@ -34,17 +34,21 @@ export async function createRunBranch({
     return { branch: existingBranch, baseSha: tip, created: false };
   }
   const branch = storedBranch || branchNameFor({ runId, request });
-  const existing = await resolveCommit(repoPath, `refs/heads/${branch}`);
-  const baseSha = await latestBase({ repoPath, baseBranch });
-  if (existing) return { branch, baseSha, created: false };
+  // The run branch and both bases, read with one process.
+  const refs = await resolveRefs(repoPath, [`refs/heads/${branch}`, `refs/heads/${baseBranch}`, `refs/remotes/origin/${baseBranch}`]);
+  const baseSha = await newestOf({ repoPath, baseBranch, local: refs.get(`refs/heads/${baseBranch}`), remote: refs.get(`refs/remotes/origin/${baseBranch}`) });
+  if (refs.has(`refs/heads/${branch}`)) return { branch, baseSha, created: false };
   await git(repoPath, ["branch", "--no-track", branch, baseSha]);
   return { branch, baseSha, created: true };
 }
 
 /** The newest commit of the base branch: local, or origin's when origin's contains the local one. */
 export async function latestBase({ repoPath, baseBranch }: { repoPath: string; baseBranch: string }): Promise<string> {
-  const local = await resolveCommit(repoPath, `refs/heads/${baseBranch}`);
-  const remote = await resolveCommit(repoPath, `refs/remotes/origin/${baseBranch}`);
+  const refs = await resolveRefs(repoPath, [`refs/heads/${baseBranch}`, `refs/remotes/origin/${baseBranch}`]);
+  return newestOf({ repoPath, baseBranch, local: refs.get(`refs/heads/${baseBranch}`), remote: refs.get(`refs/remotes/origin/${baseBranch}`) });
+}
+
+async function newestOf({ repoPath, baseBranch, local, remote }: { repoPath: string; baseBranch: string; local?: string; remote?: string }): Promise<string> {
   if (local && remote && local !== remote) {
     const ff = await git(repoPath, ["merge-base", "--is-ancestor", local, remote], { allowFailure: true });
     if (ff.code === 0) return remote;

@@ -112,6 +112,23 @@ export async function resolveCommit(repoPath: string, ref: string): Promise<stri
   return r.code === 0 ? r.stdout.trim() : null;
 }
 
+/**
+ * The commits several refs (full names) point at, with one process: a ref that does not exist is missing from the map.
+ * For branches and remote-tracking refs, which name commits (resolveCommit peels, for a ref that may name a tag).
+ */
+export async function resolveRefs(repoPath: string, refs: string[]): Promise<Map<string, string>> {
+  const found = new Map<string, string>();
+  if (!refs.length) return found;
+  const wanted = new Set(refs);
+  const out = await gitOut(repoPath, ["for-each-ref", "--format=%(objectname) %(refname)", ...refs]);
+  // A pattern matches a prefix too (refs/heads/a matches refs/heads/a/b): only the exact refs count.
+  for (const line of out.split("\n")) {
+    const [sha, name] = line.split(" ");
+    if (sha && name && wanted.has(name)) found.set(name, sha);
+  }
+  return found;
+}
+
 /** The repository's shared git directory (absolute), also for a linked worktree. */
 export async function commonGitDir(repoPath: string): Promise<string> {
   return gitOut(repoPath, ["rev-parse", "--path-format=absolute", "--git-common-dir"]);

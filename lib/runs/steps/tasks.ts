@@ -1,6 +1,6 @@
 import { listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
-import { releaseSandbox } from "@/lib/sandbox";
+import { hasWorkspace, releaseSandbox } from "@/lib/sandbox";
 import { cutTaskBranch, deleteTaskBranch, deleteTaskBranches, DIFF_SAFE, git, mergeTaskBranches, readLatestMemory, resolveCommit, taskBranchName, type ConflictSide, type TaskMergeResult } from "@/lib/git";
 import type { ImplementerState } from "@/lib/agents";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
@@ -21,7 +21,8 @@ import { sandboxOptions, taskSandboxOptions } from "./workspace";
  */
 export async function prepareTasks({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+  // Usually none (planning needs no workspace): then the project's config is not read for its options either.
+  if (hasWorkspace(run.runId)) await releaseSandbox(await sandboxOptions(run)).catch(() => null);
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   return { memory: memory.raw, now: workflowClock.now() };
 }
