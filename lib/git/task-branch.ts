@@ -76,11 +76,20 @@ async function refTips(repoPath: string, refs: string[]): Promise<Map<string, { 
   return tips;
 }
 
-/** Which of `refs` are contained in `commit` (reachable from it), with one process. */
-async function containedIn(repoPath: string, commit: string, refs: string[]): Promise<Set<string>> {
-  const out = await gitOut(repoPath, ["for-each-ref", "--format=%(refname)", `--merged=${commit}`, ...refs]);
-  const wanted = new Set(refs);
-  return new Set(out.split("\n").filter((name) => wanted.has(name)));
+/**
+ * Which of `refs` are contained in what `ref` points at (reachable from it), with one process: each with its commit.
+ * `ref` itself is among them (it contains itself), with the commit the answer is about.
+ */
+async function containedIn(repoPath: string, ref: string, refs: string[]): Promise<Map<string, string>> {
+  // A missing `ref` fails here: the caller says which branch is missing (from its own read).
+  const out = await git(repoPath, ["for-each-ref", "--format=%(objectname) %(refname)", `--merged=${ref}`, ref, ...refs], { allowFailure: true });
+  const wanted = new Set([ref, ...refs]);
+  const found = new Map<string, string>();
+  for (const line of out.stdout.trim().split("\n")) {
+    const [commit, name] = line.split(" ");
+    if (commit && name && wanted.has(name)) found.set(name, commit);
+  }
+  return found;
 }
 
 /** The merge commits among the newest on `tip` that brought each of `heads` in (as their second parent). */
@@ -124,11 +133,19 @@ export async function mergeTaskBranches({
   const ref = `refs/heads/${runBranch}`;
   const refOf = (branch: string) => `refs/heads/${branch}`;
   for (let attempt = 1; ; attempt++) {
-    const tips = await refTips(repoPath, [ref, ...tasks.map((t) => refOf(t.branch))]);
+    // The tips and which tasks the run branch contains already, side by side; both about the same run branch tip, or
+    // read again (it moved in between).
+    const [tips, contained] = await Promise.all([
+      refTips(repoPath, [ref, ...tasks.map((t) => refOf(t.branch))]),
+      containedIn(repoPath, ref, tasks.map((t) => refOf(t.branch))),
+    ]);
     const start = tips.get(ref);
     if (!start) throw new AppError("not_found:git", `Branch ${runBranch} does not exist.`);
     for (const t of tasks) if (!tips.has(refOf(t.branch))) throw new AppError("not_found:git", `Branch ${t.branch} does not exist.`);
-    const contained = tasks.length ? await containedIn(repoPath, start.commit, tasks.map((t) => refOf(t.branch))) : new Set<string>();
+    if (contained.get(ref) !== start.commit) {
+      if (attempt >= 5) throw new AppError("conflict:git", `Branch ${runBranch} kept moving while merging tasks.`);
+      continue;
+    }
     const headOf = (t: { branch: string }) => tips.get(refOf(t.branch))!.commit;
     const bringers = await mergeCommitsOf(repoPath, start.commit, tasks.filter((t) => contained.has(refOf(t.branch))).map(headOf));
     let commit = start.commit;
