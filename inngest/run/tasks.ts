@@ -1,5 +1,5 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
-import { pauseRequested } from "@/lib/runs/steps/pause";
+import { nextInLane, releaseTask } from "@/lib/runs/steps/lanes";
 import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
 import { dealLanes, readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
@@ -23,11 +23,13 @@ import * as budgets from "@/lib/runs/budget";
  * step of the parallel batch is done, and the lanes would advance in lockstep, turn by turn, at the slowest one's pace.
  * Waits (questions, gates, sleeps) stay ordinary: a race-mode wait is a contestant in a race, settled once another wins.
  *
- * Before a lane takes its next task, one step decides whether it does (memoized, so a replay takes the same decision
- * whichever lane's promise settles first): not when a person asked for a pause (the round ends and the pause opens
- * between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the attempt
- * ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new plan). A
- * task a lane does not take is left for the next round. When every lane has ended, the finished tasks' branches are
+ * Before a lane takes its next task, one step releases the previous task's sandbox (its work is committed on its
+ * branch; a lane holds one sandbox at a time, and the merge has none left to release) and decides whether the lane
+ * goes on — memoized, so a replay takes the same decision whichever lane's promise settles first: not when a person
+ * asked for a pause (the round ends and the pause opens between rounds, at the tasks' boundary), when a task of the
+ * round failed or stopped at a budget gate (the attempt ends with the round), or when a task's approved re-plan changed
+ * the plan (the next round follows the new plan). A task a lane does not take is left for the next round. A lane's
+ * last task's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. When every lane has ended, the finished tasks' branches are
  * merged into the run branch in plan order — never in the order they happened to finish — in one step. A conflicting
  * task runs once more on top of the merged branch; a conflict again opens a `conflict` gate.
  */
@@ -86,7 +88,7 @@ async function runLane(
   { attempt, feedback, tasks, round, memory, race }: { attempt: number; feedback: string | null; tasks: Task[]; round: number; memory?: string | null; race: boolean },
 ): Promise<Lane> {
   const lane: Lane = { ran: [], flow: null };
-  for (const [i, task] of tasks.entries()) {
+  for (const task of tasks) {
     const taskFlow = taskFlowOf(flow, task.id, { race });
     const previous = lane.flow;
     if (previous) {
@@ -94,24 +96,31 @@ async function runLane(
       taskFlow.budgetRaised = { ...previous.budgetRaised };
     }
     lane.flow = taskFlow;
-    if (i > 0) {
+    const before = lane.ran.at(-1);
+    if (before) {
+      // The previous task's sandbox goes here, off the round's merge; the halt is read when the step runs (memoized).
       const key = `impl:${attempt}:round:${round}:next:${task.id}`;
-      const next = await taskFlow.runStep(key, async () => {
-        const why = shared.halt ?? (shared.plan !== plans.approved ? "replanned" : (await pauseRequested({ runId: flow.runId })) ? "pause" : null);
-        return { take: why === null, why };
-      });
-      if (!next.take) break;
+      const next = await taskFlow.runStep(key, () =>
+        nextInLane({ runId: flow.runId, previousTaskId: before.task.id, halt: shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null) }),
+      );
+      if (!next.take) return lane;
     }
     const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
     const outcome = await runTask(taskFlow, plans, converse, { attempt, feedback, task, run, round, memory });
     lane.ran.push({ task, run, outcome });
     // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
     // and the other lanes see it at their next task boundary.
-    if (outcome.replanned) break;
+    if (outcome.replanned) return lane;
     if (outcome.failure || outcome.budgetStopped) {
       shared.halt ??= outcome.failure ? "failure" : "budget";
       break;
     }
+  }
+  // The lane's last task's sandbox goes now, while other lanes may still work (its session ended at a re-plan: dropped).
+  const final = lane.ran.at(-1);
+  if (final) {
+    const key = `impl:${attempt}:task:${final.task.id}:${final.run}:release`;
+    await lane.flow!.runStep(key, () => releaseTask({ runId: flow.runId, taskId: final.task.id }));
   }
   return lane;
 }
