@@ -5,10 +5,11 @@ import { getEnv } from "@/lib/env";
 import { taskSandboxId } from "@/lib/runs/steps/workspace";
 import { listEvents } from "@/lib/db/event-store";
 import { requestPause, resumeRun } from "@/lib/runs/gates/decide-run";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
-import { runResumed } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { gateDecided, runResumed } from "@/inngest/events";
+import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Parallel tasks in lanes (inngest/run/tasks.ts): a round takes every ready task and deals them into
@@ -33,10 +34,10 @@ const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000
 
 /**
  * A `[run: …]` command that waits until the test creates `ref` in the repository (the sandbox reads it), then writes
- * whether it was released or gave up waiting (after about 30 s) into `file`.
+ * whether it was released or gave up waiting (after about `seconds`) into `file`.
  */
-const waitFor = (ref: string, file: string) =>
-  `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge 300; do sleep 0.1; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
+const waitFor = (ref: string, file: string, seconds = 30) =>
+  `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge ${seconds * 10}; do sleep 0.1; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
 
 describe("parallel tasks in lanes", () => {
   it("a lane starts its next task as soon as its own task ends, while another lane's first task still runs", { timeout: 180_000 }, async () => {
@@ -133,5 +134,55 @@ describe("parallel tasks in lanes", () => {
     expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2", "T3"]);
     expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha\nreleased");
     expect(git(repo, "show", `${run.branch}:gamma.txt`)).toBe("T3: Write gamma");
+  });
+
+  it("an approved re-plan in one lane: the other lane takes no further task of the old plan; the next round follows the new one", { timeout: 240_000 }, async () => {
+    // Lanes [T1, T3] and [T2, T4]. T1's session proposes a re-plan at once; T2's command waits until the re-plan is
+    // approved (T1 then takes one step to end its session, T2 three more turns to its boundary), so T2 ends under the
+    // new plan: its lane must not take T4 of the old one.
+    const go = "refs/lanes-test/go";
+    const tasks = [
+      "# Re-plan in lanes",
+      "- [ ] T1: Write alpha",
+      "  Files: alpha.txt",
+      "- [ ] T2: Write beta",
+      "  Files: beta.txt",
+      `  [run: ${waitFor(go, "beta.txt", 150)}]`,
+      "- [ ] T3: Write gamma",
+      "  Files: gamma.txt",
+      "- [ ] T4: Write delta",
+      "  Files: delta.txt",
+      "",
+    ].join("\n");
+    const { project, repo } = await newProject(h.user);
+    const request = ["Re-plan lanes [replan: The repository keeps a changelog that the plan forgot.]", "", "```tasks.md", tasks, "```"].join("\n");
+    // One re-plan (the demo's T1 would propose again under a pasted tasks.md's unchanged tasks: refused, it goes on).
+    const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 2, maxReplans: 1 } });
+    await waitForStatus(run.id, ["awaiting_approval", "completed", "failed"], 120_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("plan");
+    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "APPROVAL_GRANTED"), "the re-plan's approval", 120_000);
+    git(repo, "update-ref", go, "HEAD");
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+
+    const approved = events.find((e) => e.type === "APPROVAL_GRANTED" && e.sequence > seqOf(events, "TASK_BRANCH_CREATED", "T2"))!.sequence;
+    const branches = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => ({ ...(e.payload as { taskId: string; round: number; run: number }), sequence: e.sequence }));
+    // Round 1 began T1 and T2 only: T2's lane ended at T2 (the plan had changed), T1's at T1's re-plan.
+    expect(branches.filter((b) => b.round === 1).map((b) => b.taskId).sort()).toEqual(["T1", "T2"]);
+    // T3 and T4 began in a later round, after the approval, under the new plan; T1 ran again there.
+    for (const id of ["T3", "T4"]) {
+      const b = branches.find((x) => x.taskId === id)!;
+      expect(b.round).toBeGreaterThan(1);
+      expect(b.sequence).toBeGreaterThan(approved);
+    }
+    expect(branches.filter((b) => b.taskId === "T1").map((b) => b.run)).toEqual([1, 2]);
+    expect(seqOf(events, "TASK_COMPLETED", "T2")).toBeGreaterThan(approved);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)[0]).toBe("T2");
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
+    expect(git(repo, "show", `${run.branch}:delta.txt`)).toBe("T4: Write delta");
   });
 });
