@@ -16,7 +16,8 @@ import * as budgets from "@/lib/runs/budget";
  * after another, the lanes at once (Promise.all over the lanes: parallel steps, whose ids are prefixed
  * `impl:<attempt>:task:<id>:<run>:`), so a lane's next task starts as soon as its previous one ends, whatever the other
  * lanes are doing: no barrier inside the round. Every task of the round is independent of the others still unmerged,
- * so each one's branch is cut from the run branch as it was when the round began (nothing merges before the round ends).
+ * so each one's branch is cut from the run branch as it was when the round began: nothing merges before the round ends
+ * (only a re-plan proposed meanwhile records its plan on the run branch, no code).
  *
  * The tasks' `step.run`s are race-mode steps (Inngest's ParallelModeRace: the run is called again as each one
  * finishes), so each lane moves on at its own pace; under the default mode Inngest calls the run again only when every
@@ -29,9 +30,10 @@ import * as budgets from "@/lib/runs/budget";
  * asked for a pause (the round ends and the pause opens between rounds, at the tasks' boundary), when a task of the
  * round failed or stopped at a budget gate (the attempt ends with the round), or when a task's approved re-plan changed
  * the plan (the next round follows the new plan). A task a lane does not take is left for the next round. A lane's
- * last task's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. When every lane has ended, the finished tasks' branches are
- * merged into the run branch in plan order — never in the order they happened to finish — in one step. A conflicting
- * task runs once more on top of the merged branch; a conflict again opens a `conflict` gate.
+ * last task's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. When every lane
+ * has ended, the finished tasks' branches are merged into the run branch in plan order — never in the order they
+ * happened to finish — in one step. A conflicting task runs once more on top of the merged branch; a conflict again
+ * opens a `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
