@@ -1,6 +1,7 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
+import { nextInLane, releaseTask } from "@/lib/runs/steps/lanes";
 import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
-import { readyTasks, type PlanDocument } from "@/lib/workflow";
+import { dealLanes, readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import { taskFlowOf, type RunFlow } from "./flow";
 import type { Implemented } from "./implement";
@@ -9,16 +10,30 @@ import { gate, honourPauseRequest } from "./waits";
 import * as budgets from "@/lib/runs/budget";
 
 /*
- * Parallel tasks (limits.maxConcurrentTasks): the approved plan's tasks run in deterministic rounds. A round takes the
- * tasks whose dependencies are all merged, in plan order, at most `limit` of them, and runs their sessions at once
- * (Promise.all over per-task loops: parallel steps, whose ids are prefixed `impl:<attempt>:task:<id>:<run>:`). Their
- * `step.run`s are race-mode steps (Inngest's ParallelModeRace: the run is called again as each one finishes), so each
- * task moves on at its own pace; under the default mode Inngest calls the run again only when every step of the
- * parallel batch is done, and the tasks would advance in lockstep, turn by turn, at the slowest one's pace. Waits
- * (questions, gates, sleeps) stay ordinary: a race-mode wait is a contestant in a race, settled once another wins. When
- * every session of the round has ended, the finished tasks' branches are merged into the run branch in plan order —
- * never in the order they happened to finish, so a replay takes the same decisions. A conflicting task runs once more
- * on top of the merged branch; a conflict again opens a `conflict` gate.
+ * Parallel tasks (limits.maxConcurrentTasks): the approved plan's tasks run in deterministic rounds of lanes. A round
+ * takes every task whose dependencies are all merged, in plan order, and deals them into at most `limit` lanes
+ * (round-robin: lane k gets tasks k, k+limit, …; lib/workflow/task-rounds.ts). A lane runs its tasks' sessions one
+ * after another, the lanes at once (Promise.all over the lanes: parallel steps, whose ids are prefixed
+ * `impl:<attempt>:task:<id>:<run>:`), so a lane's next task starts as soon as its previous one ends, whatever the other
+ * lanes are doing: no barrier inside the round. Every task of the round is independent of the others still unmerged,
+ * so each one's branch is cut from the run branch as it was when the round began: nothing merges before the round ends
+ * (only a re-plan proposed meanwhile records its plan on the run branch, no code).
+ *
+ * The tasks' `step.run`s are race-mode steps (Inngest's ParallelModeRace: the run is called again as each one
+ * finishes), so each lane moves on at its own pace; under the default mode Inngest calls the run again only when every
+ * step of the parallel batch is done, and the lanes would advance in lockstep, turn by turn, at the slowest one's pace.
+ * Waits (questions, gates, sleeps) stay ordinary: a race-mode wait is a contestant in a race, settled once another wins.
+ *
+ * Before a lane takes its next task, one step releases the previous task's sandbox (its work is committed on its
+ * branch; a lane holds one sandbox at a time, and the merge has none left to release) and decides whether the lane
+ * goes on — memoized, so a replay takes the same decision whichever lane's promise settles first: not when a person
+ * asked for a pause (the round ends and the pause opens between rounds, at the tasks' boundary), when a task of the
+ * round failed or stopped at a budget gate (the attempt ends with the round), or when a task's approved re-plan changed
+ * the plan (the next round follows the new plan). A task a lane does not take is left for the next round. A lane's
+ * last task's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. When every lane
+ * has ended, the finished tasks' branches are merged into the run branch in plan order — never in the order they
+ * happened to finish — in one step. A conflicting task runs once more on top of the merged branch; a conflict again
+ * opens a `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
@@ -27,33 +42,24 @@ type Converse = (flow: RunFlow, plans: Plans, options: { key: string; attempt: n
 
 type TaskOutcome = Implemented & { taskFlow: RunFlow };
 
-/** One task's session: its branch and starting state, then its turns in its own flow (its own waits and counts). */
+/** One task's session in its own flow (its own waits and counts): its branch and starting state, then its turns. */
 async function runTask(
-  flow: RunFlow,
+  taskFlow: RunFlow,
   plans: Plans,
   converse: Converse,
-  {
-    attempt,
-    feedback,
-    task,
-    run,
-    round,
-    memory,
-    race,
-  }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null; race: boolean },
+  { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
 ): Promise<TaskOutcome> {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
-  const taskFlow = taskFlowOf(flow, task.id, { race });
   const plan = plans.approved;
   const begun = await taskFlow.runStep(`${key}:begin`, () =>
     beginTask({
-      runId: flow.runId,
+      runId: taskFlow.runId,
       stepKey: `${key}:begin`,
       plan,
       taskId: task.id,
-      request: flow.run.request,
+      request: taskFlow.run.request,
       feedback,
-      maxIterations: flow.config.limits.maxIterations,
+      maxIterations: taskFlow.config.limits.maxIterations,
       run,
       round,
       memory,
@@ -62,6 +68,63 @@ async function runTask(
   // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
   const session = await converse(taskFlow, plans, { key, attempt, state: begun.state as ImplementerState });
   return { ...session, taskFlow };
+}
+
+/** What a round's lanes share while they run: why the lanes take no more tasks, once one of them knows. */
+type RoundState = { plan: PlanDocument; halt: string | null };
+
+type Lane = { ran: Array<{ task: Task; run: number; outcome: TaskOutcome }>; flow: RunFlow | null };
+
+/**
+ * One lane of a round: its tasks one after another, each in its own flow carrying on from the lane's previous one (the
+ * working stretch, and what people added at its budget gates). Before each task after the first, a step decides
+ * whether the lane takes it (see the header); the decision is memoized, so it never depends on which lane got there
+ * first on a replay.
+ */
+async function runLane(
+  flow: RunFlow,
+  plans: Plans,
+  converse: Converse,
+  shared: RoundState,
+  runs: Record<string, number>,
+  { attempt, feedback, tasks, round, memory, race }: { attempt: number; feedback: string | null; tasks: Task[]; round: number; memory?: string | null; race: boolean },
+): Promise<Lane> {
+  const lane: Lane = { ran: [], flow: null };
+  for (const task of tasks) {
+    const taskFlow = taskFlowOf(flow, task.id, { race });
+    const previous = lane.flow;
+    if (previous) {
+      taskFlow.stageStart = Math.max(taskFlow.stageStart, previous.stageStart);
+      taskFlow.budgetRaised = { ...previous.budgetRaised };
+    }
+    lane.flow = taskFlow;
+    const before = lane.ran.at(-1);
+    if (before) {
+      // The previous task's sandbox goes here, off the round's merge; the halt is read when the step runs (memoized).
+      const key = `impl:${attempt}:round:${round}:next:${task.id}`;
+      const next = await taskFlow.runStep(key, () =>
+        nextInLane({ runId: flow.runId, previousTaskId: before.task.id, halt: shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null) }),
+      );
+      if (!next.take) return lane;
+    }
+    const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
+    const outcome = await runTask(taskFlow, plans, converse, { attempt, feedback, task, run, round, memory });
+    lane.ran.push({ task, run, outcome });
+    // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
+    // and the other lanes see it at their next task boundary.
+    if (outcome.replanned) return lane;
+    if (outcome.failure || outcome.budgetStopped) {
+      shared.halt ??= outcome.failure ? "failure" : "budget";
+      break;
+    }
+  }
+  // The lane's last task's sandbox goes now, while other lanes may still work (its session ended at a re-plan: dropped).
+  const final = lane.ran.at(-1);
+  if (final) {
+    const key = `impl:${attempt}:task:${final.task.id}:${final.run}:release`;
+    await lane.flow!.runStep(key, () => releaseTask({ runId: flow.runId, taskId: final.task.id }));
+  }
+  return lane;
 }
 
 /** The sessions' states as one (the implementation gate shows the summary): every todo, every summary in plan order. */
@@ -98,34 +161,36 @@ export async function implementInParallel(
     const plan = plans.approved;
     const ready = readyTasks(plan.tasks, done, skipped, alone);
     let batch: Task[];
-    if (ready.length) batch = ready.slice(0, limit);
+    if (ready.length) batch = ready;
     else if (alone.length) batch = plan.tasks.filter((t) => t.id === alone[0]).slice(0, 1);
     else break;
     if (!batch.length) break;
     if (!ready.length) alone.shift();
     // A pause a person asked for is honoured here, between rounds: at the tasks' boundary.
     if (round > 1) await honourPauseRequest(flow, `impl:${attempt}:round:${round}`, "implementation");
-    const outcomes = await Promise.all(
-      batch.map((task) => {
-        const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
-        return runTask(flow, plans, converse, { attempt, feedback, task, run, round, memory, race: batch.length > 1 });
-      }),
+    const lanes = dealLanes(batch, limit);
+    const shared: RoundState = { plan, halt: null };
+    const ran = await Promise.all(
+      lanes.map((tasks) => runLane(flow, plans, converse, shared, runs, { attempt, feedback, tasks, round, memory, race: lanes.length > 1 })),
     );
-    // What the sessions' own waits and budget gates moved, folded back in plan order: the latest working stretch,
-    // and every raise a person gave at a task's budget gate.
+    // What the sessions' own waits and budget gates moved, folded back lane by lane (each lane's last flow carries its
+    // tasks' raises): the latest working stretch, and every raise a person gave at a task's budget gate.
     const before = { ...flow.budgetRaised };
-    for (const outcome of outcomes) {
-      flow.stageStart = Math.max(flow.stageStart, outcome.taskFlow.stageStart);
+    for (const { flow: laneFlow } of ran) {
+      if (!laneFlow) continue;
+      flow.stageStart = Math.max(flow.stageStart, laneFlow.stageStart);
       for (const stage of ["planning", "implementation", "validation"] as const) {
-        const mine = outcome.taskFlow.budgetRaised[stage];
+        const mine = laneFlow.budgetRaised[stage];
         const added = { tokens: mine.tokens - before[stage].tokens, costUsd: mine.costUsd - before[stage].costUsd, minutes: mine.minutes - before[stage].minutes };
         flow.budgetRaised[stage] = budgets.addSpent(flow.budgetRaised[stage], added);
       }
     }
+    // The tasks that ran, in plan order (a task a lane did not take is left for the next round).
+    const outcomes = new Map(ran.flatMap((lane) => lane.ran).map((r) => [r.task.id, r]));
+    const taken = batch.flatMap((task) => outcomes.get(task.id) ?? []);
     // The finished tasks, merged in plan order (one step for the round).
     const finished: Array<{ task: Task; run: number }> = [];
-    for (const [i, task] of batch.entries()) {
-      const outcome = outcomes[i]!;
+    for (const { task, run, outcome } of taken) {
       last = outcome.state;
       // Its session ended at an approved re-plan: nothing to merge; the next rounds follow the new plan.
       if (outcome.replanned) continue;
@@ -135,13 +200,16 @@ export async function implementInParallel(
       }
       if (outcome.budgetStopped) budgetStopped = true;
       states.push(outcome.state);
-      finished.push({ task, run: runs[task.id]! });
+      finished.push({ task, run });
     }
     if (!finished.length) {
-      if (outcomes.some((o) => o.replanned) && !failure) continue;
+      // Nothing to merge: the next round follows a new plan, or runs what the lanes left (a pause opens first).
+      if ((taken.some((t) => t.outcome.replanned) || taken.length < batch.length) && !failure && !budgetStopped) continue;
       break;
     }
-    const key = `impl:${attempt}:round:${round}:merge`;
+    // The step's id names the tasks it merges: a run begun when a round ran at most `limit` tasks (its memoized
+    // `…:round:<n>:merge` merged other tasks) merges this round's tasks in a step of its own.
+    const key = `impl:${attempt}:round:${round}:merge:${finished.map(({ task }) => task.id).join(",")}`;
     const approved = plans.approved;
     const toMerge = finished.map(({ task }) => ({ taskId: task.id, next: conflicted.has(task.id) ? ("gate" as const) : ("rerun" as const) }));
     const { merges } = await runStep(key, () => mergeTasks({ runId, stepKey: key, plan: approved, tasks: toMerge }));

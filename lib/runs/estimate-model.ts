@@ -23,7 +23,7 @@ export type RunEstimate = {
   basis: { kind: "history"; runs: number } | { kind: "price-table" };
   /**
    * Tasks run side by side (limits.maxConcurrentTasks): implementation's wall time counts the plan's rounds (each as
-   * long as its largest task), `wallUnits` of the `units`; tokens and cost still add up over every task. Absent when
+   * long as its longest lane of tasks run one after another), `wallUnits` of the `units`; tokens and cost still add up over every task. Absent when
    * the tasks run one after another.
    */
   parallel?: { maxConcurrentTasks: number; rounds: number; wallUnits: number };
@@ -51,11 +51,12 @@ export function planUnits(plan: Pick<PlanDocument, "tasks">): number {
   return Math.max(1, units);
 }
 
-/** The plan's size along its rounds of parallel tasks: each round counts as its largest task. */
+/** The plan's size along its rounds of parallel tasks: each round counts as its longest lane (its tasks one after another). */
 export function parallelWallUnits(plan: Pick<PlanDocument, "tasks">, maxConcurrentTasks: number): { rounds: number; wallUnits: number } {
   const rounds = planRounds(plan, new Set(), maxConcurrentTasks);
   const size = new Map(plan.tasks.map((t) => [t.id, taskUnits(t)]));
-  const wallUnits = rounds.reduce((sum, round) => sum + Math.max(...round.map((id) => size.get(id) ?? 1)), 0);
+  const lane = (ids: string[]) => ids.reduce((sum, id) => sum + (size.get(id) ?? 1), 0);
+  const wallUnits = rounds.reduce((sum, lanes) => sum + Math.max(...lanes.map(lane)), 0);
   return { rounds: rounds.length, wallUnits: Math.max(1, wallUnits) };
 }
 

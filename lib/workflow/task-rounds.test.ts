@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { effectiveDependencies, filesOverlap, planRounds, readyTasks } from "./task-rounds";
+import { dealLanes, effectiveDependencies, filesOverlap, planRounds, readyTasks, runsInParallel } from "./task-rounds";
 
 describe("task rounds", () => {
   it("tasks whose Files: overlap run one after the other in plan order; the others still run side by side", () => {
@@ -17,7 +17,7 @@ describe("task rounds", () => {
         ["T4", ["T1", "T3"]],
       ]),
     );
-    expect(planRounds({ tasks }, new Set(), 3)).toEqual([["T1", "T2"], ["T3"], ["T4"]]);
+    expect(planRounds({ tasks }, new Set(), 3)).toEqual([[["T1"], ["T2"]], [["T3"]], [["T4"]]]);
     // Plan order decides, not which task finished first: T3 waits for T1 even when T2 is done.
     expect(readyTasks(tasks, new Set(["T2"]), new Set()).map((t) => t.id)).toEqual(["T1"]);
     // A skipped task (triage) no longer holds back the tasks that share its file.
@@ -41,6 +41,23 @@ describe("task rounds", () => {
     ];
     expect(effectiveDependencies(tasks).get("B")).toEqual(["A"]);
     expect(effectiveDependencies(tasks).get("C")).toEqual(["B"]);
-    expect(planRounds({ tasks }, new Set(), 3)).toEqual([["A"], ["B"], ["C"]]);
+    expect(planRounds({ tasks }, new Set(), 3)).toEqual([[["A"]], [["B"]], [["C"]]]);
+  });
+
+  it("a round takes every ready task, dealt round-robin in plan order into at most `limit` lanes", () => {
+    const six = Array.from({ length: 6 }, (_, i) => ({ id: `T${i + 1}`, files: [`out/t${i + 1}.txt`] }));
+    // One round, no barrier between T1–T3 and T4–T6: each lane runs its second task as soon as its first ends.
+    expect(planRounds({ tasks: six }, new Set(), 3)).toEqual([[["T1", "T4"], ["T2", "T5"], ["T3", "T6"]]]);
+    expect(planRounds({ tasks: six }, new Set(), 4)).toEqual([[["T1", "T5"], ["T2", "T6"], ["T3"], ["T4"]]]);
+    expect(planRounds({ tasks: six }, new Set(), 10)).toEqual([six.map((t) => [t.id])]);
+    expect(planRounds({ tasks: six }, new Set(["T2", "T3"]), 3)).toEqual([[["T1", "T6"], ["T4"], ["T5"]]]);
+    // A dependent task waits for the round that merges what it needs.
+    const withNote = [...six, { id: "T7", files: ["note.md"], dependsOn: ["T1", "T6"] }];
+    expect(planRounds({ tasks: withNote }, new Set(), 3)).toEqual([[["T1", "T4"], ["T2", "T5"], ["T3", "T6"]], [["T7"]]]);
+    expect(dealLanes([], 3)).toEqual([]);
+    expect(dealLanes(["a", "b"], 1)).toEqual([["a", "b"]]);
+    expect(runsInParallel({ tasks: six }, [], 1)).toBe(false);
+    expect(runsInParallel({ tasks: six }, [], 2)).toBe(true);
+    expect(runsInParallel({ tasks: withNote }, six.slice(1).map((t) => ({ id: t.id })), 3)).toBe(false);
   });
 });

@@ -1,10 +1,12 @@
 import type { PlanDocument } from "./events";
 
 /*
- * Parallel tasks (limits.maxConcurrentTasks), as pure scheduling: the rounds a plan's tasks run in. A round takes the
- * open tasks whose dependencies are all done (merged, or skipped by triage; a dependency that is not a task of the plan
- * counts as met), in plan order, at most `limit` of them. The workflow schedules with it (deterministic on replay) and
- * the estimate on the plan card counts wall time by it.
+ * Parallel tasks (limits.maxConcurrentTasks), as pure scheduling: the rounds a plan's tasks run in, and the lanes of a
+ * round. A round takes every open task whose dependencies are all done (merged, or skipped by triage; a dependency
+ * that is not a task of the plan counts as met), in plan order, and deals them into at most `limit` lanes (round-robin:
+ * lane k gets the round's tasks k, k+limit, …); a lane runs its tasks one after another, the lanes side by side, and
+ * the round's finished tasks merge when every lane has ended. The workflow schedules with it (deterministic on replay)
+ * and the estimate on the plan card counts wall time by it.
  */
 
 type Task = Pick<PlanDocument["tasks"][number], "id" | "dependsOn" | "files">;
@@ -49,20 +51,31 @@ export function readyTasks<T extends Task>(tasks: T[], done: ReadonlySet<string>
   );
 }
 
-/** The rounds the plan would run in (task ids per round), every task succeeding; skipped tasks count as done. */
-export function planRounds(plan: { tasks: Task[] }, skipped: ReadonlySet<string>, limit: number): string[][] {
+/** A round's tasks dealt into at most `limit` lanes, round-robin in plan order (lane k: tasks k, k+limit, …). */
+export function dealLanes<T>(tasks: readonly T[], limit: number): T[][] {
+  const lanes: T[][] = [];
+  const width = Math.max(1, Math.floor(limit));
+  for (const [i, task] of tasks.entries()) (lanes[i % width] ??= []).push(task);
+  return lanes;
+}
+
+/**
+ * The rounds the plan would run in, every task succeeding: per round its lanes, each the task ids it runs in order.
+ * Skipped tasks count as done.
+ */
+export function planRounds(plan: { tasks: Task[] }, skipped: ReadonlySet<string>, limit: number): string[][][] {
   const done = new Set<string>();
-  const rounds: string[][] = [];
+  const rounds: string[][][] = [];
   for (;;) {
-    const batch = readyTasks(plan.tasks, done, skipped).slice(0, Math.max(1, limit)).map((t) => t.id);
-    if (!batch.length) return rounds;
-    rounds.push(batch);
-    for (const id of batch) done.add(id);
+    const ready = readyTasks(plan.tasks, done, skipped).map((t) => t.id);
+    if (!ready.length) return rounds;
+    rounds.push(dealLanes(ready, limit));
+    for (const id of ready) done.add(id);
   }
 }
 
-/** Whether any round would run two tasks at once (otherwise a run keeps its one implementer session). */
+/** Whether any round would run two lanes at once (otherwise a run keeps its one implementer session). */
 export function runsInParallel(plan: { tasks: Task[] }, skip: ReadonlyArray<{ id: string }>, limit: number): boolean {
   if (limit <= 1) return false;
-  return planRounds(plan, new Set(skip.map((s) => s.id)), limit).some((round) => round.length > 1);
+  return planRounds(plan, new Set(skip.map((s) => s.id)), limit).some((lanes) => lanes.length > 1);
 }
