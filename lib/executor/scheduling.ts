@@ -105,6 +105,35 @@ export function wake(ex: Executor, runIds: Iterable<string>): void {
   pump(ex);
 }
 
+/**
+ * Another process committed to the database (lib/db onForeignCommit): the runs it made due — a wait its event resolved,
+ * a run it started, with no executor of its own to hand them to — are driven now, not at the next poll. Only the due
+ * runs are read (the poll's other work keeps its pace); a commit that lands while a look is running gets one more.
+ */
+export function pollDue(ex: Executor): void {
+  if (!ex.running) return;
+  if (ex.duePolling) {
+    ex.dueAgain = true;
+    return;
+  }
+  ex.duePolling = true;
+  void (async () => {
+    try {
+      do {
+        ex.dueAgain = false;
+        const now = Date.now();
+        const due = await query<{ id: string }>(DUE_SQL, [now, now, ex.opts.maxConcurrentRuns * 2]);
+        for (const { id } of due) if (!ex.driving.has(id)) ex.ready.add(id);
+        pump(ex);
+      } while (ex.dueAgain && ex.running);
+    } catch (err) {
+      ex.opts.log("error", "looking for runs made due by another process failed", err);
+    } finally {
+      ex.duePolling = false;
+    }
+  })();
+}
+
 export function schedulePoll(ex: Executor, delay: number): void {
   if (!ex.running) return;
   clearTimeout(ex.pollTimer);
