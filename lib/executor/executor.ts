@@ -229,8 +229,8 @@ export class Executor {
   }
 
   /** localHandoff's take: lease, inside the ingest's transaction `t`, the runs it made runnable (scheduling.ts takeInTx). */
-  takeInTx(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
-    return takeInTx(this, t, runIds, registry, now);
+  takeInTx(t: Tx, runIds: string[], registry: Registry, now: number, fns?: Map<string, string>): Promise<string[]> {
+    return takeInTx(this, t, runIds, registry, now, fns);
   }
 
   /** The ingest that took these runs did not commit: no lease of theirs was written. */

@@ -59,9 +59,9 @@ export function wakeLocal(runIds: string[]): void {
  * committing its lease in a transaction of its own. `drop` undoes the bookkeeping when that transaction did not commit.
  */
 export const localHandoff = {
-  async take(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
+  async take(t: Tx, runIds: string[], registry: Registry, now: number, fns?: Map<string, string>): Promise<string[]> {
     for (const executor of localExecutors) {
-      const taken = await executor.takeInTx(t, runIds, registry, now);
+      const taken = await executor.takeInTx(t, runIds, registry, now, fns);
       if (taken.length > 0) return taken;
     }
     return [];
@@ -299,14 +299,22 @@ export function acquireArgs(ex: Executor, fn: RegisteredFunction | undefined, ru
  * executor has free slots for. A run it drives already, or one ACQUIRE_SQL refuses (not due, leased elsewhere, over
  * a concurrency limit, behind a higher priority) is left to wake() and acquire(), as before.
  */
-export async function takeInTx(ex: Executor, t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
+export async function takeInTx(
+  ex: Executor,
+  t: Tx,
+  runIds: string[],
+  registry: Registry,
+  now: number,
+  /** The function of a run, where the ingest knows it (it is read otherwise). */
+  fns?: Map<string, string>,
+): Promise<string[]> {
   const taken: string[] = [];
   if (!ex.running) return taken;
   for (const id of new Set(runIds)) {
     if (ex.driving.size + ex.handedOff.size >= ex.opts.maxConcurrentRuns) break;
     if (ex.driving.has(id) || ex.handedOff.has(id)) continue;
-    const [row] = await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [id]);
-    const fn = row ? registry.byId.get(row.fn_id) : undefined;
+    const fnId = fns?.get(id) ?? (await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [id]))[0]?.fn_id;
+    const fn = fnId === undefined ? undefined : registry.byId.get(fnId);
     if (!fn) continue;
     const [run] = await rows<RunRow>(t, ACQUIRE_SQL, acquireArgs(ex, fn, id, now));
     if (!run) continue;
