@@ -168,6 +168,9 @@ const WAIT_COLUMNS = `SELECT p.run_id, p.hashed_id, p.expression, r.event AS tri
 
 /** resolveWaits' queries (tests/executor/run-indexes.test.ts holds them to executor_pending_wait_idx). */
 export const WAIT_SQL = {
+  /** The first key path among the waits of event ?1, and whether any of them has no key: one statement for both. */
+  first: `SELECT (SELECT match_path FROM executor_pending WHERE kind = 'wait' AND event_name = ?1 AND match_path > '' ORDER BY match_path LIMIT 1) AS path,
+    EXISTS (SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ?1 AND match_path IS NULL) AS unkeyed`,
   /** The next key path after ?2 among the waits of event ?1. */
   nextPath: `SELECT match_path FROM executor_pending WHERE kind = 'wait' AND event_name = ? AND match_path > ? ORDER BY match_path LIMIT 1`,
   /** The waits of event ?1 keyed on path ?2 with value ?3. */
@@ -184,16 +187,16 @@ export const WAIT_SQL = {
  */
 async function resolveWaits(t: Tx, event: StoredEvent, payload: string, seq: number, fns: Map<string, string>): Promise<string[]> {
   const waits: WaitRow[] = [];
-  // The distinct key paths, read as a skip scan of the index: one seek per path, not one row per wait.
-  for (let after = ""; ; ) {
-    const [next] = await rows<{ match_path: string }>(t, WAIT_SQL.nextPath, [event.name, after]);
-    if (!next) break;
-    after = next.match_path;
-    const value = eventMatchValue(event, after);
-    if (value === null) continue;
-    waits.push(...(await rows<WaitRow>(t, WAIT_SQL.keyed, [event.name, after, value])));
+  // The distinct key paths, read as a skip scan of the index: one seek per path, not one row per wait. The first seek
+  // also says whether there are waits without a key (an event nobody waits for costs this one read).
+  const [first] = await rows<{ path: string | null; unkeyed: number }>(t, WAIT_SQL.first, [event.name]);
+  for (let path = first?.path ?? null; path !== null; ) {
+    const value = eventMatchValue(event, path);
+    if (value !== null) waits.push(...(await rows<WaitRow>(t, WAIT_SQL.keyed, [event.name, path, value])));
+    const [next] = await rows<{ match_path: string }>(t, WAIT_SQL.nextPath, [event.name, path]);
+    path = next?.match_path ?? null;
   }
-  waits.push(...(await rows<WaitRow>(t, WAIT_SQL.unkeyed, [event.name])));
+  if (Number(first?.unkeyed) === 1) waits.push(...(await rows<WaitRow>(t, WAIT_SQL.unkeyed, [event.name])));
   const woken: string[] = [];
   for (const w of waits) {
     // A keyed wait is checked with CEL all the same: the key found it, the expression decides.

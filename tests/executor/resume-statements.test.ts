@@ -2,6 +2,7 @@ import { Inngest } from "inngest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getNative } from "@/lib/db";
 import { sendEvents } from "@/lib/executor";
+import { WAIT_SQL } from "@/lib/executor/events";
 import { query } from "@/lib/executor/store";
 import { listRuns, startApp, waitFor, waitForRuns } from "./harness";
 
@@ -58,7 +59,7 @@ async function statementsOf(fn: () => Promise<unknown>): Promise<string[]> {
 }
 
 describe("a resume's statements", () => {
-  it("a matched wait is stored, resolved and handed off in 11 statements: one UPDATE wakes the run, its function is not read again", async () => {
+  it("a matched wait is stored, resolved and handed off in 10 statements: one UPDATE wakes the run, its function is not read again", async () => {
     await sendEvents({ name: "cost/start", data: { k: "a" } });
     const [run] = await listRuns("gate");
     await waitFor(async () => (await query<{ status: string }>("SELECT status FROM executor_runs WHERE id = ?", [run!.id]))[0]?.status === "waiting", {
@@ -70,13 +71,32 @@ describe("a resume's statements", () => {
     // The wake-up (watermark, state size, next_at, status) and the hand-off's lease: two, not three.
     expect(updatesOfRun).toHaveLength(2);
     expect(statements.filter((s) => s.startsWith("SELECT fn_id FROM executor_runs"))).toEqual([]);
-    // BEGIN, the event, the wait lookups (key path, keyed waits, next path, waits without a key), the pending op, the
-    // entry, the wake-up, the lease, COMMIT.
-    expect(statements).toHaveLength(11);
+    // BEGIN, the event, the wait lookups (first key path and whether unkeyed waits exist, keyed waits, next path), the
+    // pending op, the entry, the wake-up, the lease, COMMIT.
+    expect(statements).toHaveLength(10);
+    expect(statements.filter((s) => s.includes("match_path IS NULL"))).toHaveLength(1);
     expect(statements[0]).toBe("BEGIN IMMEDIATE");
     expect(statements.at(-1)).toBe("COMMIT");
 
     const [done] = await waitForRuns("gate");
     expect(done).toMatchObject({ status: "completed", output: { k: "a", got: "a" } });
+  });
+
+  it("an event nobody waits for looks for waits with one read", async () => {
+    const statements = await statementsOf(() => sendEvents({ name: "cost/nobody", data: {} }));
+    expect(statements).toEqual([
+      "BEGIN IMMEDIATE",
+      expect.stringMatching(/^INSERT INTO executor_events/),
+      WAIT_SQL.first.replace(/\s+/g, " ").trim(),
+      "COMMIT",
+    ]);
+  });
+
+  it("that read seeks the wait index for both of its answers", async () => {
+    const plan = await query<{ detail: string }>(`EXPLAIN QUERY PLAN ${WAIT_SQL.first}`, ["ev"]);
+    const details = plan.map((p) => p.detail);
+    expect(details.filter((d) => /executor_pending_wait_idx \(event_name=\? AND match_path>\?\)/.test(d))).toHaveLength(1);
+    expect(details.filter((d) => /executor_pending_wait_idx \(event_name=\? AND match_path=\?\)/.test(d))).toHaveLength(1);
+    expect(details.some((d) => /SCAN executor_pending/.test(d))).toBe(false);
   });
 });
