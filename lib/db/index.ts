@@ -10,6 +10,7 @@ import { log } from "@/lib/log";
 import { Checkpointer, SQLITE_AUTOCHECKPOINT_PAGES } from "./checkpointer";
 import { openNative, type NativeConnection, type NativeConnections } from "./statements";
 import { databaseAway, noteWriteOutcome } from "./away";
+import { watchForeignCommits } from "./commit-watch";
 
 export type Db = LibSQLDatabase<typeof schema>;
 /** A transaction handle; has the same query API as Db. */
@@ -175,6 +176,17 @@ function startCheckpointer(file: string, writer: NativeConnection): Checkpointer
   writer.exec("PRAGMA wal_autocheckpoint = 0");
   writer.afterCommit = () => checkpointer.committed();
   return checkpointer;
+}
+
+/**
+ * Call `onCommit` soon after another process commits to the app's database file (./commit-watch.ts). Returns the stop
+ * function, or null for a database that is not a local file (there, only polling finds other processes' writes).
+ */
+export async function onForeignCommit(onCommit: () => void): Promise<(() => void) | null> {
+  const native = await getNative();
+  const file = getHandle().file;
+  if (!native || !file) return null;
+  return watchForeignCommits(file, native.writer, onCommit);
 }
 
 /** The background checkpointer of the app's database (null for a remote or in-memory one, or if it failed to start). */

@@ -83,14 +83,15 @@ export function parseEvents(input: unknown, { maxEventBytes }: { maxEventBytes?:
   });
 }
 
-export type IngestResult = { ids: string[]; woken: string[] };
+/** `fns`: the function of each run in `woken` that the ingest knows it of (a run it started, a wait it resolved). */
+export type IngestResult = { ids: string[]; woken: string[]; fns?: Map<string, string> };
 
 /**
  * Who may lease the runs an ingest makes runnable inside its transaction (scheduling.ts localHandoff): `take` returns
  * the runs it leased; `drop` is told if that transaction then did not commit.
  */
 export type Handoff = {
-  take(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]>;
+  take(t: Tx, runIds: string[], registry: Registry, now: number, fns?: Map<string, string>): Promise<string[]>;
   drop(runIds: string[]): void;
 };
 
@@ -105,7 +106,7 @@ export async function ingestEvents(
     return await tx(async (t) => {
       const now = Date.now();
       const result = await ingestInTx(t, events, registry, now);
-      if (handoff && result.woken.length > 0) taken = await handoff.take(t, result.woken, registry, now);
+      if (handoff && result.woken.length > 0) taken = await handoff.take(t, result.woken, registry, now, result.fns);
       return result;
     });
   } catch (err) {
@@ -122,6 +123,7 @@ export async function ingestInTx(
 ): Promise<IngestResult> {
   const ids: string[] = [];
   const woken: string[] = [];
+  const fns = new Map<string, string>();
   for (const raw of events) {
     const event: StoredEvent = {
       ...raw,
@@ -134,9 +136,10 @@ export async function ingestInTx(
     ids.push(event.id);
     // A re-sent id within 24 h is a duplicate; an older row with that id is forgotten first. An id made here is new.
     if (raw.id != null) await t.execute({ sql: "DELETE FROM executor_events WHERE id = ? AND received_at <= ?", args: [event.id, now - DEDUPE_MS] });
+    const payload = JSON.stringify(event);
     const inserted = await t.execute({
       sql: "INSERT INTO executor_events (id, name, payload, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING seq",
-      args: [event.id, event.name, JSON.stringify(event), now],
+      args: [event.id, event.name, payload, now],
     });
     const seqRow = inserted.rows[0];
     if (!seqRow) continue;
@@ -146,22 +149,28 @@ export async function ingestInTx(
     for (const fn of registry.byEvent.get(event.name) ?? []) {
       if (!triggerMatches(fn, event)) continue;
       const runId = await createRun(t, { fn, event, runId: ulid(), now, watermark: seq, cancelled });
-      if (runId) woken.push(runId);
+      if (runId) {
+        woken.push(runId);
+        fns.set(runId, fn.id);
+      }
     }
     for (const id of cancelled) woken.push(...(await announceCancelled(t, registry, id, now)));
-    woken.push(...(await resolveWaits(t, event, seq)));
+    woken.push(...(await resolveWaits(t, event, payload, seq, fns)));
     woken.push(...(await applyCancels(t, event, registry, now)));
   }
-  return { ids, woken };
+  return { ids, woken, fns };
 }
 
 /** What resolveWaits reads of a wait and its run. */
-type WaitRow = { run_id: string; hashed_id: string; expression: string | null; trigger: string };
-const WAIT_COLUMNS = `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger FROM executor_pending p
+type WaitRow = { run_id: string; hashed_id: string; expression: string | null; trigger: string; fn_id: string };
+const WAIT_COLUMNS = `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger, r.fn_id FROM executor_pending p
   JOIN executor_runs r ON r.id = p.run_id`;
 
 /** resolveWaits' queries (tests/executor/run-indexes.test.ts holds them to executor_pending_wait_idx). */
 export const WAIT_SQL = {
+  /** The first key path among the waits of event ?1, and whether any of them has no key: one statement for both. */
+  first: `SELECT (SELECT match_path FROM executor_pending WHERE kind = 'wait' AND event_name = ?1 AND match_path > '' ORDER BY match_path LIMIT 1) AS path,
+    EXISTS (SELECT 1 FROM executor_pending WHERE kind = 'wait' AND event_name = ?1 AND match_path IS NULL) AS unkeyed`,
   /** The next key path after ?2 among the waits of event ?1. */
   nextPath: `SELECT match_path FROM executor_pending WHERE kind = 'wait' AND event_name = ? AND match_path > ? ORDER BY match_path LIMIT 1`,
   /** The waits of event ?1 keyed on path ?2 with value ?3. */
@@ -176,25 +185,27 @@ export const WAIT_SQL = {
  * others (any other expression, or none) are evaluated with CEL one by one, as Inngest's expressions are. So an event
  * costs the same however many runs wait on the same name for other values (runs at an approval gate, say).
  */
-async function resolveWaits(t: Tx, event: StoredEvent, seq: number): Promise<string[]> {
+async function resolveWaits(t: Tx, event: StoredEvent, payload: string, seq: number, fns: Map<string, string>): Promise<string[]> {
   const waits: WaitRow[] = [];
-  // The distinct key paths, read as a skip scan of the index: one seek per path, not one row per wait.
-  for (let after = ""; ; ) {
-    const [next] = await rows<{ match_path: string }>(t, WAIT_SQL.nextPath, [event.name, after]);
-    if (!next) break;
-    after = next.match_path;
-    const value = eventMatchValue(event, after);
-    if (value === null) continue;
-    waits.push(...(await rows<WaitRow>(t, WAIT_SQL.keyed, [event.name, after, value])));
+  // The distinct key paths, read as a skip scan of the index: one seek per path, not one row per wait. The first seek
+  // also says whether there are waits without a key (an event nobody waits for costs this one read).
+  const [first] = await rows<{ path: string | null; unkeyed: number }>(t, WAIT_SQL.first, [event.name]);
+  for (let path = first?.path ?? null; path !== null; ) {
+    const value = eventMatchValue(event, path);
+    if (value !== null) waits.push(...(await rows<WaitRow>(t, WAIT_SQL.keyed, [event.name, path, value])));
+    const [next] = await rows<{ match_path: string }>(t, WAIT_SQL.nextPath, [event.name, path]);
+    path = next?.match_path ?? null;
   }
-  waits.push(...(await rows<WaitRow>(t, WAIT_SQL.unkeyed, [event.name])));
+  if (Number(first?.unkeyed) === 1) waits.push(...(await rows<WaitRow>(t, WAIT_SQL.unkeyed, [event.name])));
   const woken: string[] = [];
   for (const w of waits) {
     // A keyed wait is checked with CEL all the same: the key found it, the expression decides.
     if (w.expression && !celMatches(w.expression, { event: JSON.parse(w.trigger), async: event })) continue;
-    await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, seq });
+    // The wait's result is the event as stored: its JSON is the payload's, not serialised again.
+    await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, json: payload, seq });
     waitStats.byIncomingEvent++;
     woken.push(w.run_id);
+    fns.set(w.run_id, w.fn_id);
   }
   return woken;
 }
@@ -219,6 +230,25 @@ export async function recordEntry(
   { runId, hashedId, result, kind, seq }: { runId: string; hashedId: string; result: unknown; kind: EntryKind; seq?: number },
 ): Promise<boolean> {
   const json = JSON.stringify(result ?? null);
+  if (!(await insertEntry(t, { runId, hashedId, json, kind, seq }))) return false;
+  await updateWatermark(t, runId, kind, seq, json);
+  return true;
+}
+
+/** After a new entry: the run's watermark moves to where it ended, and its state grows by the entry. */
+async function updateWatermark(t: Tx, runId: string, kind: EntryKind, seq: number | undefined, json: string): Promise<void> {
+  await t.execute({
+    sql: `UPDATE executor_runs SET watermark = coalesce(?2, (SELECT coalesce(max(seq), 0) FROM executor_events)),
+            state_bytes = state_bytes + ?3 WHERE id = ?1`,
+    args: [runId, kind === "resume" ? (seq ?? null) : null, Buffer.byteLength(json)],
+  });
+}
+
+/** recordEntry's INSERT (its `event_seq` as described above); whether the entry was new. */
+async function insertEntry(
+  t: Tx,
+  { runId, hashedId, json, kind, seq }: { runId: string; hashedId: string; json: string; kind: EntryKind; seq?: number },
+): Promise<boolean> {
   const inserted =
     kind === "step"
       ? await t.execute({
@@ -231,13 +261,7 @@ export async function recordEntry(
                 VALUES (?1, ?2, ?3, coalesce(?4, (SELECT coalesce(max(seq), 0) FROM executor_events)), ?5) ON CONFLICT DO NOTHING`,
           args: [runId, hashedId, json, seq ?? null, Date.now()],
         });
-  if (inserted.rowsAffected === 0) return false;
-  await t.execute({
-    sql: `UPDATE executor_runs SET watermark = coalesce(?2, (SELECT coalesce(max(seq), 0) FROM executor_events)),
-            state_bytes = state_bytes + ?3 WHERE id = ?1`,
-    args: [runId, kind === "resume" ? (seq ?? null) : null, Buffer.byteLength(json)],
-  });
-  return true;
+  return inserted.rowsAffected > 0;
 }
 
 /**
@@ -247,38 +271,60 @@ export async function recordEntry(
  */
 export async function resolvePending(
   t: Tx,
-  { runId, hashedId, result, kind = "resume", seq }: { runId: string; hashedId: string; result: unknown; kind?: EntryKind; seq?: number },
+  {
+    runId,
+    hashedId,
+    result,
+    json = JSON.stringify(result ?? null),
+    kind = "resume",
+    seq,
+  }: { runId: string; hashedId: string; result: unknown; /** `result`'s JSON, if the caller has it. */ json?: string; kind?: EntryKind; seq?: number },
 ): Promise<boolean> {
   const del = await t.execute({
     sql: "DELETE FROM executor_pending WHERE run_id = ? AND hashed_id = ? RETURNING race",
     args: [runId, hashedId],
   });
   if (del.rows.length === 0) return false;
-  // The result goes into the stack before any race losers below: the SDK resolves memoized steps in stack order.
-  await recordEntry(t, { runId, hashedId, result, kind, seq });
-  if (Number(del.rows[0]!.race) === 1) {
-    // The race is won: timers and waits that lost it resolve as if they had timed out (null), a losing invoke with
-    // an error, so the SDK sees state for every op and can return. Losing step.run calls still run to completion.
-    const losers = await t.execute({
-      sql: "DELETE FROM executor_pending WHERE run_id = ? AND race = 1 AND kind <> 'step' RETURNING hashed_id, kind",
-      args: [runId],
-    });
-    for (const loser of losers.rows) {
-      const lost = loser.kind === "invoke" ? { error: { name: "Error", message: "Lost a parallel race" } } : null;
-      await t.execute({
-        sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
-              VALUES (?1, ?2, ?3, (SELECT watermark FROM executor_runs WHERE id = ?1), ?4) ON CONFLICT DO NOTHING`,
-        args: [runId, String(loser.hashed_id), JSON.stringify(lost), Date.now()],
-      });
-    }
+  if (Number(del.rows[0]!.race) !== 1) {
+    // The usual case: the entry, then recordEntry's UPDATE of the run (history watermark, state size) and its wake-up
+    // in one statement.
+    const recorded = await insertEntry(t, { runId, hashedId, json, kind, seq });
+    await t.execute(
+      recorded
+        ? {
+            sql: `UPDATE executor_runs SET watermark = coalesce(?2, (SELECT coalesce(max(seq), 0) FROM executor_events)),
+                    state_bytes = state_bytes + ?3, next_at = 0,
+                    status = CASE WHEN status IN ('waiting','sleeping') THEN 'queued' ELSE status END
+                  WHERE id = ?1`,
+            args: [runId, kind === "resume" ? (seq ?? null) : null, Buffer.byteLength(json)],
+          }
+        : { sql: WAKE_SQL, args: [runId] },
+    );
+    return true;
   }
-  await t.execute({
-    sql: `UPDATE executor_runs SET next_at = 0, status = CASE WHEN status IN ('waiting','sleeping') THEN 'queued' ELSE status END
-          WHERE id = ?`,
+  // The result goes into the stack before the race losers below: the SDK resolves memoized steps in stack order.
+  if (await insertEntry(t, { runId, hashedId, json, kind, seq })) await updateWatermark(t, runId, kind, seq, json);
+  // The race is won: timers and waits that lost it resolve as if they had timed out (null), a losing invoke with
+  // an error, so the SDK sees state for every op and can return. Losing step.run calls still run to completion.
+  const losers = await t.execute({
+    sql: "DELETE FROM executor_pending WHERE run_id = ? AND race = 1 AND kind <> 'step' RETURNING hashed_id, kind",
     args: [runId],
   });
+  for (const loser of losers.rows) {
+    const lost = loser.kind === "invoke" ? { error: { name: "Error", message: "Lost a parallel race" } } : null;
+    await t.execute({
+      sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
+            VALUES (?1, ?2, ?3, (SELECT watermark FROM executor_runs WHERE id = ?1), ?4) ON CONFLICT DO NOTHING`,
+      args: [runId, String(loser.hashed_id), JSON.stringify(lost), Date.now()],
+    });
+  }
+  await t.execute({ sql: WAKE_SQL, args: [runId] });
   return true;
 }
+
+/** A run with a result for its pending op is runnable (again) at once. */
+const WAKE_SQL = `UPDATE executor_runs SET next_at = 0, status = CASE WHEN status IN ('waiting','sleeping') THEN 'queued' ELSE status END
+  WHERE id = ?`;
 
 /**
  * Called when a wait is stored: the first matching event since the run reached the wait (see recordEntry) resolves

@@ -5,8 +5,8 @@ import { cancelRunInTx } from "./events";
 import { driveRun, syncOne } from "./dispatch";
 import type { AppTarget } from "./protocol";
 import { getRegistry, type RegisteredFunction, type Registry } from "./registry";
-import { localExecutors, renewLeases, schedulePoll, takeInTx, wake } from "./scheduling";
-import { query, tx, type RunRow, type Tx } from "./store";
+import { localExecutors, pollDue, renewLeases, schedulePoll, takeInTx, wake } from "./scheduling";
+import { onForeignCommit, query, tx, type RunRow, type Tx } from "./store";
 import { release } from "./waits";
 
 export { ACQUIRE_SQL, DUE_SQL, localHandoff, wakeLocal } from "./scheduling";
@@ -129,6 +129,12 @@ export class Executor {
   polling = false;
   /** @internal */
   lastPrune = 0;
+  /** @internal A look for runs made due by another process's commit is running (scheduling.ts pollDue)/is asked again. */
+  duePolling = false;
+  /** @internal */
+  dueAgain = false;
+  /** @internal Stops watching for other processes' commits. */
+  unwatch: (() => void) | null = null;
   private stopped?: Promise<void>;
 
   constructor(options: ExecutorOptions) {
@@ -155,6 +161,11 @@ export class Executor {
     this.running = true;
     localExecutors.add(this);
     await this.syncAll();
+    // Events stored by another process on this database (a web server without an executor of its own, another
+    // worker) wake the runs they resume at once, not at the next poll.
+    const unwatch = await onForeignCommit(() => pollDue(this));
+    if (this.running) this.unwatch = unwatch;
+    else unwatch?.();
     this.leaseTimer = setInterval(() => void renewLeases(this), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
     schedulePoll(this, 0);
   }
@@ -162,6 +173,8 @@ export class Executor {
   async stop(): Promise<void> {
     this.running = false;
     localExecutors.delete(this);
+    this.unwatch?.();
+    this.unwatch = null;
     clearTimeout(this.pollTimer);
     clearInterval(this.leaseTimer);
     for (const t of this.timers) clearTimeout(t);
@@ -216,8 +229,8 @@ export class Executor {
   }
 
   /** localHandoff's take: lease, inside the ingest's transaction `t`, the runs it made runnable (scheduling.ts takeInTx). */
-  takeInTx(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
-    return takeInTx(this, t, runIds, registry, now);
+  takeInTx(t: Tx, runIds: string[], registry: Registry, now: number, fns?: Map<string, string>): Promise<string[]> {
+    return takeInTx(this, t, runIds, registry, now, fns);
   }
 
   /** The ingest that took these runs did not commit: no lease of theirs was written. */

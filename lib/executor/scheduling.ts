@@ -59,9 +59,9 @@ export function wakeLocal(runIds: string[]): void {
  * committing its lease in a transaction of its own. `drop` undoes the bookkeeping when that transaction did not commit.
  */
 export const localHandoff = {
-  async take(t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
+  async take(t: Tx, runIds: string[], registry: Registry, now: number, fns?: Map<string, string>): Promise<string[]> {
     for (const executor of localExecutors) {
-      const taken = await executor.takeInTx(t, runIds, registry, now);
+      const taken = await executor.takeInTx(t, runIds, registry, now, fns);
       if (taken.length > 0) return taken;
     }
     return [];
@@ -103,6 +103,35 @@ export function wake(ex: Executor, runIds: Iterable<string>): void {
     else ex.ready.add(id);
   }
   pump(ex);
+}
+
+/**
+ * Another process committed to the database (lib/db onForeignCommit): the runs it made due — a wait its event resolved,
+ * a run it started, with no executor of its own to hand them to — are driven now, not at the next poll. Only the due
+ * runs are read (the poll's other work keeps its pace); a commit that lands while a look is running gets one more.
+ */
+export function pollDue(ex: Executor): void {
+  if (!ex.running) return;
+  if (ex.duePolling) {
+    ex.dueAgain = true;
+    return;
+  }
+  ex.duePolling = true;
+  void (async () => {
+    try {
+      do {
+        ex.dueAgain = false;
+        const now = Date.now();
+        const due = await query<{ id: string }>(DUE_SQL, [now, now, ex.opts.maxConcurrentRuns * 2]);
+        for (const { id } of due) if (!ex.driving.has(id)) ex.ready.add(id);
+        pump(ex);
+      } while (ex.dueAgain && ex.running);
+    } catch (err) {
+      ex.opts.log("error", "looking for runs made due by another process failed", err);
+    } finally {
+      ex.duePolling = false;
+    }
+  })();
 }
 
 export function schedulePoll(ex: Executor, delay: number): void {
@@ -270,14 +299,22 @@ export function acquireArgs(ex: Executor, fn: RegisteredFunction | undefined, ru
  * executor has free slots for. A run it drives already, or one ACQUIRE_SQL refuses (not due, leased elsewhere, over
  * a concurrency limit, behind a higher priority) is left to wake() and acquire(), as before.
  */
-export async function takeInTx(ex: Executor, t: Tx, runIds: string[], registry: Registry, now: number): Promise<string[]> {
+export async function takeInTx(
+  ex: Executor,
+  t: Tx,
+  runIds: string[],
+  registry: Registry,
+  now: number,
+  /** The function of a run, where the ingest knows it (it is read otherwise). */
+  fns?: Map<string, string>,
+): Promise<string[]> {
   const taken: string[] = [];
   if (!ex.running) return taken;
   for (const id of new Set(runIds)) {
     if (ex.driving.size + ex.handedOff.size >= ex.opts.maxConcurrentRuns) break;
     if (ex.driving.has(id) || ex.handedOff.has(id)) continue;
-    const [row] = await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [id]);
-    const fn = row ? registry.byId.get(row.fn_id) : undefined;
+    const fnId = fns?.get(id) ?? (await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [id]))[0]?.fn_id;
+    const fn = fnId === undefined ? undefined : registry.byId.get(fnId);
     if (!fn) continue;
     const [run] = await rows<RunRow>(t, ACQUIRE_SQL, acquireArgs(ex, fn, id, now));
     if (!run) continue;

@@ -1,5 +1,7 @@
 import type { Client, InArgs, ResultSet, Transaction } from "@libsql/client";
 import { getClient, getNative, serialize, writeGroupedNative } from "@/lib/db";
+
+export { onForeignCommit } from "@/lib/db";
 import type { NativeConnection, SqlArgs } from "@/lib/db/statements";
 
 /**
