@@ -23,7 +23,9 @@ import { afterEach, describe, expect, it } from "vitest";
  * 7: the SSE stream of an execution (StreamTools) is made when its readable side is first read, not for every call.
  * 8: every tenth step found in one call waited for a `setTimeout(0)` (at least 1 ms, the event loop idle) before it
  * was handled; it waits for `setImmediate`, the end of the same event loop turn. 9: a step id's SHA-1 (computed in
- * JavaScript, several times per step and call) is remembered per id.
+ * JavaScript, several times per step and call) is remembered per id. 11: a stored step that only "any value, as
+ * data" can read (a waited-for event) is read as that without failing the three strict kinds first (10, the client's
+ * calls over node:http, is tests/executor/sdk-local-fetch.test.ts).
  */
 
 const real = process.env;
@@ -323,6 +325,47 @@ describe("the Inngest SDK reads its environment by name (patched)", () => {
     // The memoized steps were all taken as done, in order: the call ran the 25th and reported it.
     expect(await res.json()).toMatchObject([{ op: "StepRun", name: "s24", data: 24 }]);
     expect(zeroTimers).toHaveLength(0);
+  });
+
+  it("reads a resumed call's steps (a step's data, a waited-for event) without building a zod issue", async () => {
+    // 11: each stored step is read by a union of three strict kinds (data, error, input) and "any value, as data".
+    // A waitForEvent's event (name, data, id, ts) failed the three first, each failure a zod issue with its message:
+    // 2 to 4 per resumed call. A value only the last kind can take goes to it directly; the others read as before.
+    const zodV3 = path.join(process.cwd(), "node_modules", "inngest", "node_modules", "zod", "v3", "index.js");
+    const z3 = (await import(pathToFileURL(zodV3).href)) as {
+      setErrorMap: (map: (issue: unknown, ctx: { defaultError: string }) => { message: string }) => void;
+      defaultErrorMap: (issue: unknown, ctx: { defaultError: string }) => { message: string };
+    };
+    const inngest = new Inngest({ id: "wait-probe", isDev: true });
+    const seen: unknown[] = [];
+    const fn = inngest.createFunction({ id: "f", retries: 0, triggers: [{ event: "probe/go" }] }, async ({ step }) => {
+      seen.push(await step.run("one", () => 1));
+      seen.push(await step.waitForEvent("approve", { event: "probe/approve", timeout: "1h" }));
+      return step.run("two", () => 2);
+    });
+    const handler = serve({ client: inngest, functions: [fn] }) as (r: Request) => Promise<Response>;
+    const approve = { name: "probe/approve", data: { k: 1 }, id: "e2", ts: 1 };
+    const steps: [string, unknown][] = [
+      [sha1("one"), { data: { ok: true } }],
+      [sha1("approve"), approve],
+    ];
+    expect((await handler(memoizedRequest("wait-probe-f", steps))).status).toBe(206);
+    seen.length = 0;
+    let issues = 0;
+    z3.setErrorMap((issue, ctx) => {
+      issues++;
+      return z3.defaultErrorMap(issue, ctx);
+    });
+    try {
+      const res = await handler(memoizedRequest("wait-probe-f", steps));
+      expect(res.status).toBe(206);
+      expect(await res.json()).toMatchObject([{ op: "StepRun", name: "two", data: 2 }]);
+      expect(issues).toBe(0);
+    } finally {
+      z3.setErrorMap(z3.defaultErrorMap);
+    }
+    // The function saw each stored step as before: the data, the whole event.
+    expect(seen).toEqual([{ ok: true }, approve]);
   });
 
   it("hashes a step id once per process, to the same id", async () => {
