@@ -191,7 +191,7 @@ async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T
       // `join`: the wait already open is this one's too (a pause for the disk), its value then stands for the open's.
       const joined = join ? await join() : null;
       if (joined !== null) return { busy: false as const, value: joined };
-      if (!(await waitsForNoOne({ runId: flow.runId }))) return { busy: true as const };
+      if (!(await waitsForNoOne({ runId: flow.runId, taskId: flow.task!.id }))) return { busy: true as const };
       try {
         return { busy: false as const, value: await open() };
       } catch (error) {

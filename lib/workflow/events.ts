@@ -52,6 +52,15 @@ export type RunEventPayloads = {
   STAGE_COMPLETED: { stage: Stage };
   PLAN_CREATED: { version: number; plan?: PlanDocument; path?: string; commitSha?: string; feedback?: string | null };
   PLAN_EDITED: { version: number; by: string; plan?: PlanDocument; path?: string; commitSha?: string };
+  /**
+   * A re-plan proposed during implementation (by the implementer, the debug step, or a person sending a question back
+   * to planning), and what the run made of it — one re-plan at a time per run: `planning` (it is drafted and goes to
+   * the plan gate; `counted` toward limits.maxReplans), `joined` (a parallel task's proposal joined the plan gate
+   * `gateId` another task's re-plan opened: its reason is shown there, the gate's decision is its too), `outdated` (the
+   * run's plan changed since the proposing task began: its session ends and runs afresh under the new plan), `limit`
+   * (limits.maxReplans reached: no re-plan).
+   */
+  REPLAN_PROPOSED: { taskId: string | null; reason: string; outcome: "planning" | "joined" | "outdated" | "limit"; counted?: boolean; gateId?: string };
   APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null; deadline?: DecisionDeadlineInfo };
   /** `planHash`: on a plan gate, the hash of the plan approved (with the edits), frozen from here (lib/workflow/plan-hash.ts). */
   APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean; planHash?: string };

@@ -85,10 +85,29 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       requireStatus("running");
       return next({ currentStage: event.payload.stage });
 
-    case "STAGE_COMPLETED":
+    case "STAGE_COMPLETED": {
       requireStatus("running");
       if (state.currentStage !== event.payload.stage) fail(`the current stage is ${state.currentStage ?? "none"}`);
+      if (event.payload.stage !== "planning" || !state.replanning) return next({});
+      // The re-plan under way ends with its planning stage.
+      const { replanning: _ended, ...rest } = next({});
+      return rest;
+    }
+
+    case "REPLAN_PROPOSED": {
+      notTerminal();
+      const { outcome } = event.payload;
+      if (outcome === "planning") {
+        requireStatus("running");
+        if (state.replanning) fail("another re-plan is under way");
+        return next({ replanning: { taskId: event.payload.taskId }, replans: (state.replans ?? 0) + (event.payload.counted ? 1 : 0) });
+      }
+      if (outcome === "joined") {
+        requireStatus("awaiting_approval");
+        if (!state.replanning || state.pendingGate?.kind !== "plan" || state.pendingGate.gateId !== event.payload.gateId) fail("no re-plan's gate is pending");
+      }
       return next({});
+    }
 
     case "PLAN_CREATED":
       requireStatus("running");

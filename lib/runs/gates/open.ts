@@ -71,9 +71,12 @@ export async function openGate({
 export async function readDecidedGate({
   runId,
   gateId,
+  ackKey = decisionKey.gate(gateId),
 }: {
   runId: string;
   gateId: string;
+  /** The key this reader acknowledges the decision under (a parallel task that joined a re-plan's gate has its own). */
+  ackKey?: string;
 }): Promise<{ state: "pending" } | { state: "ended"; status: string } | { state: "decided"; gate: typeof gates.$inferSelect }> {
   const db = await getDb();
   const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
@@ -85,18 +88,20 @@ export async function readDecidedGate({
     return { state: "pending" };
   }
   if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
-  await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
+  await acknowledgeDecision({ runId, key: ackKey });
   return { state: "decided", gate };
 }
 
 export async function readGate({
   runId,
   gateId,
+  ackKey,
 }: {
   runId: string;
   gateId: string;
+  ackKey?: string;
 }): Promise<WaitResult<{ gateId: string; decision: string; notes: string | null; decidedBy: string | null; editedPlan: EditedPlan | null; /** An escalated question's typed answer, as text. */ answer: string | null; now: number }>> {
-  const read = await readDecidedGate({ runId, gateId });
+  const read = await readDecidedGate({ runId, gateId, ...(ackKey ? { ackKey } : {}) });
   if (read.state !== "decided") return read;
   const { gate } = read;
   const payload = gate.payload as { editedPlan?: EditedPlan; response?: unknown } | null;
