@@ -216,7 +216,7 @@ async function decideGate<T extends { now: number }>(
   read: (gateId: string) => Promise<WaitResult<T>>,
 ): Promise<T> {
   const { runId, runStep } = flow;
-  const opened = await openWhenFree(flow, `${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context }));
+  const opened = await openWhenFree(flow, `${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context, taskId: flow.task?.id ?? null }));
   await notifyOpened(flow, `${key}:open`, { type: "gate", id: opened.gateId });
   await releaseSlot(flow, `${key}:open`);
   const decision = await waitFor(flow, `${key}:decision`, () => read(opened.gateId), gateDecided.name, {
@@ -272,7 +272,7 @@ export async function clarify(flow: RunFlow, key: string, stage: Stage, question
  */
 export async function clarifyOrSendBack(flow: RunFlow, key: string, stage: Stage, question: Question): Promise<{ answer: string; sentBack: boolean }> {
   const { runId, runStep } = flow;
-  const asked = await openWhenFree(flow, `${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+  const asked = await openWhenFree(flow, `${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question, taskId: flow.task?.id ?? null }));
   await notifyOpened(flow, `${key}:ask`, asked.kind === "clarification" ? { type: "clarification", id: asked.clarificationId } : { type: "gate", id: asked.gateId });
   await releaseSlot(flow, `${key}:ask`);
   let answer: string;

@@ -61,7 +61,8 @@ export type RunEventPayloads = {
    * (limits.maxReplans reached: no re-plan).
    */
   REPLAN_PROPOSED: { taskId: string | null; reason: string; outcome: "planning" | "joined" | "outdated" | "limit"; counted?: boolean; gateId?: string };
-  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null; deadline?: DecisionDeadlineInfo };
+  /** `taskId`: opened by a parallel task, while the run's other tasks compute on (the run keeps its slot). */
+  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null; deadline?: DecisionDeadlineInfo; taskId?: string };
   /** `planHash`: on a plan gate, the hash of the plan approved (with the edits), frozen from here (lib/workflow/plan-hash.ts). */
   APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean; planHash?: string };
   APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
@@ -71,7 +72,8 @@ export type RunEventPayloads = {
   PLAN_QUESTION_ANSWERED: { gateId: string; question: string; answer: string; version: number };
   /** `replan` only at the fix gate about a stopped implementer (inngest/run/stuck.ts), where `accept` is refused. */
   FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" | "replan" };
-  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo };
+  /** `taskId`: asked by a parallel task, while the run's other tasks compute on (the run keeps its slot). */
+  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo; taskId?: string };
   /** A reminder point of a pending decision's deadline passed (`reminder` counts from 0); people were notified. */
   DECISION_REMINDED: { subject: DecisionSubject; reminder: number; deadline: number };
   /** A decision's deadline passed with nobody deciding; `action` is what happens now (the next event says how). */

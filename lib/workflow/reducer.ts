@@ -15,6 +15,9 @@ export class IllegalTransitionError extends Error {
 
 type Meta = { runId: string; sequence: number };
 
+/** The statuses of a wait a parallel task opened (a gate, a question), in which the run keeps its slot. */
+const WAITS_HOLDING_SLOT: ReadonlySet<RunStatus> = new Set(["awaiting_approval", "awaiting_clarification", "awaiting_fix_decision"]);
+
 /**
  * The run's state machine. Pure: the next state from the current one and an event, or IllegalTransitionError.
  * `state` is null before RUN_CREATED.
@@ -65,12 +68,12 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
   const notTerminal = () => {
     if (TERMINAL_STATUSES.has(state.status)) fail("the run has ended");
   };
-  const next = (changes: Partial<RunState>): RunState => ({
-    ...state,
-    ...changes,
-    lastSequence: meta.sequence,
-    updatedAt: at,
-  });
+  const next = (changes: Partial<RunState>): RunState => {
+    const result: RunState = { ...state, ...changes, lastSequence: meta.sequence, updatedAt: at };
+    // A task's wait holds the run's slot only while the run waits for it: gone once the run runs (or ends, pauses) again.
+    if (result.holdsSlot && !WAITS_HOLDING_SLOT.has(result.status)) delete result.holdsSlot;
+    return result;
+  };
 
   switch (event.type) {
     case "RUN_STARTED":
@@ -128,6 +131,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         status: kind === "fix" ? "awaiting_fix_decision" : "awaiting_approval",
         pendingGate: { gateId, gateNumber, kind },
         pausedAt: at,
+        ...(event.payload.taskId ? { holdsSlot: true } : {}),
       });
     }
 
@@ -165,6 +169,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         pendingClarification: { clarificationId: event.payload.clarificationId, stage: event.payload.stage },
         clarificationCount: state.clarificationCount + 1,
         pausedAt: at,
+        ...(event.payload.taskId ? { holdsSlot: true } : {}),
       });
 
     case "CLARIFICATION_ANSWERED":

@@ -25,11 +25,14 @@ export async function openGate({
   stepKey,
   kind,
   context,
+  taskId,
 }: {
   runId: string;
   stepKey: string;
   kind: GateKind;
   context: Record<string, unknown>;
+  /** Opened by this parallel task while the run's other tasks compute on: the run keeps its slot meanwhile. */
+  taskId?: string | null;
 }): Promise<{ gateId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }> {
   const run = await loadRun({ runId });
   const tree = await parkSandbox(run, `waiting for a ${kind} decision`, stepKey);
@@ -54,7 +57,7 @@ export async function openGate({
     await appendEventsTx(
       tx,
       runId,
-      [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null, ...(deadline ? { deadline } : {}) } }],
+      [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null, ...(deadline ? { deadline } : {}), ...(taskId ? { taskId } : {}) } }],
       { stepKey },
     );
     return { gateId: id, deadline };
@@ -129,6 +132,7 @@ export async function ask({
   context,
   options,
   responseType,
+  taskId,
 }: {
   runId: string;
   stepKey: string;
@@ -137,6 +141,8 @@ export async function ask({
   context: string | null;
   options: string[];
   responseType: ClarificationResponseType;
+  /** Asked by this parallel task while the run's other tasks compute on: the run keeps its slot meanwhile. */
+  taskId?: string | null;
 }): Promise<
   | { kind: "clarification"; clarificationId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }
   | { kind: "escalation"; gateId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }
@@ -153,6 +159,7 @@ export async function ask({
     const gate = await openGate({
       runId,
       stepKey,
+      taskId,
       kind: "escalation",
       context: {
         question,
@@ -188,7 +195,7 @@ export async function ask({
     await appendEventsTx(
       tx,
       runId,
-      [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question), ...(deadline ? { deadline } : {}) } }],
+      [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question), ...(deadline ? { deadline } : {}), ...(taskId ? { taskId } : {}) } }],
       { stepKey },
     );
     return { clarificationId: id, deadline };
