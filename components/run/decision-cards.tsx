@@ -46,6 +46,8 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
   const base = { gateId: gate.id, ...(notes.trim() ? { notes: notes.trim() } : {}) };
   const answered = (gate.context as { answered?: { question: string; answer: string } } | null)?.answered;
   const estimate = (gate.context as { estimate?: RunEstimate } | null)?.estimate;
+  // A re-plan during implementation: why it was proposed, and the parallel tasks' proposals that joined this gate.
+  const replan = gate.context as { replan?: string; joined?: Array<{ taskId: string | null; reason: string }> } | null;
   const startEditing = () => {
     const parts = editableParts(plan);
     setSource(plan?.mermaid ?? "");
@@ -76,6 +78,22 @@ export function ApprovalCard({ run, gate, plan, children }: { run: Run; gate: Ga
                 {answered.answer}
               </p>
               <p className="text-muted-foreground mt-1 text-xs">This is the plan it revised with that answer.</p>
+            </div>
+          )}
+          {replan?.replan && (
+            <div className="bg-muted/50 rounded-md border p-3 text-sm" data-testid="replan-reasons">
+              <p className="font-medium">Why the run is re-planned</p>
+              <ul className="mt-1 list-disc space-y-1 pl-5">
+                <li>{replan.replan}</li>
+                {(replan.joined ?? []).map((j, i) => (
+                  <li key={i} data-testid="replan-joined">
+                    {j.reason}
+                  </li>
+                ))}
+              </ul>
+              {(replan.joined?.length ?? 0) > 0 && (
+                <p className="text-muted-foreground mt-1 text-xs">Several tasks proposed a re-plan: this one decision answers them all, and the plan changes once.</p>
+              )}
             </div>
           )}
           {estimate && <EstimateSummary estimate={estimate} />}

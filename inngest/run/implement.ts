@@ -1,6 +1,6 @@
 import { NonRetriableError } from "inngest";
 import * as budgets from "@/lib/runs/budget";
-import { RunEndedError, workflowClock } from "@/lib/runs/steps/context";
+import { RunEndedError } from "@/lib/runs/steps/context";
 import { publishDraft } from "@/lib/runs/steps/github";
 import {
   applyAnswer,
@@ -91,28 +91,30 @@ async function debugFailure(
     if (!closed.sentBack) return { state: applyVerifyFailure(current, { failure: failed, verdict, answer: closed.answer }), replanned: false };
     sentBack = `A person sent the run back to planning with the debug step's question${from}: ${verdict.question}`;
   }
-  // In a parallel task too: `plans` is the run's, shared by its tasks (one count of re-plans, one approved plan).
-  if (sentBack || (verdict.category === "plan" && verdict.parsed && !exhausted && plans.replans < config.limits.maxReplans)) {
+  // In a parallel task too: `plans` is the run's, shared by its tasks (one approved plan); the re-plans are counted,
+  // and joined when two tasks propose at once, by the run's own record (claimReplan).
+  if (sentBack || (verdict.category === "plan" && verdict.parsed && !exhausted)) {
     // The plan itself is wrong: a re-plan, decided at the plan gate (an approved plan is a contract).
-    if (!sentBack) plans.replans += 1;
     const replanned = await replan(
       flow,
       plans,
       `${key}:replan`,
       sentBack ??
         `Re-plan proposed by the debug step${from}. Observation: task ${failure.taskId}'s acceptance command \`${failure.command}\` failed and the failure is the plan's: ${verdict.reason}`,
+      { counted: !sentBack, attempt: implAttempt },
     );
-    if (replanned.plan) plans.approved = replanned.plan;
-    flow.stageStart = (
-      await runStep(`${key}:replan:resume`, () => startStage({ runId, stage: "implementation", attempt: implAttempt, stepKey: `${key}:replan:resume` }))
-    ).now;
-    if (flow.task && replanned.plan) {
-      // Approved in a parallel task: the task's session ends here, as at an implementer's re-plan (see converse).
-      const taskId = flow.task.id;
-      await runStep(`${key}:replan:drop`, () => dropTask({ runId, taskId }));
-      return { state: current, replanned: true };
+    // Past limits.maxReplans: the fix gate decides instead (below).
+    if (!replanned.limited) {
+      if (replanned.plan) plans.approved = replanned.plan;
+      if (replanned.now !== null) flow.stageStart = replanned.now;
+      if (flow.task && replanned.planChanged) {
+        // The run's plan changed under a parallel task: its session ends here, as at an implementer's re-plan (see converse).
+        const taskId = flow.task.id;
+        await runStep(`${key}:replan:drop`, () => dropTask({ runId, taskId }));
+        return { state: current, replanned: true };
+      }
+      return { state: await applyDebugReplanDecision(current, replanned), replanned: false };
     }
-    return { state: await applyDebugReplanDecision(current, replanned), replanned: false };
   }
   const decision = await gate(flow, `${key}:fix-gate`, "fix", {
     report: `Task ${failure.taskId} failed its check \`${failure.command}\` (exit ${failure.exitCode ?? "timed out"}). Debug step: ${verdict.category} — ${verdict.reason}${exhausted ? ` (after ${debugAttempt - 1} fix passes)` : ""}\n\n${failure.output}`,
@@ -177,13 +179,6 @@ export async function implement(
     await githubStep(flow, `github:draft:${attempt}`, "implementation", (key) => publishDraft({ runId, stepKey: key }));
   }
   return implemented;
-}
-
-/** The implementation clock starts again after a wait at a gate (a parallel task's without a stage event: others run on). */
-async function restartClock(flow: RunFlow, key: string, attempt: number): Promise<number> {
-  const { runId, runStep } = flow;
-  if (flow.task) return (await runStep(key, async () => ({ now: workflowClock.now() }))).now;
-  return (await runStep(key, () => startStage({ runId, stage: "implementation", attempt, stepKey: key }))).now;
 }
 
 /**
@@ -326,25 +321,23 @@ export async function converse(
       // PAOR: an observation broke the plan. The planner re-plans with it, and the new plan goes through the plan
       // gate whatever trustMode.planning says: an approved plan is a contract.
       const key = `${prefix}:turn:${turn}:replan`;
-      plans.replans += 1;
-      // A parallel task's proposal goes to the same plan gate (`plans` is the run's, shared by its tasks); the others
-      // work on meanwhile, to the end of their task.
+      // A parallel task's proposal goes to the run's one plan gate (`plans` is the run's, shared by its tasks): it
+      // joins another task's re-plan under way rather than opening a second gate; the others work on meanwhile.
       const from = taskId ? ` (in task ${taskId})` : "";
-      const replanned =
-        plans.replans > config.limits.maxReplans
-          ? { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).` }
-          : await replan(flow, plans, key, `Re-plan proposed by the implementer${from}. Observation: ${result.observation} Proposal: ${result.proposal}`);
+      const replanned = await replan(flow, plans, key, `Re-plan proposed by the implementer${from}. Observation: ${result.observation} Proposal: ${result.proposal}`, {
+        counted: true,
+        attempt,
+      });
       if (replanned.plan) plans.approved = replanned.plan;
-      if (taskId && replanned.plan) {
-        // Approved: the new plan is the run's. This task's session ends here, unmerged (its worktree and branch go);
-        // the rounds go on with the new plan, where the task — if it is still there — starts afresh.
-        await runStep(`${key}:resume`, () => startStage({ runId, stage: "implementation", attempt, stepKey: `${key}:resume` }));
+      // The wait at the gate is not implementation time.
+      if (replanned.now !== null) flow.stageStart = replanned.now;
+      if (taskId && replanned.planChanged) {
+        // The run's plan changed: this task's session ends here, unmerged (its worktree and branch go); the rounds go
+        // on with the new plan, where the task — if it is still there — starts afresh.
         await runStep(`${key}:drop`, () => dropTask({ runId, taskId }));
         return { state, failure: null, budgetStopped: false, replanned: true };
       }
       state = await applyReplan(state, replanned);
-      // The wait at the gate is not implementation time.
-      flow.stageStart = await restartClock(flow, `${key}:resume`, attempt);
       continue;
     }
     if (result.kind === "failure") failure = `${result.reason}: ${result.message}`;

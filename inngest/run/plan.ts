@@ -3,12 +3,16 @@ import * as estimates from "@/lib/runs/estimate";
 import { applyPlanEdits } from "@/lib/runs/plan-edits";
 import { plan as planStep, recordPlan, type PlanRetry, type PlanStepResult } from "@/lib/runs/steps/plan";
 import { completeStage, startStage } from "@/lib/runs/steps/start";
+import { claimReplan, closeReplan, type ReplanClaim } from "@/lib/runs/steps/replan";
+import { readGate } from "@/lib/runs/gates/open";
+import { decisionKey } from "@/lib/runs/gates/acks";
+import { gateDecided } from "../events";
 import { applySentBack } from "@/lib/runs/steps/implement";
 import { dropTask } from "@/lib/runs/steps/tasks";
 import type { ImplementerState } from "@/lib/agents";
 import type { PlanDocument } from "@/lib/workflow";
 import { deadline, type RunFlow } from "./flow";
-import { clarify, gate, pauseForModel, pauseUntilResumed, spendGate } from "./waits";
+import { clarify, gate, pauseForModel, pauseUntilResumed, spendGate, waitFor } from "./waits";
 
 /*
  * Plan → plan gate: the planner drafts (asking questions, retrying an invalid diagram, pausing on an outage or a
@@ -28,8 +32,6 @@ export type Plans = {
   version: number;
   /** The plan the run carries out (a re-plan replaces it). */
   approved: PlanDocument;
-  /** Re-plans so far (limits.maxReplans). */
-  replans: number;
 };
 
 /**
@@ -178,49 +180,108 @@ export async function planUntilApproved(flow: RunFlow): Promise<Plans> {
     }
   }
   await runStep("planning:done", () => completeStage({ runId, stage: "planning", stepKey: "planning:done" }));
-  return { feedback, answers, diagramAttempt, version, approved: plan!, replans: 0 };
+  return { feedback, answers, diagramAttempt, version, approved: plan! };
 }
 
-/** A re-plan the implementer (or the debug step) proposed: drafted by the planner with the observation, decided at the plan gate. */
-export async function replan(flow: RunFlow, plans: Plans, key: string, note: string): Promise<{ approved: boolean; plan: PlanDocument | null; notes: string | null }> {
-  const { runId, runStep } = flow;
+/** What came of a re-plan proposed during implementation (see `replan`). */
+export type Replanned = {
+  approved: boolean;
+  /** The new plan, when this proposal's own re-plan was approved: the caller makes it the run's (`plans.approved`). */
+  plan: PlanDocument | null;
+  notes: string | null;
+  /**
+   * The run's plan changed — by this re-plan, by the one it joined, or by one approved since the proposing task began:
+   * a parallel task's session ends there (unmerged) and the rounds run it afresh under the run's plan.
+   */
+  planChanged: boolean;
+  /** No re-plan: limits.maxReplans was reached (a debug step's proposal then goes to the fix gate). */
+  limited: boolean;
+  /** When the wait for the plan gate ended (the stage clock starts again from it), or null if there was no wait. */
+  now: number | null;
+};
+
+/**
+ * A re-plan the implementer, the debug step or a person (a question sent back to planning) proposed: drafted by the
+ * planner with the observation, decided at the plan gate. One at a time per run: a parallel task's proposal made while
+ * another task's re-plan is drafted waits for its gate, then joins it (its reason shown there, the gate's decision is
+ * its own); one made after the run's plan changed under its task is dropped (the task runs afresh). Which of these
+ * happens is decided by a step (claimReplan), never by which task got there first in this process.
+ * `counted`: toward limits.maxReplans (once per plan gate). `attempt`: the implementation attempt that goes on after.
+ */
+export async function replan(
+  flow: RunFlow,
+  plans: Plans,
+  key: string,
+  note: string,
+  { counted, attempt }: { counted: boolean; attempt?: number },
+): Promise<Replanned> {
+  const { runId, runStep, config } = flow;
   const { feedback, answers, diagramAttempt } = plans;
-  await runStep(`${key}:start`, () => startStage({ runId, stage: "planning", stepKey: `${key}:start` }));
+  const taskId = flow.task?.id ?? null;
+  let claim: ReplanClaim;
+  for (let i = 0; ; i++) {
+    // The first look keeps the key the planning stage's start had (a run from before the claim reads it as leading).
+    const k = i ? `${key}:start:busy:${i}` : `${key}:start`;
+    const claimed = (await runStep(k, () => claimReplan({ runId, stepKey: k, taskId, reason: note, counted, maxReplans: config.limits.maxReplans }))) as
+      | ReplanClaim
+      | { kind?: undefined; now: number };
+    claim = claimed.kind ? claimed : { kind: "lead", version: plans.version, now: claimed.now };
+    if (claim.kind !== "busy") break;
+    await flow.step.sleep(`${k}:wait`, `${Math.min(2 ** i, 300)}s`);
+  }
+  if (claim.kind === "limit") {
+    return { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).`, planChanged: false, limited: true, now: null };
+  }
+  if (claim.kind === "outdated") {
+    const notes = "The run's plan changed since this task began: the task starts afresh under the new plan.";
+    return { approved: false, plan: null, notes, planChanged: true, limited: false, now: null };
+  }
+  if (claim.kind === "joined") {
+    // Another task's re-plan gate: its decision is this proposal's too (the other task's wait sends the reminders).
+    const gateId = claim.gateId;
+    // Acknowledged under this task's own key: the announcement is repeated until every task waiting for it took it.
+    const ackKey = decisionKey.joined(gateId, taskId!);
+    const decided = await waitFor(flow, `${key}:joined`, () => readGate({ runId, gateId, ackKey }), gateDecided.name);
+    const approved = decided.decision === "approve";
+    return { approved, plan: null, notes: decided.notes ?? null, planChanged: approved, limited: false, now: decided.now };
+  }
+  const close = async (): Promise<number> => (await runStep(`${key}:done`, () => closeReplan({ runId, stepKey: `${key}:done`, attempt }))).now;
   await spendGate(flow, `${key}:plan`, "planning");
   const drafted = await runStep(`${key}:plan`, () =>
     planStep({ runId, stepKey: `${key}:plan`, feedback: [...feedback, note], clarifications: answers, diagramAttempt }),
   );
   if (drafted.kind !== "plan") {
-    await runStep(`${key}:done`, () => completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
+    const now = await close();
     const why = drafted.kind === "clarification" ? "the planner asked a question instead" : "message" in drafted ? drafted.message : drafted.kind;
-    return { approved: false, plan: null, notes: `The re-plan could not be drafted (${why}).` };
+    return { approved: false, plan: null, notes: `The re-plan could not be drafted (${why}).`, planChanged: false, limited: false, now };
   }
-  plans.version += 1;
-  const draftedVersion = plans.version;
+  // The version from the claim's memoized result (the latest recorded when the re-plan began).
+  const draftedVersion = claim.version + 1;
+  plans.version = Math.max(plans.version, draftedVersion);
   await runStep(`${key}:record`, () => recordPlan({ runId, stepKey: `${key}:record`, plan: drafted.plan, version: draftedVersion, feedback: note }));
   const estimate = await runStep(`${key}:estimate`, () => estimates.makeEstimate({ runId, plan: drafted.plan, version: draftedVersion }));
   const decision = await gate(flow, `${key}:gate`, "plan", { plan: drafted.plan, version: draftedVersion, replan: note, estimate });
-  await runStep(`${key}:done`, () => completeStage({ runId, stage: "planning", stepKey: `${key}:done` }));
-  if (decision.decision !== "approve") return { approved: false, plan: null, notes: decision.notes ?? null };
+  const now = await close();
+  if (decision.decision !== "approve") return { approved: false, plan: null, notes: decision.notes ?? null, planChanged: false, limited: false, now };
   let chosen = drafted.plan;
   if (decision.editedPlan) {
-    plans.version += 1;
+    const editedVersion = draftedVersion + 1;
+    plans.version = Math.max(plans.version, editedVersion);
     chosen = applyPlanEdits({ drafted: drafted.plan, edited: decision.editedPlan });
     const edited = chosen;
-    const editedVersion = plans.version;
     await runStep(`${key}:edited`, () =>
       recordPlan({ runId, stepKey: `${key}:edited`, plan: edited, version: editedVersion, edited: true, by: decision.decidedBy ?? "unknown" }),
     );
   }
-  return { approved: true, plan: chosen, notes: decision.notes ?? null };
+  return { approved: true, plan: chosen, notes: decision.notes ?? null, planChanged: true, limited: false, now };
 }
 
 /**
  * A person sent a question of the implementation back to planning (skip with `then: "planning"`): the planner re-plans
  * with the question, and the new plan passes the plan gate whatever trustMode says; the gate's decision is the
- * question's answer. A person's choice: it does not count toward limits.maxReplans. In a parallel task, an approved
- * re-plan ends the task's session (`replanned`): unmerged, its worktree and branch dropped, it starts afresh in the
- * rounds that follow the new plan.
+ * question's answer. A person's choice: it does not count toward limits.maxReplans. In a parallel task, a change of
+ * the run's plan (this re-plan approved, or the one it joined) ends the task's session (`replanned`): unmerged, its
+ * worktree and branch dropped, it starts afresh in the rounds that follow the new plan.
  */
 export async function sendBackToPlanning(
   flow: RunFlow,
@@ -231,12 +292,14 @@ export async function sendBackToPlanning(
   question: string,
 ): Promise<{ state: ImplementerState; replanned: boolean }> {
   const from = flow.task ? ` (in task ${flow.task.id})` : "";
-  const replanned = await replan(flow, plans, `${key}:planning`, `A person sent the run back to planning with the implementer's question${from}: ${question}`);
+  const replanned = await replan(flow, plans, `${key}:planning`, `A person sent the run back to planning with the implementer's question${from}: ${question}`, {
+    counted: false,
+    attempt,
+  });
   if (replanned.plan) plans.approved = replanned.plan;
   // The wait at the gate is not implementation time.
-  const resume = `${key}:planning:resume`;
-  flow.stageStart = (await flow.runStep(resume, () => startStage({ runId: flow.runId, stage: "implementation", attempt, stepKey: resume }))).now;
-  if (flow.task && replanned.plan) {
+  if (replanned.now !== null) flow.stageStart = replanned.now;
+  if (flow.task && replanned.planChanged) {
     const taskId = flow.task.id;
     await flow.runStep(`${key}:planning:drop`, () => dropTask({ runId: flow.runId, taskId }));
     return { state, replanned: true };

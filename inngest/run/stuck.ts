@@ -46,7 +46,9 @@ export async function decideStuck(
   if (decision.decision === "accept") return { accepted: true };
   if (decision.decision === "replan") {
     // A person's choice: not counted in limits.maxReplans.
-    const replanned = await replan(flow, plans, `${key}:replan`, `A person sent the run back to planning after the implementer stopped: ${failure}${note}`);
+    const replanned = await replan(flow, plans, `${key}:replan`, `A person sent the run back to planning after the implementer stopped: ${failure}${note}`, {
+      counted: false,
+    });
     if (replanned.plan) plans.approved = replanned.plan;
     const outcome = replanned.plan
       ? "The run was re-planned: implement the new plan."

@@ -191,7 +191,7 @@ async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T
       // `join`: the wait already open is this one's too (a pause for the disk), its value then stands for the open's.
       const joined = join ? await join() : null;
       if (joined !== null) return { busy: false as const, value: joined };
-      if (!(await waitsForNoOne({ runId: flow.runId }))) return { busy: true as const };
+      if (!(await waitsForNoOne({ runId: flow.runId, taskId: flow.task!.id }))) return { busy: true as const };
       try {
         return { busy: false as const, value: await open() };
       } catch (error) {
@@ -216,7 +216,7 @@ async function decideGate<T extends { now: number }>(
   read: (gateId: string) => Promise<WaitResult<T>>,
 ): Promise<T> {
   const { runId, runStep } = flow;
-  const opened = await openWhenFree(flow, `${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context }));
+  const opened = await openWhenFree(flow, `${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context, taskId: flow.task?.id ?? null }));
   await notifyOpened(flow, `${key}:open`, { type: "gate", id: opened.gateId });
   await releaseSlot(flow, `${key}:open`);
   const decision = await waitFor(flow, `${key}:decision`, () => read(opened.gateId), gateDecided.name, {
@@ -272,7 +272,7 @@ export async function clarify(flow: RunFlow, key: string, stage: Stage, question
  */
 export async function clarifyOrSendBack(flow: RunFlow, key: string, stage: Stage, question: Question): Promise<{ answer: string; sentBack: boolean }> {
   const { runId, runStep } = flow;
-  const asked = await openWhenFree(flow, `${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question }));
+  const asked = await openWhenFree(flow, `${key}:ask`, () => ask({ runId, stepKey: `${key}:ask`, stage, ...question, taskId: flow.task?.id ?? null }));
   await notifyOpened(flow, `${key}:ask`, asked.kind === "clarification" ? { type: "clarification", id: asked.clarificationId } : { type: "gate", id: asked.gateId });
   await releaseSlot(flow, `${key}:ask`);
   let answer: string;

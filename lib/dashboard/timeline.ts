@@ -94,6 +94,19 @@ export function describeEvent(event: ApiEvent, people: Record<string, string> = 
       const { version, by } = p(event, "PLAN_EDITED");
       return item(`Plan edited → v${version ?? "?"}`, "info", by ? `by ${name(by)}` : undefined);
     }
+    case "REPLAN_PROPOSED": {
+      const { taskId, reason, outcome } = p(event, "REPLAN_PROPOSED");
+      const who = taskId ? `Task ${taskId}` : "The implementation";
+      const what =
+        outcome === "joined"
+          ? `${who}'s re-plan proposal joined the open plan gate`
+          : outcome === "outdated"
+            ? `${who}'s re-plan proposal dropped: the plan changed since the task began (it runs afresh)`
+            : outcome === "limit"
+              ? `${who}'s re-plan proposal refused: no more re-plans (limits.maxReplans)`
+              : `${who} proposes a re-plan`;
+      return item(what, outcome === "planning" || outcome === "joined" ? "waiting" : "info", text(reason) || undefined);
+    }
     case "APPROVAL_REQUESTED": {
       const { kind, gateNumber } = p(event, "APPROVAL_REQUESTED");
       return item(`Waiting for ${kind ?? "an"} approval`, "waiting", gateNumber ? `gate ${gateNumber}` : undefined);

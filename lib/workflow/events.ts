@@ -52,7 +52,17 @@ export type RunEventPayloads = {
   STAGE_COMPLETED: { stage: Stage };
   PLAN_CREATED: { version: number; plan?: PlanDocument; path?: string; commitSha?: string; feedback?: string | null };
   PLAN_EDITED: { version: number; by: string; plan?: PlanDocument; path?: string; commitSha?: string };
-  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null; deadline?: DecisionDeadlineInfo };
+  /**
+   * A re-plan proposed during implementation (by the implementer, the debug step, or a person sending a question back
+   * to planning), and what the run made of it — one re-plan at a time per run: `planning` (it is drafted and goes to
+   * the plan gate; `counted` toward limits.maxReplans), `joined` (a parallel task's proposal joined the plan gate
+   * `gateId` another task's re-plan opened: its reason is shown there, the gate's decision is its too), `outdated` (the
+   * run's plan changed since the proposing task began: its session ends and runs afresh under the new plan), `limit`
+   * (limits.maxReplans reached: no re-plan).
+   */
+  REPLAN_PROPOSED: { taskId: string | null; reason: string; outcome: "planning" | "joined" | "outdated" | "limit"; counted?: boolean; gateId?: string };
+  /** `taskId`: opened by a parallel task, while the run's other tasks compute on (the run keeps its slot). */
+  APPROVAL_REQUESTED: { gateId: string; gateNumber: number; kind: GateKind; artifactVersion?: number | null; deadline?: DecisionDeadlineInfo; taskId?: string };
   /** `planHash`: on a plan gate, the hash of the plan approved (with the edits), frozen from here (lib/workflow/plan-hash.ts). */
   APPROVAL_GRANTED: { gateId: string; by: string; notes?: string | null; editedPlan?: boolean; planHash?: string };
   APPROVAL_REJECTED: { gateId: string; by: string; feedback: string };
@@ -62,7 +72,8 @@ export type RunEventPayloads = {
   PLAN_QUESTION_ANSWERED: { gateId: string; question: string; answer: string; version: number };
   /** `replan` only at the fix gate about a stopped implementer (inngest/run/stuck.ts), where `accept` is refused. */
   FIX_DECISION_MADE: { gateId: string; by: string; decision: "retry" | "accept" | "cancel" | "replan" };
-  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo };
+  /** `taskId`: asked by a parallel task, while the run's other tasks compute on (the run keeps its slot). */
+  CLARIFICATION_REQUESTED: { clarificationId: string; stage: Stage; question: string; deadline?: DecisionDeadlineInfo; taskId?: string };
   /** A reminder point of a pending decision's deadline passed (`reminder` counts from 0); people were notified. */
   DECISION_REMINDED: { subject: DecisionSubject; reminder: number; deadline: number };
   /** A decision's deadline passed with nobody deciding; `action` is what happens now (the next event says how). */

@@ -168,3 +168,35 @@ describe("a decision's deadline (DECISION_REMINDED / TIMED_OUT / ESCALATED / DEF
     }
   });
 });
+
+describe("re-plans during implementation and parallel tasks' waits", () => {
+  const lead = (taskId: string): NewRunEvent => ({ type: "REPLAN_PROPOSED", payload: { taskId, reason: `from ${taskId}`, outcome: "planning", counted: true } });
+  const base = [created, started, implementing];
+
+  it("one re-plan at a time: a second one cannot lead until the first's planning stage completes; each counts once", () => {
+    const open = run([...base, lead("T1"), planning]);
+    expect(open.replanning).toEqual({ taskId: "T1" });
+    expect(open.replans).toBe(1);
+    expect(() => apply(open, at(lead("T2")), { runId: "run_1", sequence: open.lastSequence + 1 })).toThrow(IllegalTransitionError);
+    const closed = run([...base, lead("T1"), planning, { type: "STAGE_COMPLETED", payload: { stage: "planning" } }, lead("T2")]);
+    expect(closed.replanning).toEqual({ taskId: "T2" });
+    expect(closed.replans).toBe(2);
+  });
+
+  it("a proposal joins only the re-plan's own pending plan gate", () => {
+    const joined: NewRunEvent = { type: "REPLAN_PROPOSED", payload: { taskId: "T2", reason: "also", outcome: "joined", gateId: "g1" } };
+    expect(run([...base, lead("T1"), planning, planGate, joined]).status).toBe("awaiting_approval");
+    expect(() => run([...base, lead("T1"), planning, joined])).toThrow(IllegalTransitionError);
+    expect(() => run([...base, planGate, joined])).toThrow(IllegalTransitionError);
+  });
+
+  it("a wait a parallel task opened keeps the run's slot until the run runs again", () => {
+    const taskAsk: NewRunEvent = { type: "CLARIFICATION_REQUESTED", payload: { clarificationId: "c1", stage: "implementation", question: "Which?", taskId: "T2" } };
+    const waiting = run([...base, taskAsk]);
+    expect(waiting.holdsSlot).toBe(true);
+    expect(run([...base, ask]).holdsSlot).toBeUndefined();
+    const answered = run([...base, taskAsk, { type: "CLARIFICATION_ANSWERED", payload: { clarificationId: "c1", by: "usr_1" } }]);
+    expect(answered.status).toBe("running");
+    expect(answered.holdsSlot).toBeUndefined();
+  });
+});

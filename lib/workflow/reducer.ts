@@ -15,6 +15,9 @@ export class IllegalTransitionError extends Error {
 
 type Meta = { runId: string; sequence: number };
 
+/** The statuses of a wait a parallel task opened (a gate, a question), in which the run keeps its slot. */
+const WAITS_HOLDING_SLOT: ReadonlySet<RunStatus> = new Set(["awaiting_approval", "awaiting_clarification", "awaiting_fix_decision"]);
+
 /**
  * The run's state machine. Pure: the next state from the current one and an event, or IllegalTransitionError.
  * `state` is null before RUN_CREATED.
@@ -65,12 +68,12 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
   const notTerminal = () => {
     if (TERMINAL_STATUSES.has(state.status)) fail("the run has ended");
   };
-  const next = (changes: Partial<RunState>): RunState => ({
-    ...state,
-    ...changes,
-    lastSequence: meta.sequence,
-    updatedAt: at,
-  });
+  const next = (changes: Partial<RunState>): RunState => {
+    const result: RunState = { ...state, ...changes, lastSequence: meta.sequence, updatedAt: at };
+    // A task's wait holds the run's slot only while the run waits for it: gone once the run runs (or ends, pauses) again.
+    if (result.holdsSlot && !WAITS_HOLDING_SLOT.has(result.status)) delete result.holdsSlot;
+    return result;
+  };
 
   switch (event.type) {
     case "RUN_STARTED":
@@ -85,10 +88,29 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
       requireStatus("running");
       return next({ currentStage: event.payload.stage });
 
-    case "STAGE_COMPLETED":
+    case "STAGE_COMPLETED": {
       requireStatus("running");
       if (state.currentStage !== event.payload.stage) fail(`the current stage is ${state.currentStage ?? "none"}`);
+      if (event.payload.stage !== "planning" || !state.replanning) return next({});
+      // The re-plan under way ends with its planning stage.
+      const { replanning: _ended, ...rest } = next({});
+      return rest;
+    }
+
+    case "REPLAN_PROPOSED": {
+      notTerminal();
+      const { outcome } = event.payload;
+      if (outcome === "planning") {
+        requireStatus("running");
+        if (state.replanning) fail("another re-plan is under way");
+        return next({ replanning: { taskId: event.payload.taskId }, replans: (state.replans ?? 0) + (event.payload.counted ? 1 : 0) });
+      }
+      if (outcome === "joined") {
+        requireStatus("awaiting_approval");
+        if (!state.replanning || state.pendingGate?.kind !== "plan" || state.pendingGate.gateId !== event.payload.gateId) fail("no re-plan's gate is pending");
+      }
       return next({});
+    }
 
     case "PLAN_CREATED":
       requireStatus("running");
@@ -109,6 +131,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         status: kind === "fix" ? "awaiting_fix_decision" : "awaiting_approval",
         pendingGate: { gateId, gateNumber, kind },
         pausedAt: at,
+        ...(event.payload.taskId ? { holdsSlot: true } : {}),
       });
     }
 
@@ -146,6 +169,7 @@ export function apply(state: RunState | null, event: RunEvent, meta: Meta): RunS
         pendingClarification: { clarificationId: event.payload.clarificationId, stage: event.payload.stage },
         clarificationCount: state.clarificationCount + 1,
         pausedAt: at,
+        ...(event.payload.taskId ? { holdsSlot: true } : {}),
       });
 
     case "CLARIFICATION_ANSWERED":

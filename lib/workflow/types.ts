@@ -55,6 +55,18 @@ export type RunState = {
   pendingClarification: { clarificationId: string; stage: Stage } | null;
   pauseReason: { reason: string; message: string; stage: Stage | null; plan?: PlanDocument } | null;
   planVersion: number;
+  /**
+   * A re-plan under way during implementation (REPLAN_PROPOSED planning, until its planning stage completes): the run's
+   * one re-plan at a time, and whose (a parallel task's id, or null for the run's own session).
+   */
+  replanning?: { taskId: string | null } | null;
+  /**
+   * The person the run waits for was asked by one of its parallel tasks, and the others compute on: the run still holds
+   * its slot of the user's concurrency limit (lib/runs/steps/start.ts counts it as computing).
+   */
+  holdsSlot?: boolean;
+  /** Re-plans drafted during implementation that count toward limits.maxReplans. */
+  replans?: number;
   rejections: number;
   implementationAttempts: number;
   validationAttempts: number;

@@ -173,4 +173,37 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
     expect((await waitForStatus(run.id, ["completed"])).status).toBe("completed");
     await expectNothingTwice(run.id, repo, run.branch!, 2);
   });
+
+  it("right after a task's re-plan proposal was recorded, with another task proposing too: one plan gate, joined by the other, and the plan changes once", { timeout: 180_000 }, async () => {
+    const { project, repo } = await newProject(user);
+    // Each task's own check needs the other's file: both fail, and the debug step blames the plan in both tasks.
+    const tasks = ["# Both", "- [ ] T1: Write alpha", "  Files: alpha.txt", "  Check: test -f beta.txt", "- [ ] T2: Write beta", "  Files: beta.txt", "  Check: test -f alpha.txt"];
+    arm("REPLAN_PROPOSED");
+    const run = await launch(user, project.id, ["Both re-plan [debug: plan]", "", "```tasks.md", ...tasks, "```"].join("\n"), {
+      trustMode: { planning: "auto", fixes: "manual" },
+      limits: { maxConcurrentTasks: 3, maxReplans: 1 },
+    });
+    await exited(current!);
+    // Killed right after the claim that leads the re-plan was written, before the step's result was recorded.
+    const claimed = (await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "REPLAN_PROPOSED");
+    expect(claimed.map((e) => (e.payload as { outcome: string }).outcome)).toEqual(["planning"]);
+    await startApp();
+    await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 60_000);
+    const gate = await waitForPendingGate(run.id);
+    expect(gate.kind).toBe("plan");
+    await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "REPLAN_PROPOSED").length === 2, "the other task's proposal to join the gate", 60_000);
+    const plan = (gate.context as { plan: { mermaid: string; tasks: Array<Record<string, unknown>> } }).plan;
+    const edited = plan.tasks.map(({ checks: _checks, ...t }) => t) as never;
+    await approveGate({ user, runId: run.id, input: { gateId: gate.id, editedPlan: { mermaid: plan.mermaid, tasks: edited } } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 90_000)).status).toBe("completed");
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    const events = await expectRunConsistent(run.id);
+    expect(events.filter((e) => e.type === "REPLAN_PROPOSED").map((e) => (e.payload as { outcome: string }).outcome)).toEqual(["planning", "joined"]);
+    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind)).toEqual(["plan"]);
+    expect(events.filter((e) => e.type === "PLAN_CREATED").map((e) => (e.payload as { version: number }).version)).toEqual([1, 2]);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => (e.payload as { taskId: string }).taskId).sort()).toEqual(["T1", "T2"]);
+    expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha");
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta");
+  });
 });

@@ -5,7 +5,7 @@ import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import type { PlanDocument } from "@/lib/workflow";
 import { getDb } from "@/lib/db";
-import { clarificationRequests } from "@/lib/db/schema";
+import { clarificationRequests, gates } from "@/lib/db/schema";
 import { eq } from "drizzle-orm";
 import * as decide from "@/inngest/decide";
 import { announceDecision } from "@/inngest/announce";
@@ -192,5 +192,74 @@ describe("re-plan from a parallel task", () => {
     expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2"]);
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T2").map((e) => (e.payload as { run: number }).run)).toEqual([1, 2]);
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta");
+  });
+
+  it("two tasks proposing a re-plan in the same round open ONE plan gate: the second joins it, its reason shown; deciding it changes the plan once and both tasks run afresh", { timeout: 300_000 }, async () => {
+    const { project, repo } = await newProject(h.user);
+    // Each task's own check needs the other's file: in its own worktree both fail, and the debug step blames the plan.
+    const request = [
+      "Both checks need the other task [debug: plan]",
+      "",
+      "```tasks.md",
+      "# Both",
+      "- [ ] T1: Write alpha",
+      "  Files: alpha.txt",
+      "  Check: test -f beta.txt",
+      "- [ ] T2: Write beta",
+      "  Files: beta.txt",
+      "  Check: test -f alpha.txt",
+      "```",
+    ].join("\n");
+    // maxReplans 1: both proposals are answered by one gate, counted once (a second counted re-plan would be refused).
+    const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 1 } });
+
+    await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
+    const first = await waitForPendingGate(run.id);
+    expect(first.kind).toBe("plan");
+    // The second task's proposal joins the open gate instead of drafting a plan and queueing a gate of its own.
+    const proposals = await until(
+      async () => {
+        const found = ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).filter((e) => e.type === "REPLAN_PROPOSED");
+        return found.length === 2 ? found.map((e) => e.payload as { taskId: string; outcome: string; reason: string }) : null;
+      },
+      "both tasks' re-plan proposals on record (one leading, one joining the gate)",
+      120_000,
+    );
+    const lead = proposals.find((p) => p.outcome === "planning")!;
+    const joined = proposals.find((p) => p.outcome === "joined")!;
+    expect([lead?.taskId, joined?.taskId].sort()).toEqual(["T1", "T2"]);
+    const db = await getDb();
+    const [gate] = await db.select().from(gates).where(eq(gates.workflowRunId, run.id));
+    expect(gate!.id).toBe(first.id);
+    expect(gate!.context).toMatchObject({
+      version: 2,
+      replan: expect.stringContaining(`Re-plan proposed by the debug step (in task ${lead.taskId})`),
+      joined: [{ taskId: joined.taskId, reason: expect.stringContaining(`Re-plan proposed by the debug step (in task ${joined.taskId})`) }],
+    });
+    // One gate at a time: nothing else waits, and only one plan was drafted.
+    expect((await db.select().from(gates).where(eq(gates.workflowRunId, run.id))).length).toBe(1);
+
+    // Approved with the checks taken out: both tasks run afresh under the new plan and pass.
+    const plan = (gate!.context as { plan: PlanDocument }).plan;
+    const tasks = plan.tasks.map(({ checks: _checks, ...t }) => t);
+    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate!.id, editedPlan: { mermaid: plan.mermaid, tasks } } });
+    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate!.id, decision: "approve" }), key: decisionKey.gate(gate!.id) });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "awaiting_clarification"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+
+    expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind?: string }).kind)).toEqual(["plan"]);
+    // The plan changed once: the drafted re-plan (v2) and its edit (v3).
+    expect(events.filter((e) => e.type === "PLAN_CREATED").map((e) => (e.payload as { version: number }).version)).toEqual([1, 2]);
+    expect(events.filter((e) => e.type === "PLAN_EDITED").map((e) => (e.payload as { version: number }).version)).toEqual([3]);
+    expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map(taskOf).sort()).toEqual(["T1", "T2"]);
+    expect(events.filter((e) => e.type === "REPLAN_PROPOSED")).toHaveLength(2);
+    for (const id of ["T1", "T2"]) {
+      expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === id).map((e) => (e.payload as { run: number }).run)).toEqual([1, 2]);
+    }
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf).sort()).toEqual(["T1", "T2"]);
+    expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha");
+    expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta");
+    expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
   });
 });

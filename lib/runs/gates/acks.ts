@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
-import { decisionAcks } from "@/lib/db/schema";
+import { decisionAcks, gates } from "@/lib/db/schema";
 import { getRunState } from "@/lib/db/event-store";
 import { TERMINAL_STATUSES } from "@/lib/workflow";
 
@@ -21,6 +21,11 @@ const SLOT = "slot:";
  */
 export const decisionKey = {
   gate: (gateId: string) => `gate:${gateId}`,
+  /**
+   * A plan gate's decision as a parallel task that joined its re-plan reads it (lib/runs/steps/replan.ts): the task
+   * waits for the same announcement, so the decision is settled only once every reader took it.
+   */
+  joined: (gateId: string, taskId: string) => `gate:${gateId}:joined:${taskId}`,
   clarification: (clarificationId: string) => `clarification:${clarificationId}`,
   /** A resume is told apart by the sequence number of its RUN_RESUMED event. */
   resume: (sequence: number) => `resume:${sequence}`,
@@ -40,10 +45,17 @@ export async function acknowledgeDecision({ runId, key }: { runId: string; key: 
 /** Whether re-announcing is over: the workflow acknowledged the decision, or the run has ended (or is gone). */
 export async function decisionSettled({ runId, key }: { runId: string; key: string }): Promise<boolean> {
   const db = await getDb();
-  const ack = await db.query.decisionAcks.findFirst({
-    where: and(eq(decisionAcks.workflowRunId, runId), eq(decisionAcks.decisionKey, key)),
-  });
-  if (ack) return true;
+  const acked = async (k: string) =>
+    !!(await db.query.decisionAcks.findFirst({ where: and(eq(decisionAcks.workflowRunId, runId), eq(decisionAcks.decisionKey, k)) }));
+  if (await acked(key)) {
+    // A re-plan's gate that other parallel tasks joined: each of them waits for the announcement too.
+    const gateId = key.startsWith("gate:") && !key.includes(":joined:") ? key.slice("gate:".length) : null;
+    const gate = gateId ? await db.query.gates.findFirst({ where: eq(gates.id, gateId) }) : null;
+    const joined = ((gate?.context as { joined?: Array<{ taskId?: string | null }> } | null)?.joined ?? []).flatMap((j) => (j.taskId ? [j.taskId] : []));
+    let all = true;
+    for (const taskId of joined) if (!(await acked(decisionKey.joined(gateId!, taskId)))) all = false;
+    if (all) return true;
+  }
   const run = await getRunState({ id: runId });
   return !run || TERMINAL_STATUSES.has(run.status);
 }

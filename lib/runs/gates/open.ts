@@ -25,11 +25,14 @@ export async function openGate({
   stepKey,
   kind,
   context,
+  taskId,
 }: {
   runId: string;
   stepKey: string;
   kind: GateKind;
   context: Record<string, unknown>;
+  /** Opened by this parallel task while the run's other tasks compute on: the run keeps its slot meanwhile. */
+  taskId?: string | null;
 }): Promise<{ gateId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }> {
   const run = await loadRun({ runId });
   const tree = await parkSandbox(run, `waiting for a ${kind} decision`, stepKey);
@@ -54,7 +57,7 @@ export async function openGate({
     await appendEventsTx(
       tx,
       runId,
-      [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null, ...(deadline ? { deadline } : {}) } }],
+      [{ type: "APPROVAL_REQUESTED", payload: { gateId: id, gateNumber, kind, artifactVersion: planVersion ?? null, ...(deadline ? { deadline } : {}), ...(taskId ? { taskId } : {}) } }],
       { stepKey },
     );
     return { gateId: id, deadline };
@@ -71,9 +74,12 @@ export async function openGate({
 export async function readDecidedGate({
   runId,
   gateId,
+  ackKey = decisionKey.gate(gateId),
 }: {
   runId: string;
   gateId: string;
+  /** The key this reader acknowledges the decision under (a parallel task that joined a re-plan's gate has its own). */
+  ackKey?: string;
 }): Promise<{ state: "pending" } | { state: "ended"; status: string } | { state: "decided"; gate: typeof gates.$inferSelect }> {
   const db = await getDb();
   const gate = await db.query.gates.findFirst({ where: eq(gates.id, gateId) });
@@ -85,18 +91,20 @@ export async function readDecidedGate({
     return { state: "pending" };
   }
   if (gate.status === "cancelled") return { state: "ended", status: "cancelled" };
-  await acknowledgeDecision({ runId, key: decisionKey.gate(gateId) });
+  await acknowledgeDecision({ runId, key: ackKey });
   return { state: "decided", gate };
 }
 
 export async function readGate({
   runId,
   gateId,
+  ackKey,
 }: {
   runId: string;
   gateId: string;
+  ackKey?: string;
 }): Promise<WaitResult<{ gateId: string; decision: string; notes: string | null; decidedBy: string | null; editedPlan: EditedPlan | null; /** An escalated question's typed answer, as text. */ answer: string | null; now: number }>> {
-  const read = await readDecidedGate({ runId, gateId });
+  const read = await readDecidedGate({ runId, gateId, ...(ackKey ? { ackKey } : {}) });
   if (read.state !== "decided") return read;
   const { gate } = read;
   const payload = gate.payload as { editedPlan?: EditedPlan; response?: unknown } | null;
@@ -124,6 +132,7 @@ export async function ask({
   context,
   options,
   responseType,
+  taskId,
 }: {
   runId: string;
   stepKey: string;
@@ -132,6 +141,8 @@ export async function ask({
   context: string | null;
   options: string[];
   responseType: ClarificationResponseType;
+  /** Asked by this parallel task while the run's other tasks compute on: the run keeps its slot meanwhile. */
+  taskId?: string | null;
 }): Promise<
   | { kind: "clarification"; clarificationId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }
   | { kind: "escalation"; gateId: string; tree: string | null; deadline: DecisionDeadlineInfo | null }
@@ -148,6 +159,7 @@ export async function ask({
     const gate = await openGate({
       runId,
       stepKey,
+      taskId,
       kind: "escalation",
       context: {
         question,
@@ -183,7 +195,7 @@ export async function ask({
     await appendEventsTx(
       tx,
       runId,
-      [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question), ...(deadline ? { deadline } : {}) } }],
+      [{ type: "CLARIFICATION_REQUESTED", payload: { clarificationId: id, stage, question: redact(question), ...(deadline ? { deadline } : {}), ...(taskId ? { taskId } : {}) } }],
       { stepKey },
     );
     return { clarificationId: id, deadline };

@@ -67,11 +67,13 @@ export async function readResume({
 
 /**
  * Whether the run waits for no person right now (running, no gate, no question): a parallel task opens its own wait
- * only then, since a run has one such wait at a time.
+ * only then, since a run has one such wait at a time. A re-plan under way holds that one wait from its proposal to its
+ * gate's decision: only its own task (`taskId`) opens waits meanwhile (its plan gate, a budget gate).
  */
-export async function waitsForNoOne({ runId }: { runId: string }): Promise<boolean> {
+export async function waitsForNoOne({ runId, taskId }: { runId: string; taskId?: string | null }): Promise<boolean> {
   const state = await getRunState({ id: runId });
   if (state && TERMINAL_STATUSES.has(state.status)) return true; // the open step then says the run ended
+  if (state?.replanning && state.replanning.taskId !== (taskId ?? null)) return false;
   return state?.status === "running" && !state.pendingGate && !state.pendingClarification;
 }
 

@@ -1,4 +1,4 @@
-import { and, eq, inArray, ne, sql } from "drizzle-orm";
+import { and, eq, inArray, ne, or, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
 import { appendEventsTx } from "@/lib/db/event-store";
@@ -19,6 +19,17 @@ import { append, followUpOf, loadRun, workflowClock } from "./context";
  * waiting for retry) holds no slot: five plans left waiting for days never block a sixth run.
  */
 const COMPUTING: RunState["status"][] = ["running"];
+
+/**
+ * The user's computing runs: running, or waiting for a person that one of their parallel tasks asked while the other
+ * tasks compute on (the run keeps its one slot however many tasks run; RunState.holdsSlot).
+ */
+function computingRuns(userId: string) {
+  return and(
+    eq(workflowRuns.userId, userId),
+    or(inArray(workflowRuns.status, COMPUTING), sql`json_extract(${workflowRuns.state}, '$.holdsSlot') = 1`),
+  );
+}
 
 /** The concurrency limit a run is admitted under: the server's per-user limit, or the run's own lower one. */
 function concurrencyLimit(config: unknown): { limit: number; name: string } {
@@ -42,7 +53,7 @@ export async function tryStart({ runId, stepKey = "start" }: { runId: string; st
     const [row] = await tx
       .select({ n: sql<number>`count(*)` })
       .from(workflowRuns)
-      .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, COMPUTING)));
+      .where(computingRuns(run.userId));
     if ((row?.n ?? 0) >= limit) return { started: false, status: "queued" };
     await appendEventsTx(tx, runId, [{ type: "RUN_STARTED", payload: {} }], { stepKey });
     return { started: true, status: "running" };
@@ -63,7 +74,7 @@ export async function slotWakeSettled({ userId }: { userId: string }): Promise<b
   const [row] = await db
     .select({ n: sql<number>`count(*)` })
     .from(workflowRuns)
-    .where(and(eq(workflowRuns.userId, userId), inArray(workflowRuns.status, COMPUTING)));
+    .where(computingRuns(userId));
   return queued.every((run) => (row?.n ?? 0) >= concurrencyLimit(run.config).limit);
 }
 
@@ -80,7 +91,7 @@ export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey
     const [row] = await tx
       .select({ n: sql<number>`count(*)` })
       .from(workflowRuns)
-      .where(and(eq(workflowRuns.userId, run.userId), inArray(workflowRuns.status, COMPUTING), ne(workflowRuns.id, runId)));
+      .where(and(computingRuns(run.userId), ne(workflowRuns.id, runId)));
     const computing = row?.n ?? 0;
     if (computing < limit) return { queued: false, userId: run.userId };
     const reason = `Waiting for a free slot: ${computing} of this user's runs are computing (${name}).`;
