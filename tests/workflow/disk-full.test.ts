@@ -52,7 +52,7 @@ it("full, then read-only at a commit: the run pauses saying so (not failed), not
   expect((await waitForStatus(run.id, ["paused", "failed", "completed"], 120_000)).status).toBe("paused");
   const [full] = await pauses(run.id);
   expect(full).toMatchObject({ reason: "storage", stage: "implementation" });
-  expect(full!.message).toMatch(/^Paused: the disk is full where Gatehouse writes \(.*No space left on device.*\)\. Free space or make it writable, then resume the run/);
+  expect(full!.message).toMatch(/^Paused: the disk is full where Gatehouse writes \([\s\S]*No space left on device[\s\S]*\)\. Free space or make it writable, then resume the run/);
 
   // Space freed but the file system read-only now: resumed, it pauses again and says so.
   fs.rmSync(fill);
@@ -60,7 +60,7 @@ it("full, then read-only at a commit: the run pauses saying so (not failed), not
   await decide.resume({ user: h.user, runId: run.id, action: "retry" });
   await until(async () => (await pauses(run.id)).length === 2, "the second pause");
   expect((await waitForStatus(run.id, ["paused", "failed", "completed"], 120_000)).status).toBe("paused");
-  expect((await pauses(run.id))[1]!.message).toMatch(/^Paused: the file system is read-only where Gatehouse writes \(.*Read-only file system.*\)/);
+  expect((await pauses(run.id))[1]!.message).toMatch(/^Paused: the file system is read-only where Gatehouse writes \([\s\S]*Read-only file system[\s\S]*\)/);
 
   // Writable again: resumed, the run goes on from the step that failed and completes.
   execFileSync("mount", ["-o", "remount,rw", mnt]);
