@@ -24,16 +24,17 @@ import * as budgets from "@/lib/runs/budget";
  * step of the parallel batch is done, and the lanes would advance in lockstep, turn by turn, at the slowest one's pace.
  * Waits (questions, gates, sleeps) stay ordinary: a race-mode wait is a contestant in a race, settled once another wins.
  *
- * Before a lane takes its next task, one step releases the previous task's sandbox (its work is committed on its
- * branch; a lane holds one sandbox at a time, and the merge has none left to release) and decides whether the lane
- * goes on — memoized, so a replay takes the same decision whichever lane's promise settles first: not when a person
- * asked for a pause (the round ends and the pause opens between rounds, at the tasks' boundary), when a task of the
- * round failed or stopped at a budget gate (the attempt ends with the round), or when a task's approved re-plan changed
- * the plan (the next round follows the new plan). A task a lane does not take is left for the next round. A lane's
- * last task's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. When every lane
- * has ended, the finished tasks' branches are merged into the run branch in plan order — never in the order they
- * happened to finish — in one step. A conflicting task runs once more on top of the merged branch; a conflict again
- * opens a `conflict` gate.
+ * Before a lane takes its next task, one step decides whether the lane goes on — memoized, so a replay takes the same
+ * decision whichever lane's promise settles first: not when a person asked for a pause (the round ends and the pause
+ * opens between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the
+ * attempt ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new
+ * plan). A task a lane does not take is left for the next round. The previous task's sandbox goes in the next task's
+ * begin step, side by side with the task's start (its work is committed on its branch; a lane holds one sandbox at a
+ * time — the next one is made by the task's first turn — and the merge has none left to release), or in the deciding
+ * step when the lane stops. A lane's last task's sandbox goes in a step of its own as the lane ends, while the other
+ * lanes may still work. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
+ * order — never in the order they happened to finish — in one step. A conflicting task runs once more on top of the
+ * merged branch; a conflict again opens a `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
@@ -47,7 +48,15 @@ async function runTask(
   taskFlow: RunFlow,
   plans: Plans,
   converse: Converse,
-  { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
+  {
+    attempt,
+    feedback,
+    task,
+    run,
+    round,
+    memory,
+    previous,
+  }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null; previous: string | null },
 ): Promise<TaskOutcome> {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
   const plan = plans.approved;
@@ -63,6 +72,7 @@ async function runTask(
       run,
       round,
       memory,
+      previousTaskId: previous,
     }),
   );
   // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
@@ -100,7 +110,8 @@ async function runLane(
     lane.flow = taskFlow;
     const before = lane.ran.at(-1);
     if (before) {
-      // The previous task's sandbox goes here, off the round's merge; the halt is read when the step runs (memoized).
+      // Whether the lane takes it: the halt is read when the step runs (memoized). The previous task's sandbox goes in the
+      // next task's begin step, beside its start (or here, when the lane stops), off the round's merge.
       const key = `impl:${attempt}:round:${round}:next:${task.id}`;
       const next = await taskFlow.runStep(key, () =>
         nextInLane({ runId: flow.runId, previousTaskId: before.task.id, halt: shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null) }),
@@ -108,7 +119,7 @@ async function runLane(
       if (!next.take) return lane;
     }
     const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
-    const outcome = await runTask(taskFlow, plans, converse, { attempt, feedback, task, run, round, memory });
+    const outcome = await runTask(taskFlow, plans, converse, { attempt, feedback, task, run, round, memory, previous: before?.task.id ?? null });
     lane.ran.push({ task, run, outcome });
     // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
     // and the other lanes see it at their next task boundary.
