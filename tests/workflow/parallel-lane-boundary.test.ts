@@ -43,7 +43,7 @@ vi.mock("@/lib/runs/steps/tasks", async (importOriginal) => {
     ...original,
     beginTask: async (input: Parameters<typeof original.beginTask>[0]) => {
       // Whether the lane's previous task (T1 before T3) still has its worktree when the next one begins, and after.
-      const previous = input.taskId === "T3" ? "T1" : null;
+      const previous = input.previousTaskId ?? null;
       const before = previous ? seen.onDisk(input.runId, previous) : false;
       const out = await original.beginTask(input);
       seen.begins.push({ taskId: input.taskId, previous, before, after: previous ? seen.onDisk(input.runId, previous) : false });
@@ -65,7 +65,7 @@ afterAll(async () => {
 const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
 
 describe("a lane's task boundary", () => {
-  it("releases the finished task's sandbox in the next task's begin step, not before it: the deciding step runs no git", { timeout: 180_000 }, async () => {
+  it("begins the next task in the lane's deciding step and releases the finished task's sandbox there, beside the task's start: no git before it", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
     // Two lanes: [T1, T3] and [T2].
     const run = await launch(h.user, project.id, ["Three in two lanes", "", "```tasks.md", TASKS, "```"].join("\n"), {

@@ -19,9 +19,9 @@ export async function releaseTask({ runId, taskId }: { runId: string; taskId: st
 /**
  * Before a lane's next task: the lane takes the task unless the round is halting (`halt`: a failure, a budget stop or a
  * re-plan elsewhere in the round) or a person asked for a pause (the pause opens between rounds, and the task is left
- * for the next one). A lane that takes it releases the previous task's sandbox in the next task's begin step, side by
- * side with the task's start (beginTask's `previousTaskId`), rather than before it on the lane's critical path; a lane
- * that stops releases it here.
+ * for the next one). A lane that takes it begins the task in the same step (beginTask), which releases the previous
+ * task's sandbox side by side with the task's start (its `previousTaskId`) rather than before it on the lane's critical
+ * path; a lane that stops releases it here.
  */
 export async function nextInLane({ runId, previousTaskId, halt }: { runId: string; previousTaskId: string; halt: string | null }) {
   const why = halt ?? ((await pendingPauseRequest({ runId })) ? "pause" : null);
