@@ -24,16 +24,17 @@ import * as budgets from "@/lib/runs/budget";
  * step of the parallel batch is done, and the lanes would advance in lockstep, turn by turn, at the slowest one's pace.
  * Waits (questions, gates, sleeps) stay ordinary: a race-mode wait is a contestant in a race, settled once another wins.
  *
- * Before a lane takes its next task, one step releases the previous task's sandbox (its work is committed on its
- * branch; a lane holds one sandbox at a time, and the merge has none left to release) and decides whether the lane
- * goes on — memoized, so a replay takes the same decision whichever lane's promise settles first: not when a person
- * asked for a pause (the round ends and the pause opens between rounds, at the tasks' boundary), when a task of the
- * round failed or stopped at a budget gate (the attempt ends with the round), or when a task's approved re-plan changed
- * the plan (the next round follows the new plan). A task a lane does not take is left for the next round. A lane's
- * last task's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. When every lane
- * has ended, the finished tasks' branches are merged into the run branch in plan order — never in the order they
- * happened to finish — in one step. A conflicting task runs once more on top of the merged branch; a conflict again
- * opens a `conflict` gate.
+ * Before a lane takes its next task, one step decides whether the lane goes on — memoized, so a replay takes the same
+ * decision whichever lane's promise settles first: not when a person asked for a pause (the round ends and the pause
+ * opens between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the
+ * attempt ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new
+ * plan). A task a lane does not take is left for the next round. A lane that takes it begins it in the same step (its
+ * branch cut, its starting state: one step between a lane's tasks, not two), and the previous task's sandbox goes there,
+ * side by side with the task's start (its work is committed on its branch; a lane holds one sandbox at a time — the next
+ * one is made by the task's first turn — and the merge has none left to release); a lane that stops releases it there. A lane's last task's sandbox goes in a step of its own as the lane ends, while the other
+ * lanes may still work. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
+ * order — never in the order they happened to finish — in one step. A conflicting task runs once more on top of the
+ * merged branch; a conflict again opens a `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
@@ -42,31 +43,37 @@ type Converse = (flow: RunFlow, plans: Plans, options: { key: string; attempt: n
 
 type TaskOutcome = Implemented & { taskFlow: RunFlow };
 
-/** One task's session in its own flow (its own waits and counts): its branch and starting state, then its turns. */
-async function runTask(
-  taskFlow: RunFlow,
-  plans: Plans,
-  converse: Converse,
-  { attempt, feedback, task, run, round, memory }: { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null },
-): Promise<TaskOutcome> {
+type Begun = Awaited<ReturnType<typeof beginTask>>;
+
+type TaskInput = { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null };
+
+/** The begin step's input for a task's run (its branch cut, its starting state); `previous`: the lane's task before. */
+function beginInput(taskFlow: RunFlow, plans: Plans, { attempt, feedback, task, run, round, memory }: TaskInput, previous: string | null) {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
-  const plan = plans.approved;
-  const begun = await taskFlow.runStep(`${key}:begin`, () =>
-    beginTask({
-      runId: taskFlow.runId,
-      stepKey: `${key}:begin`,
-      plan,
-      taskId: task.id,
-      request: taskFlow.run.request,
-      feedback,
-      maxIterations: taskFlow.config.limits.maxIterations,
-      run,
-      round,
-      memory,
-    }),
-  );
+  return {
+    runId: taskFlow.runId,
+    stepKey: `${key}:begin`,
+    plan: plans.approved,
+    taskId: task.id,
+    request: taskFlow.run.request,
+    feedback,
+    maxIterations: taskFlow.config.limits.maxIterations,
+    run,
+    round,
+    memory,
+    previousTaskId: previous,
+  };
+}
+
+/**
+ * One task's session in its own flow (its own waits and counts): its branch and starting state — begun already by the
+ * lane's deciding step (`begun`), else in a step of its own — then its turns.
+ */
+async function runTask(taskFlow: RunFlow, plans: Plans, converse: Converse, input: TaskInput, begun: Begun | null): Promise<TaskOutcome> {
+  const key = `impl:${input.attempt}:task:${input.task.id}:${input.run}`;
+  const started = begun ?? (await taskFlow.runStep(`${key}:begin`, () => beginTask(beginInput(taskFlow, plans, input, null))));
   // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
-  const session = await converse(taskFlow, plans, { key, attempt, state: begun.state as ImplementerState });
+  const session = await converse(taskFlow, plans, { key, attempt: input.attempt, state: started.state as ImplementerState });
   return { ...session, taskFlow };
 }
 
@@ -99,16 +106,22 @@ async function runLane(
     }
     lane.flow = taskFlow;
     const before = lane.ran.at(-1);
+    const input = { attempt, feedback, task, run: (runs[task.id] ?? 0) + 1, round, memory };
+    let begun: Begun | null = null;
     if (before) {
-      // The previous task's sandbox goes here, off the round's merge; the halt is read when the step runs (memoized).
+      // Whether the lane takes it — the halt read when the step runs (memoized) — and, when it does, the task begun in
+      // the same step: one step between a lane's tasks. A run that memoized this step's decision alone (no `begun`)
+      // begins the task in the task's own begin step, as it did then.
       const key = `impl:${attempt}:round:${round}:next:${task.id}`;
-      const next = await taskFlow.runStep(key, () =>
-        nextInLane({ runId: flow.runId, previousTaskId: before.task.id, halt: shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null) }),
-      );
+      const next = (await taskFlow.runStep(key, async () => {
+        const decided = await nextInLane({ runId: flow.runId, previousTaskId: before.task.id, halt: shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null) });
+        return decided.take ? { ...decided, begun: await beginTask(beginInput(taskFlow, plans, input, before.task.id)) } : decided;
+      })) as Awaited<ReturnType<typeof nextInLane>> & { begun?: Begun };
       if (!next.take) return lane;
+      begun = next.begun ?? null;
     }
-    const run = (runs[task.id] = (runs[task.id] ?? 0) + 1);
-    const outcome = await runTask(taskFlow, plans, converse, { attempt, feedback, task, run, round, memory });
+    const run = (runs[task.id] = input.run);
+    const outcome = await runTask(taskFlow, plans, converse, input, begun);
     lane.ran.push({ task, run, outcome });
     // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
     // and the other lanes see it at their next task boundary.

@@ -17,12 +17,14 @@ export async function releaseTask({ runId, taskId }: { runId: string; taskId: st
 }
 
 /**
- * Before a lane's next task: the previous task's sandbox goes, and the lane takes the task unless the round is halting
- * (`halt`: a failure, a budget stop or a re-plan elsewhere in the round) or a person asked for a pause (the pause opens
- * between rounds, and the task is left for the next one).
+ * Before a lane's next task: the lane takes the task unless the round is halting (`halt`: a failure, a budget stop or a
+ * re-plan elsewhere in the round) or a person asked for a pause (the pause opens between rounds, and the task is left
+ * for the next one). A lane that takes it begins the task in the same step (beginTask), which releases the previous
+ * task's sandbox side by side with the task's start (its `previousTaskId`) rather than before it on the lane's critical
+ * path; a lane that stops releases it here.
  */
 export async function nextInLane({ runId, previousTaskId, halt }: { runId: string; previousTaskId: string; halt: string | null }) {
-  await releaseTask({ runId, taskId: previousTaskId });
   const why = halt ?? ((await pendingPauseRequest({ runId })) ? "pause" : null);
+  if (why !== null) await releaseTask({ runId, taskId: previousTaskId });
   return { take: why === null, why, now: workflowClock.now() };
 }

@@ -57,6 +57,7 @@ export async function beginTask({
   run: n,
   round,
   memory,
+  previousTaskId,
 }: {
   runId: string;
   stepKey: string;
@@ -69,17 +70,26 @@ export async function beginTask({
   round: number;
   /** The project memory, read once for the tasks (prepareTasks). */
   memory?: string | null;
+  /** The lane's previous task (inngest/run/tasks.ts): its sandbox goes meanwhile, its work committed on its branch. */
+  previousTaskId?: string | null;
 }): Promise<{ state: ImplementerState; branch: string; baseSha: string }> {
   const run = await loadRun({ runId });
   const branch = taskBranchName(run.branch, taskId);
-  // A run after a conflict starts afresh: the first run's worktree goes before the branch is cut again.
-  if (n > 1) await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
-  const baseSha = await cutTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch });
-  const task = doc.tasks.find((t) => t.id === taskId);
-  const dependencies = await dependencySummary(runId, run.repoPath, task?.dependsOn ?? []);
-  await append(runId, stepKey, [{ type: "TASK_BRANCH_CREATED", payload: { taskId, branch, baseSha, run: n, round } }]);
-  const state = await beginImplementation({ runId, plan: doc, request, feedback, maxIterations, task: { id: taskId, dependencies }, memory });
-  return { state, branch, baseSha };
+  // The lane's previous task's sandbox goes side by side with this task's start (another worktree, another branch),
+  // not before it on the lane's critical path; the step ends only once it is gone (quiet when it is gone already).
+  const released = previousTaskId ? sandboxOptions(run, previousTaskId).then((o) => releaseSandbox(o)).catch(() => null) : null;
+  try {
+    // A run after a conflict starts afresh: the first run's worktree goes before the branch is cut again.
+    if (n > 1) await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+    const baseSha = await cutTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch });
+    const task = doc.tasks.find((t) => t.id === taskId);
+    const dependencies = await dependencySummary(runId, run.repoPath, task?.dependsOn ?? []);
+    await append(runId, stepKey, [{ type: "TASK_BRANCH_CREATED", payload: { taskId, branch, baseSha, run: n, round } }]);
+    const state = await beginImplementation({ runId, plan: doc, request, feedback, maxIterations, task: { id: taskId, dependencies }, memory });
+    return { state, branch, baseSha };
+  } finally {
+    await released;
+  }
 }
 
 export type TaskMerge = { taskId: string; branch: string } & (
