@@ -207,8 +207,9 @@ async function loop(ex: Executor, ctx: Ctx): Promise<void> {
           ),
         );
       }
-      if (rediscover && inFlight.size > 0) {
-        // A step finished while its siblings still run: the run goes on from where that step's branch is.
+      if (rediscover && (inFlight.size > 0 || state.pending.length > 0)) {
+        // A step finished while its siblings still run, or while other branches of the run wait (an event, a sleep):
+        // the run goes on from where that step's branch is, as Inngest enqueues the discovery whatever else is pending.
         rediscover = false;
         if ((await discover(ex, ctx, state, true)) === "stop") return;
         continue;

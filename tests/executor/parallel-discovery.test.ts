@@ -2,7 +2,7 @@ import { Inngest, group } from "inngest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serve } from "inngest/edge";
 import type { FetchHandler } from "@/lib/executor";
-import { startApp, waitForRuns } from "./harness";
+import { startApp, waitFor, waitForRuns } from "./harness";
 
 /**
  * When the run is re-entered after parallel steps, as Inngest does it (pkg/execution/executor: shouldEnqueueDiscovery,
@@ -83,6 +83,17 @@ function build(origin: string) {
         });
       return Promise.all([a(), b()]);
     }),
+    // Race-mode steps in one branch while the other branch waits for an event (a parallel task's steps while another
+    // task waits for a person): each step that finishes moves its branch on, as Inngest enqueues a discovery after a
+    // race-mode step whatever else of the run is pending.
+    inngest.createFunction({ id: "race-wait", retries: 0, triggers: [{ event: "par/race-wait" }] }, async ({ step }) => {
+      const steps = async () => {
+        for (const id of ["rw-1", "rw-2", "rw-3"]) await step.run({ id, parallelMode: "race" }, () => begin(id));
+        return "steps";
+      };
+      const waits = async () => ((await step.waitForEvent("rw-wait", { event: "par/rw-go", timeout: "1h" })) ? "went" : "timed out");
+      return Promise.all([steps(), waits()]);
+    }),
   );
   return { inngest, functions };
 }
@@ -135,6 +146,16 @@ describe("parallel steps: when the run is called again", () => {
     expect(run?.status).toBe("completed");
     expect(run?.output).toEqual(["a2", "b1"]);
     expect(ran).toEqual({ "race-a1": 1, "race-a2": 1, "race-b1": 1 });
+  });
+
+  it("race-mode steps in one branch run to its end while another branch waits for an event", async () => {
+    await app.send({ name: "par/race-wait", data: {} });
+    await waitFor(async () => started.has("rw-3"), { what: "the steps' branch to reach its last step while the other branch waits" });
+    expect(started.has("rw-1") && started.has("rw-2")).toBe(true);
+    await app.send({ name: "par/rw-go", data: {} });
+    const [run] = await waitForRuns("race-wait");
+    expect(run?.status).toBe("completed");
+    expect(run?.output).toEqual(["steps", "went"]);
   });
 
   it("the SDK's default (request version 2) waits for the whole batch, as Inngest coalesces it", async () => {
