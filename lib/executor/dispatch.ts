@@ -155,6 +155,12 @@ type InFlight = Promise<{ id: string; again: boolean; result?: "continue" | "sto
  * (pkg/execution/executor shouldEnqueueDiscovery): for an app on request version 1, or a race-mode step. Otherwise
  * (request version 2, the SDK's default) the parallel batch is coalesced: discovery waits for the last of its steps.
  * Steps already in flight are not started twice.
+ *
+ * A sleep, wait or invoke of one branch that resumes (its time is up, an event or a decision resolved it, a child run
+ * ended) moves the run on whatever else is in flight, as Inngest enqueues a discovery when it resumes a pause or a
+ * sleep (executor.go Resume, the KindSleep item: shouldEnqueueDiscovery) — unless ordinary (request version 2,
+ * non-race) parallel steps are still pending, which Inngest coalesces into one discovery. While steps are in flight
+ * the loop therefore also waits on a timer for the earliest pending due time and on wake() naming the run.
  */
 async function loop(ex: Executor, ctx: Ctx): Promise<void> {
   const inFlight = new Map<string, InFlight>();
@@ -163,7 +169,16 @@ async function loop(ex: Executor, ctx: Ctx): Promise<void> {
     await Promise.all(inFlight.values());
     inFlight.clear();
   };
+  const runId = ctx.run.id;
+  const signal: Signal = { poked: false, poke: null };
+  const onWake = () => {
+    signal.poked = true;
+    signal.poke?.();
+  };
+  ex.signals.set(runId, onWake);
   let rediscover = false;
+  /** The sleeps, waits and invokes pending at the previous load (null: none loaded yet in this drive). */
+  let waits: PendingRow[] | null = null;
   try {
     for (;;) {
       if (!ex.running) {
@@ -171,9 +186,14 @@ async function loop(ex: Executor, ctx: Ctx): Promise<void> {
         await release(ex, ctx.run, "queued", 0);
         return;
       }
-      const state = await loadState(ex, ctx.run.id);
+      // A wake-up before this load is seen by it: the one noted for after the drive is not needed.
+      signal.poked = false;
+      ex.rewake.delete(runId);
+      const state = await loadState(ex, runId);
       if (state.status !== "running") return;
       const now = Date.now();
+      if (resumed(ctx, state, waits)) rediscover = true;
+      waits = state.pending.filter((p) => p.kind !== "step");
 
       const expired = state.pending.filter((p) => p.kind !== "step" && p.due_at !== null && p.due_at <= now);
       if (expired.length > 0) {
@@ -216,7 +236,8 @@ async function loop(ex: Executor, ctx: Ctx): Promise<void> {
       }
       rediscover = false;
       if (inFlight.size > 0) {
-        const done = await Promise.race(inFlight.values());
+        const done = await nextOutcome(inFlight, state, signal);
+        if (done === null) continue; // a pending op is due, or the run was woken: look again
         inFlight.delete(done.id);
         if (done.error !== undefined) throw done.error;
         if (done.result === "stop") return;
@@ -233,8 +254,49 @@ async function loop(ex: Executor, ctx: Ctx): Promise<void> {
       if (result === "stop") return;
     }
   } finally {
+    if (ex.signals.get(runId) === onWake) ex.signals.delete(runId);
     await settle();
   }
+}
+
+type Signal = { poked: boolean; poke: (() => void) | null };
+
+/** setTimeout's longest delay; a due time further off (a wait without timeout) needs no timer while steps run. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The first call in flight to settle, or null when before that a pending op not in flight falls due (a sleep, a wait's
+ * timeout, a step's retry) or wake() names the run (a wait resolved by an event or a decision, a cancel).
+ */
+async function nextOutcome(inFlight: Map<string, InFlight>, state: State, signal: Signal): Promise<Awaited<InFlight> | null> {
+  if (signal.poked) return null;
+  const dues = state.pending.filter((p) => !inFlight.has(p.hashed_id) && p.due_at !== null).map((p) => Number(p.due_at));
+  const delay = dues.length > 0 ? Math.max(0, Math.min(...dues) - Date.now()) : Infinity;
+  let timer: NodeJS.Timeout | undefined;
+  const woken = new Promise<null>((resolve) => {
+    signal.poke = () => resolve(null);
+    if (delay <= MAX_TIMER_MS) timer = setTimeout(() => resolve(null), delay);
+  });
+  try {
+    return await Promise.race([...inFlight.values(), woken]);
+  } finally {
+    signal.poke = null;
+    if (timer) clearTimeout(timer);
+  }
+}
+
+/**
+ * Whether a sleep, wait or invoke resumed since the previous load and moves the run on now (a discovery from where its
+ * branch is): on request version 1, for a race-mode op, or when no ordinary parallel step is pending (request version
+ * 2 coalesces the batch: its last step's discovery comes when it ends). The first load of a drive cannot tell which
+ * resumed: a run woken with only sleeps, waits and invokes left was woken by one of them resuming (or expiring below).
+ */
+function resumed(ctx: Ctx, state: State, before: PendingRow[] | null): boolean {
+  if (before === null) return state.steps.size > 0 && state.pending.length > 0 && state.pending.every((p) => p.kind !== "step");
+  const done = before.filter((p) => state.steps.has(p.hashed_id));
+  if (done.length === 0) return false;
+  if (ctx.requestVersion === 1 || done.some((p) => p.race === 1)) return true;
+  return !state.pending.some((p) => p.kind === "step" && p.race !== 1);
 }
 
 /**

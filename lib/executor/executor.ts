@@ -111,6 +111,8 @@ export class Executor {
   readonly driving = new Set<string>();
   /** @internal */
   readonly rewake = new Set<string>();
+  /** @internal Runs being driven here: called when wake() names one (a wait of it resolved elsewhere, a cancel). */
+  readonly signals = new Map<string, () => void>();
   /** @internal Runs whose lease this executor took in an ingest's transaction (localHandoff), to drive without acquire(). */
   readonly handedOff = new Map<string, { run: RunRow; fn: RegisteredFunction }>();
   /** @internal */

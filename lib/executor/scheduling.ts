@@ -99,8 +99,11 @@ export type State = {
 export function wake(ex: Executor, runIds: Iterable<string>): void {
   if (!ex.running) return;
   for (const id of runIds) {
-    if (ex.driving.has(id)) ex.rewake.add(id);
-    else ex.ready.add(id);
+    if (ex.driving.has(id)) {
+      ex.rewake.add(id);
+      // The drive loop may be waiting on steps of another branch: it looks again now (dispatch.ts loop).
+      ex.signals.get(id)?.();
+    } else ex.ready.add(id);
   }
   pump(ex);
 }
