@@ -11,14 +11,8 @@ import { commitAll, makeRepo, writeFiles } from "./helpers";
 
 const spawned = vi.hoisted(() => ({ commands: [] as string[][] }));
 vi.mock("@/lib/git/spawner", async (importOriginal) => {
-  const original = await importOriginal<typeof import("@/lib/git/spawner")>();
-  return {
-    ...original,
-    runChild: (request: Parameters<typeof original.runChild>[0]) => {
-      spawned.commands.push([request.file, ...request.args.filter((a, i, all) => a !== "-c" && all[i - 1] !== "-c")]);
-      return original.runChild(request);
-    },
-  };
+  const { commandOf, recordingSpawner } = await import("./spawn-record");
+  return recordingSpawner(await importOriginal(), (request) => spawned.commands.push(commandOf(request)));
 });
 
 describe("git processes of a run's own steps", () => {

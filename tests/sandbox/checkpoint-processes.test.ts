@@ -14,14 +14,10 @@ import { makeRepo } from "../git/helpers";
 
 const seen = vi.hoisted(() => ({ on: false, gits: [] as string[][] }));
 vi.mock("@/lib/git/spawner", async (importOriginal) => {
-  const original = await importOriginal<typeof import("@/lib/git/spawner")>();
-  return {
-    ...original,
-    runChild: (request: Parameters<typeof original.runChild>[0]) => {
-      if (seen.on && request.file === "git") seen.gits.push(request.args.filter((a, i, all) => a !== "-c" && all[i - 1] !== "-c"));
-      return original.runChild(request);
-    },
-  };
+  const { commandOf, recordingSpawner } = await import("../git/spawn-record");
+  return recordingSpawner(await importOriginal(), (request) => {
+    if (seen.on && request.file === "git") seen.gits.push(commandOf(request).slice(1));
+  });
 });
 
 const sandboxes: RunSandbox[] = [];

@@ -23,15 +23,11 @@ const seen = vi.hoisted(() => ({
   onDisk: ((_runId: string, _taskId: string) => false) as (runId: string, taskId: string) => boolean,
 }));
 vi.mock("@/lib/git/spawner", async (importOriginal) => {
-  const original = await importOriginal<typeof import("@/lib/git/spawner")>();
-  return {
-    ...original,
-    runChild: (request: Parameters<typeof original.runChild>[0]) => {
-      // Only what the lane's deciding step itself spawns (its async context).
-      if (seen.inNext?.getStore() && request.file === "git") seen.nextGits.push(request.args.filter((a, i, all) => a !== "-c" && all[i - 1] !== "-c"));
-      return original.runChild(request);
-    },
-  };
+  const { commandOf, recordingSpawner } = await import("../git/spawn-record");
+  return recordingSpawner(await importOriginal(), (request) => {
+    // Only what the lane's deciding step itself spawns (its async context).
+    if (seen.inNext?.getStore() && request.file === "git") seen.nextGits.push(commandOf(request).slice(1));
+  });
 });
 vi.mock("@/lib/runs/steps/lanes", async (importOriginal) => {
   const original = await importOriginal<typeof import("@/lib/runs/steps/lanes")>();

@@ -12,15 +12,11 @@ import { git, launch, newProject, startWorkflowHarness, waitForStatus } from "./
 
 const inMerge = vi.hoisted(() => ({ storage: null as null | import("node:async_hooks").AsyncLocalStorage<boolean>, commands: [] as string[][] }));
 vi.mock("@/lib/git/spawner", async (importOriginal) => {
-  const original = await importOriginal<typeof import("@/lib/git/spawner")>();
-  return {
-    ...original,
-    runChild: (request: Parameters<typeof original.runChild>[0]) => {
-      // Only what the merge step itself spawns (its async context), not the other runs' or steps' work.
-      if (inMerge.storage?.getStore()) inMerge.commands.push([request.file, ...request.args.filter((a, i, all) => a !== "-c" && all[i - 1] !== "-c")]);
-      return original.runChild(request);
-    },
-  };
+  const { commandOf, recordingSpawner } = await import("../git/spawn-record");
+  return recordingSpawner(await importOriginal(), (request) => {
+    // Only what the merge step itself spawns (its async context), not the other runs' or steps' work.
+    if (inMerge.storage?.getStore()) inMerge.commands.push(commandOf(request));
+  });
 });
 vi.mock("@/lib/runs/steps/tasks", async (importOriginal) => {
   const original = await importOriginal<typeof import("@/lib/runs/steps/tasks")>();
