@@ -12,7 +12,7 @@ import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { SessionUser } from "@/lib/auth/guard";
 import { gateDecided } from "@/inngest/events";
-import { exited, startAppProcess } from "./app-child";
+import { appReport, exited, startAppProcess } from "./app-child";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
@@ -134,7 +134,12 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
   it("at a random moment of the implementation (once a task has started)", { timeout: 120_000 }, async () => {
     const { project, repo } = await newProject(user);
     const run = await launch(user, project.id, request("Crash mid implementation", 4), { trustMode: { planning: "auto" } });
-    await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start", 60_000);
+    await until(async () => (await listEvents({ runId: run.id, limit: 1000 })).some((e) => e.type === "TASK_STARTED"), "a task to start", 60_000).catch(
+      async (error: Error) => {
+        const events = (await listEvents({ runId: run.id, limit: 1000 })).map((e) => e.type).join(", ");
+        throw new Error(`${error.message}; the run's events: ${events || "(none)"}; ${appReport(current)}`);
+      },
+    );
     await kill(current!);
     const before = await listEvents({ runId: run.id, limit: 1000 });
     expect(before.some((e) => e.type === "RUN_COMPLETED")).toBe(false);
