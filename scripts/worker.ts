@@ -120,6 +120,8 @@ executor = await startExecutor({
   workerId: values["worker-id"],
   leaseMs,
   pollMs,
+  // Another process (the web server without an executor of its own) stores the events that resume runs: seen at once.
+  watchCommits: true,
 });
 const status = await executor.status();
 const origin = `http://${values.host}:${port}`;

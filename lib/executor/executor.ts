@@ -42,6 +42,14 @@ export type ExecutorOptions = {
    * false gives Inngest's semantics: a wait matches only events ingested after it was stored.
    */
   waitLookBack?: boolean;
+  /**
+   * Watch the database file for commits made by other processes (lib/db onForeignCommit) and drive the runs they made
+   * due at once instead of at the next poll. Default false: an executor in the process that also takes the events
+   * (the web server's embedded worker) is handed its runs directly, and the watch would look for due runs after each of
+   * that process's own commits. The standalone worker turns it on: a web server without an executor of its own
+   * (GATEHOUSE_EMBEDDED_WORKER=false) stores the decisions it drives.
+   */
+  watchCommits?: boolean;
   /** Called after a run's final state is committed (metrics, benchmarks). */
   onRunFinished?: (run: { id: string; fnId: string; status: "completed" | "failed" }) => void;
   /**
@@ -153,6 +161,7 @@ export class Executor {
       onRunFinished: options.onRunFinished ?? (() => undefined),
       now: options.now ?? Date.now,
       waitLookBack: options.waitLookBack ?? true,
+      watchCommits: options.watchCommits ?? false,
     };
     for (const app of options.apps) this.addApp(app);
   }
@@ -165,7 +174,7 @@ export class Executor {
     await this.syncAll();
     // Events stored by another process on this database (a web server without an executor of its own, another
     // worker) wake the runs they resume at once, not at the next poll.
-    const unwatch = await onForeignCommit(() => pollDue(this));
+    const unwatch = this.opts.watchCommits ? await onForeignCommit(() => pollDue(this)) : null;
     if (this.running) this.unwatch = unwatch;
     else unwatch?.();
     this.leaseTimer = setInterval(() => void renewLeases(this), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
