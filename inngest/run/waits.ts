@@ -147,7 +147,7 @@ export async function pauseUntilResumed(
   // A parallel task that meets the full or read-only disk while the run is paused for it (or was resumed from such a
   // pause since) joins that pause.
   const join = reason === "storage" ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null) : undefined;
-  const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan }), join);
+  const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan, taskId: flow.task?.id ?? null }), join);
   await releaseSlot(flow, `${key}:pause`);
   const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
   flow.stageStart = resumed.now;

@@ -1,6 +1,25 @@
 import type { RunEvent } from "./events";
 import { TERMINAL_STATUSES, type RunState, type RunStatus } from "./types";
 
+/**
+ * Whether parallel task `taskId` (null: the run's own session) may open a wait for a person (a gate, a question, a
+ * pause) in this state: a run waits for one person at a time, so only while it runs with no gate or question open, and
+ * no other task's re-plan under way (a re-plan holds that one wait from its proposal to its gate's decision).
+ */
+export function mayOpenWait(state: RunState, taskId: string | null): boolean {
+  if (state.replanning && state.replanning.taskId !== taskId) return false;
+  return state.status === "running" && !state.pendingGate && !state.pendingClarification;
+}
+
+/**
+ * In the transaction that opens a parallel task's wait for a person: refused (nothing written) unless `mayOpenWait`.
+ * The task looked before (openWhenFree), but another task's re-plan or wait may have been written since; the refusal
+ * is an IllegalTransitionError, which the task reads as "busy" (it looks again after a durable sleep).
+ */
+export function refuseUnlessMayOpenWait(state: RunState, taskId: string, eventType: string) {
+  if (!mayOpenWait(state, taskId)) throw new IllegalTransitionError(eventType, state.status, "the run waits for a person, or another task's re-plan is under way");
+}
+
 /** An event that is illegal in the run's current state. */
 export class IllegalTransitionError extends Error {
   constructor(

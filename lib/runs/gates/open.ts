@@ -1,12 +1,12 @@
 import { asc, eq, sql } from "drizzle-orm";
 import { getDb, write } from "@/lib/db";
 import { clarificationRequests, gates, workflowRuns } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents, getRunState, listEvents } from "@/lib/db/event-store";
+import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
 import { newId } from "@/lib/ids";
 import { redact, redactDeep } from "@/lib/redact";
 import type { ClarificationResponseType } from "@/lib/agents";
-import { TERMINAL_STATUSES, type DecisionDeadlineInfo, type GateKind, type RunState, type Stage } from "@/lib/workflow";
+import { refuseUnlessMayOpenWait, TERMINAL_STATUSES, type DecisionDeadlineInfo, type GateKind, type RunState, type Stage } from "@/lib/workflow";
 import { acknowledgeDecision, decisionKey, waitCheckHooks } from "./acks";
 import { deadlineFor } from "../deadlines";
 import type { EditedPlan } from "../plan-edits";
@@ -41,6 +41,8 @@ export async function openGate({
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
     const earlier = (await findStepEvents(tx, runId, stepKey)).find((e) => e.type === "APPROVAL_REQUESTED");
     if (earlier?.type === "APPROVAL_REQUESTED") return { gateId: earlier.payload.gateId, deadline: earlier.payload.deadline ?? null };
+    // A parallel task's gate: refused if another task's wait or re-plan was written since the task looked.
+    if (taskId && current) refuseUnlessMayOpenWait(rowToState(current), taskId, "APPROVAL_REQUESTED");
     const [max] = await tx.select({ n: sql<number>`coalesce(max(${gates.gateNumber}), 0)` }).from(gates).where(eq(gates.workflowRunId, runId));
     const gateNumber = (max?.n ?? 0) + 1;
     const id = newId("gate");
@@ -180,6 +182,8 @@ export async function ask({
     if (current && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
     const earlier = (await findStepEvents(tx, runId, stepKey)).find((e) => e.type === "CLARIFICATION_REQUESTED");
     if (earlier?.type === "CLARIFICATION_REQUESTED") return { clarificationId: earlier.payload.clarificationId, deadline: earlier.payload.deadline ?? null };
+    // A parallel task's question: refused if another task's wait or re-plan was written since the task looked.
+    if (taskId && current) refuseUnlessMayOpenWait(rowToState(current), taskId, "CLARIFICATION_REQUESTED");
     const id = newId("clr");
     const deadline = deadlineFor({ config: run.config, subject: "clarification", now: workflowClock.now() });
     await tx.insert(clarificationRequests).values({

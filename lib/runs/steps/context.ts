@@ -86,15 +86,28 @@ export const modelCallKey = (runId: string, stepKey: string) => `${runId}/${step
  * Append a step's events (once per step key). `afterEnd` is for what may follow a completed run (a merge a person
  * decided): the reducer still says what is legal, and a re-run step still writes nothing twice.
  */
-export async function append(runId: string, stepKey: string, events: NewRunEvent[], { afterEnd = false }: { afterEnd?: boolean } = {}) {
+export async function append(
+  runId: string,
+  stepKey: string,
+  events: NewRunEvent[],
+  {
+    afterEnd = false,
+    guard,
+  }: {
+    afterEnd?: boolean;
+    /** Checks the run's state in the write's transaction (before anything is written; not on a re-run's duplicate). */
+    guard?: (state: RunState) => void;
+  } = {},
+) {
   return write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
-    if (current && !afterEnd && TERMINAL_STATUSES.has(current.status as RunState["status"])) {
+    if (current && ((!afterEnd && TERMINAL_STATUSES.has(current.status as RunState["status"])) || guard)) {
       // A step re-run after a crash whose events are already stored (e.g. `complete`, whose own event ended the run)
       // is a duplicate, not a step of an ended run.
       const existing = await findStepEvents(tx, runId, stepKey);
       if (existing.length > 0) return { state: rowToState(current), events: existing, duplicate: true };
-      throw new RunEndedError(current.status);
+      if (!afterEnd && TERMINAL_STATUSES.has(current.status as RunState["status"])) throw new RunEndedError(current.status);
+      guard?.(rowToState(current));
     }
     return appendEventsTx(tx, runId, events, { stepKey });
   });

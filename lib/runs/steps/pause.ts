@@ -2,7 +2,7 @@ import { getRunState, listEvents } from "@/lib/db/event-store";
 import { pendingPauseRequest } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { redact } from "@/lib/redact";
-import { TERMINAL_STATUSES, type PlanDocument, type Stage } from "@/lib/workflow";
+import { mayOpenWait, refuseUnlessMayOpenWait, TERMINAL_STATUSES, type PlanDocument, type Stage } from "@/lib/workflow";
 import { acknowledgeDecision, decisionKey, waitCheckHooks } from "../gates/acks";
 import { append, loadRun, workflowClock, type WaitResult } from "./context";
 import { parkSandbox } from "./workspace";
@@ -17,9 +17,12 @@ export async function pause({
   message,
   stage,
   plan: draft,
+  taskId,
 }: {
   runId: string;
   stepKey: string;
+  /** Paused by this parallel task: refused (nothing written) if the run waits for a person or another task's re-plan. */
+  taskId?: string | null;
   /** invalid_plan: the plan with its invalid diagram, shown in the editor so a person can fix it by hand. */
   plan?: PlanDocument | null;
   reason: "model_outage" | "model_auth" | "timeout" | "invalid_plan" | "merge_conflict" | "sandbox" | "secret_detected" | "by_person" | "storage" | "database" | "other";
@@ -29,7 +32,9 @@ export async function pause({
   const run = await loadRun({ runId });
   // A full or read-only disk cannot take the workspace's snapshot: it stays where it is until the run resumes.
   const tree = reason === "storage" ? null : await parkSandbox(run, `paused: ${reason}`, stepKey);
-  await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage, ...(draft ? { plan: draft } : {}) } }]);
+  await append(runId, stepKey, [{ type: "RUN_PAUSED", payload: { reason, message: redact(message), stage, ...(draft ? { plan: draft } : {}) } }], {
+    ...(taskId ? { guard: (state) => refuseUnlessMayOpenWait(state, taskId, "RUN_PAUSED") } : {}),
+  });
   await emitRunNotice({ runId, kind: "paused", key: stepKey });
   return { tree };
 }
@@ -73,8 +78,7 @@ export async function readResume({
 export async function waitsForNoOne({ runId, taskId }: { runId: string; taskId?: string | null }): Promise<boolean> {
   const state = await getRunState({ id: runId });
   if (state && TERMINAL_STATUSES.has(state.status)) return true; // the open step then says the run ended
-  if (state?.replanning && state.replanning.taskId !== (taskId ?? null)) return false;
-  return state?.status === "running" && !state.pendingGate && !state.pendingClarification;
+  return !!state && mayOpenWait(state, taskId ?? null);
 }
 
 /**
