@@ -135,13 +135,30 @@ export async function loadFlow({ runId, step }: { runId: string; step: Step }): 
 /**
  * A parallel task's own flow: its waits and counts are its own, and so is its runStep — a step of the task that meets a
  * full disk pauses the run as the task (one wait for a person at a time across the tasks), not as the run's own flow.
- * `race`: its `step.run`s are race-mode steps (Inngest calls the run again as soon as each one finishes, so the task
- * moves on while its siblings' steps still run; see ./tasks.ts). Its waits stay ordinary.
+ * `race`: its `step.run`s and `step.sendEvent`s are race-mode steps (Inngest calls the run again as soon as each one
+ * finishes, so the task moves on while its siblings' steps still run; see ./tasks.ts). Its waits stay ordinary.
  */
 export function taskFlowOf(flow: RunFlow, taskId: string, { race }: { race: boolean }): RunFlow {
   const taskFlow: RunFlow = { ...flow, task: { id: taskId }, budgetRaised: { ...flow.budgetRaised }, debugAttempts: {} };
+  if (race) taskFlow.step = raceSends(flow.step);
   taskFlow.runStep = stepRunner(flow.step, () => taskFlow, race);
   return taskFlow;
+}
+
+/**
+ * The step tools with `sendEvent` as a race-mode step (the task's other tools unchanged). A task's sendEvent (a question's
+ * or gate's notification, a deadline's reminder) is a step like any other: an ordinary one that ends while another
+ * task's race-mode step still runs is coalesced with it — Inngest calls the run again only once no step is pending
+ * (request version 2) — so the task would stand still, its wait for the answer not even stored, until the other task's
+ * step ended (a command of minutes). Race mode changes nothing else: the event is sent once, as before.
+ */
+function raceSends(step: Step): Step {
+  const sendEvent = ((idOrOptions: Parameters<Step["sendEvent"]>[0], payload: Parameters<Step["sendEvent"]>[1]) =>
+    step.sendEvent(
+      typeof idOrOptions === "string" ? { id: idOrOptions, parallelMode: "race" } : { ...idOrOptions, parallelMode: "race" },
+      payload,
+    )) as Step["sendEvent"];
+  return new Proxy(step, { get: (target, key, receiver) => (key === "sendEvent" ? sendEvent : Reflect.get(target, key, receiver)) });
 }
 
 /** Stage deadlines come from memoized step times, so replays take the same decisions. */
