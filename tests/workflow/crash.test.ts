@@ -13,7 +13,7 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { SessionUser } from "@/lib/auth/guard";
 import { gateDecided } from "@/inngest/events";
 import { appReport, exited, startAppProcess } from "./app-child";
-import { expectRunConsistent, fileBlock, git, launch, newProject, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, processesRunning, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 
@@ -83,12 +83,12 @@ async function expectNothingTwice(runId: string, repo: string, branch: string, t
   // The demo implementer takes two turns per task and a closing one per session; each finished turn has exactly one
   // recorded call.
   expect(calls.filter((c) => c.stage === "implementation" && c.status === "ok")).toHaveLength(2 * tasks + sessions);
-  return events;
   expect(calls.filter((c) => c.stage === "planning" && c.status === "ok")).toHaveLength(1);
   // Validation makes two calls, each once: the review and the independent alignment score (its own step key).
   const validation = calls.filter((c) => c.stage === "validation" && c.status === "ok").map((c) => c.stepKey!.replace(/#\d+$/, ""));
   expect(validation).toHaveLength(2);
   expect(validation.filter((k) => k.endsWith(":alignment"))).toHaveLength(1);
+  return events;
 }
 
 const request = (title: string, n: number) =>
@@ -150,6 +150,57 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
     // The four file tasks ran in parallel sessions (one round: three lanes, the first of them running two tasks), the
     // note task after them; no sandbox is left.
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => (e.payload as { round: number }).round)).toEqual([1, 1, 1, 1, 2]);
+    expect(fs.readdirSync(path.join(getEnv().dataDir, "workspaces")).filter((d) => d.startsWith(run.id))).toEqual([]);
+  });
+
+  it("while three parallel tasks each run a command: each resumes where it was, its command run to its end once, no task begun or completed twice, no commit or model call twice", { timeout: 180_000 }, async () => {
+    // Three independent tasks (one round, three lanes at the default limit 3), each held in its own command until the
+    // test creates its ref; each command's sleeps last a number of seconds no other command uses, so the test sees it run.
+    const naps = ["0.1041", "0.1042", "0.1043"];
+    const names = ["alpha", "beta", "gamma"];
+    const held = (i: number) =>
+      `n=0; until git rev-parse -q --verify refs/crash-test/go${i + 1} >/dev/null || test $n -ge 1200; do sleep ${naps[i]}; n=$((n+1)); done; if git rev-parse -q --verify refs/crash-test/go${i + 1} >/dev/null; then echo released; else echo gave-up; fi >> ${names[i]}.txt`;
+    const tasks = ["# Held", ...names.flatMap((name, i) => [`- [ ] T${i + 1}: Write ${name}`, `  Files: ${name}.txt`, `  [run: ${held(i)}]`]), ""].join("\n");
+    const { project, repo } = await newProject(user);
+    const run = await launch(user, project.id, ["Crash while three tasks run", "", "```tasks.md", tasks, "```"].join("\n"), { trustMode: { planning: "auto" } });
+    await until(async () => naps.every((nap) => processesRunning(["sleep", nap]).length > 0), "the three tasks' commands to run at once", 120_000).catch(async (error: Error) => {
+      const events = (await listEvents({ runId: run.id, limit: 1000 })).map((e) => e.type).join(", ");
+      throw new Error(`${error.message}; the run's events: ${events || "(none)"}; ${appReport(current)}`);
+    });
+    await kill(current!);
+    // The commands went with the app (bubblewrap dies with its parent): none is left to finish behind the new app's back.
+    await until(async () => naps.every((nap) => processesRunning(["sleep", nap]).length === 0), "the killed app's commands to end", 30_000);
+    const before = await listEvents({ runId: run.id, limit: 1000 });
+    expect(before.filter((e) => e.type === "TASK_STARTED").map((e) => (e.payload as { taskId: string }).taskId).sort()).toEqual(["T1", "T2", "T3"]);
+    expect(before.some((e) => e.type === "TASK_COMPLETED")).toBe(false);
+    for (const i of [1, 2, 3]) git(repo, "update-ref", `refs/crash-test/go${i}`, "HEAD");
+    await startApp();
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval", "paused"], 120_000)).status).toBe("completed");
+    expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
+    const events = await expectRunConsistent(run.id);
+    const byTask = (type: string) => events.filter((e) => e.type === type).map((e) => (e.payload as { taskId: string }).taskId);
+    // Each task begun, started, completed and merged once: the kill's round resumed, no task ran again from its start.
+    expect(byTask("TASK_BRANCH_CREATED").sort()).toEqual(["T1", "T2", "T3"]);
+    expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED").every((e) => (e.payload as { round: number; run: number }).round === 1 && (e.payload as { run: number }).run === 1)).toBe(true);
+    expect(byTask("TASK_STARTED").sort()).toEqual(["T1", "T2", "T3"]);
+    expect(byTask("TASK_COMPLETED").sort()).toEqual(["T1", "T2", "T3"]);
+    expect(byTask("TASK_MERGED")).toEqual(["T1", "T2", "T3"]);
+    // Each task's work once on the branch: its file, and its command's one line (the killed run of it wrote nothing).
+    for (const [i, name] of names.entries()) expect(git(repo, "show", `${run.branch}:${name}.txt`)).toBe(`T${i + 1}: Write ${name}\nreleased`);
+    // No commit twice: one per task and one closing commit per task's session, each once; every TASK_COMPLETED's
+    // commit is on the branch.
+    const subjects = git(repo, "log", "--format=%s", `main..${run.branch}`).split("\n");
+    const taskCommits = subjects.filter((s) => s.startsWith("Task "));
+    expect(taskCommits).toHaveLength(6);
+    expect(new Set(taskCommits).size).toBe(taskCommits.length);
+    const onBranch = new Set(git(repo, "log", "--format=%H", run.branch!).split("\n"));
+    for (const e of events.filter((e) => e.type === "TASK_COMPLETED")) expect(onBranch.has((e.payload as { commitSha: string }).commitSha)).toBe(true);
+    // No model call recorded twice: one per turn's step, and each task's session has its own.
+    const db = await getDb();
+    const calls = (await db.select().from(modelCalls).where(eq(modelCalls.workflowRunId, run.id))).filter((c) => c.status === "ok");
+    const keys = calls.map((c) => c.stepKey!.replace(/#\d+$/, ""));
+    expect(new Set(keys).size).toBe(keys.length);
+    for (const id of ["T1", "T2", "T3"]) expect(keys.filter((k) => k.endsWith(`/impl:1:task:${id}:1:turn:0`))).toHaveLength(1);
     expect(fs.readdirSync(path.join(getEnv().dataDir, "workspaces")).filter((d) => d.startsWith(run.id))).toEqual([]);
   });
 
