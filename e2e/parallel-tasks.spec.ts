@@ -1,9 +1,10 @@
-import { expect, test, type APIRequestContext, type Locator } from "@playwright/test";
+import { expect, test, type APIRequestContext, type Locator, type Page } from "@playwright/test";
 import { authHeaders, createProject, signIn } from "./helpers";
 
 /**
  * Issue 31: a run whose tasks are independent (a pasted tasks.md, limits.maxConcurrentTasks 3) shows its parallel work —
- * a lane per task on the timeline, their bars overlapping, and each task's cost on the plan and on the Model calls tab.
+ * the plan card's estimate counting the tasks side by side, a lane per task on the timeline, their bars overlapping,
+ * and each task's cost on the plan and on the Model calls tab; and the New run form sets limits.maxConcurrentTasks.
  */
 
 const SHOTS = "e2e/.artifacts/screenshots";
@@ -46,6 +47,8 @@ test("parallel tasks: the plan approved, a lane per task on the timeline with ov
 
   const card = page.getByTestId("approval-card");
   await expect(card).toBeVisible({ timeout: 60_000 });
+  // The estimate on the plan card counts the three tasks side by side: one round, implementation's time a third.
+  await expect(card.getByTestId("estimate")).toContainText("Tasks run side by side (up to 3 at once, in 1 round)");
   await card.getByTestId("approve").click();
   await expect(page.getByTestId("run-view")).toHaveAttribute("data-status", "completed", { timeout: 120_000 });
 
@@ -95,4 +98,31 @@ test("parallel tasks: the plan approved, a lane per task on the timeline with ov
   expect(taskCalls).toBeGreaterThan(0);
   expect(taskCalls).toBeLessThanOrEqual(stageCalls);
   await page.screenshot({ path: `${SHOTS}/parallel-task-costs.png`, fullPage: true });
+});
+
+async function chooseOption(page: Page, label: string, option: string) {
+  const combobox = page.getByRole("combobox", { name: label });
+  // Radix's Select can drop a click that lands while its list is still opening: open and choose again until it shows.
+  await expect(async () => {
+    if (!(await page.getByRole("listbox").isVisible())) await combobox.click();
+    await page.getByRole("option", { name: option, exact: true }).click({ timeout: 2_000 });
+    await expect(combobox).toContainText(option, { timeout: 2_000 });
+  }).toPass({ timeout: 15_000 });
+}
+
+test("the New run form shows \"Tasks at the same time\" (3 by default), and the run it starts carries the number set", async ({ page, request }) => {
+  const project = await createProject(request, "parallel form");
+  await signIn(page);
+  await page.goto(`/runs/new?project=${project.id}`);
+  const field = page.getByLabel("Tasks at the same time");
+  await expect(field).toHaveValue("3");
+  await field.fill("2");
+  await chooseOption(page, "Project", "parallel form");
+  await page.getByLabel("Request", { exact: true }).fill("Two at a time");
+  await page.getByTestId("start-run").click();
+  await expect(page).toHaveURL(/\/runs\/run_/);
+  const runId = /\/runs\/(run_[^/?#]+)/.exec(page.url())![1]!;
+  const res = await request.get(`/api/runs/${runId}`, { headers: authHeaders });
+  expect(res.status()).toBe(200);
+  expect((await res.json()).run.config.limits.maxConcurrentTasks).toBe(2);
 });
