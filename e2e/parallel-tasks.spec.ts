@@ -114,10 +114,11 @@ test("the New run form shows \"Tasks at the same time\" (3 by default), and the 
   const project = await createProject(request, "parallel form");
   await signIn(page);
   await page.goto(`/runs/new?project=${project.id}`);
+  // The project first: choosing one fills the form from its defaults.
+  await chooseOption(page, "Project", "parallel form");
   const field = page.getByLabel("Tasks at the same time");
   await expect(field).toHaveValue("3");
   await field.fill("2");
-  await chooseOption(page, "Project", "parallel form");
   await page.getByLabel("Request", { exact: true }).fill("Two at a time");
   await page.getByTestId("start-run").click();
   await expect(page).toHaveURL(/\/runs\/run_/);
