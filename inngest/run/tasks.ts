@@ -30,10 +30,13 @@ import * as budgets from "@/lib/runs/budget";
  * opens between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the
  * attempt ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new
  * plan). A task a lane does not take is left for the next round. A lane that takes it begins it in the same step (its
- * branch cut, its starting state: one step between a lane's tasks, not two), and the previous task's sandbox goes there,
- * side by side with the task's start (its work is committed on its branch; a lane holds one sandbox at a time — the next
- * one is made by the task's first turn — and the merge has none left to release); a lane that stops releases it there. A lane's last task's sandbox goes in a step of its own as the lane ends, while the other
- * lanes may still work. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
+ * branch cut, its sandbox, its starting state: one step between a lane's tasks, not two); a lane that stops releases
+ * its sandbox there. A lane keeps one sandbox (laneSandboxId): its first task's begin step makes it, and each next
+ * task's begin step takes it over from the task before — whose work is committed on its own branch — re-pointed to
+ * the next task's branch, cut at the round's start commit, and cleaned (lib/runs/steps/tasks.ts beginTask), rather
+ * than removed and made again on the lane's critical path. Each task's steps are given the sandbox its memoized begin
+ * step used (`workspace`). A lane's sandbox goes in a step of its own as the lane ends, while the other lanes may still
+ * work, so the merge has none left to release. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
  * order — never in the order they happened to finish — in one step. A conflicting task runs once more on top of the
  * merged branch; a conflict again opens a `conflict` gate.
  */
