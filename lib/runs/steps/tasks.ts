@@ -49,9 +49,10 @@ async function dependencySummary(runId: string, repoPath: string, dependsOn: str
  * (`workspace`), a fresh worktree whose branch is cut by the same git process (`worktree add -B`) for the lane's first
  * task, or — for a later one — the lane's worktree handed on from the task before (`previous`: re-pointed to this
  * task's branch, cut at the round's start commit, and cleaned; LocalSandbox.repoint), with no worktree removed, pruned
- * or added between a lane's tasks. An E2B sandbox (or a lane's worktree that cannot be handed on: the task before's goes,
- * side by side with this task's start) is the task's own, made by its first turn as before. Returns the sandbox used
- * (`workspace`; null: the task's own), which every later step of the task is given.
+ * or added between a lane's tasks; a lane's worktree that cannot be handed on (the git work failed) goes, and a fresh
+ * one is made. An E2B task's sandbox is its own, made by its first turn as before (the task before's goes side by side
+ * with this task's start). Returns the sandbox used (`workspace`; null: the task's own), which every later step of the
+ * task is given.
  */
 export async function beginTask({
   runId,
@@ -112,6 +113,8 @@ export async function beginTask({
     }
     return { baseSha: await cutTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch }), workspace: null, sandbox: null };
   })();
+  // Awaited below; a failure meanwhile (while the dependencies are read) is not an unhandled rejection.
+  sandbox.catch(() => null);
   let starting: Promise<ImplementerState> | null = null;
   try {
     const task = doc.tasks.find((t) => t.id === taskId);
