@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { getEnv } from "@/lib/env";
 import { listEvents } from "@/lib/db/event-store";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
-import { git, launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus } from "./harness";
 
 /**
  * Between two tasks of a lane (inngest/run/tasks.ts), the finished task's worktree used to be removed and pruned, the
@@ -108,5 +108,40 @@ describe("a lane's task boundary", () => {
     // Nothing is left once the run is done.
     const workspaces = fs.readdirSync(path.join(getEnv().dataDir, "workspaces"));
     expect(workspaces.filter((w) => w.startsWith(run.id))).toEqual([]);
+  });
+});
+
+describe("a lane's worktree handed on", () => {
+  it("carries nothing of the task before into the next: its ignored build output is gone, its committed work is on its own branch only", { timeout: 180_000 }, async () => {
+    const repo = makeRepo();
+    fs.writeFileSync(path.join(repo, ".gitignore"), "build/\n");
+    git(repo, "add", ".gitignore");
+    git(repo, "commit", "-q", "-m", "ignore build outputs");
+    const { project } = await newProject(h.user, repo);
+    // Two lanes: [T1, T3] and [T2]. T1 leaves an ignored build output behind (never committed, so only a clean takes
+    // it away); T3, next in T1's lane, writes what it finds into its own file.
+    const tasks = [
+      "# Leftovers",
+      "- [ ] T1: Write one",
+      "  Files: one.txt",
+      "  [run: mkdir -p build && echo object > build/out.o]",
+      "- [ ] T2: Write two",
+      "  Files: two.txt",
+      "- [ ] T3: Write three",
+      "  Files: three.txt",
+      "  [run: for f in build build/out.o one.txt; do if test -e $f; then echo found $f; else echo no $f; fi; done >> three.txt]",
+      "",
+    ].join("\n");
+    const run = await launch(h.user, project.id, ["Leftovers", "", "```tasks.md", tasks, "```"].join("\n"), {
+      trustMode: { planning: "auto" },
+      limits: { maxConcurrentTasks: 2 },
+    });
+    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    const events = await listEvents({ runId: run.id, limit: 1000 });
+    const created = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => e.payload as { taskId: string; workspace?: string });
+    // T3 did run in the worktree T1 left.
+    expect(created.find((c) => c.taskId === "T3")?.workspace).toBe(created.find((c) => c.taskId === "T1")?.workspace);
+    expect(git(repo, "show", `${run.branch}:three.txt`)).toBe("T3: Write three\nno build\nno build/out.o\nno one.txt");
+    expect(git(repo, "show", `${run.branch}:one.txt`)).toBe("T1: Write one");
   });
 });
