@@ -43,9 +43,10 @@ export type RunFlow = {
   debugAttempts: Record<string, number>;
   /**
    * Set in a parallel task's own flow (./tasks.ts): its waits for a person open one at a time across the run's tasks,
-   * and the run keeps its slot while it waits (the other tasks compute on).
+   * and the run keeps its slot while it waits (the other tasks compute on). `workspace`: the sandbox its steps use, its
+   * lane's (from its memoized begin step), else its own.
    */
-  task?: { id: string } | null;
+  task?: { id: string; workspace?: string | null } | null;
 };
 
 /** The key under which a step memoizes "the disk was full or read-only" (see runStep). */

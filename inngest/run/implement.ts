@@ -43,8 +43,9 @@ export async function triage(flow: RunFlow, plans: Plans): Promise<{ skip: Array
  */
 async function awaitCommand(flow: RunFlow, key: string, current: ImplementerState, plan: PlanDocument, until: number) {
   const taskId = flow.task?.id ?? null;
+  const workspace = flow.task?.workspace ?? null;
   for (let i = 0; ; i++) {
-    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until, taskId }));
+    const polled = await flow.runStep(`${key}:${i}`, () => pollCommand({ runId: flow.runId, stepKey: `${key}:${i}`, state: current, plan, deadline: until, taskId, workspace }));
     if (polled.kind !== "running") return polled;
     await flow.step.sleep(`${key}:${i}:sleep`, COMMAND_POLL_INTERVAL);
   }
@@ -110,7 +111,8 @@ async function debugFailure(
       if (flow.task && replanned.planChanged) {
         // The run's plan changed under a parallel task: its session ends here, as at an implementer's re-plan (see converse).
         const taskId = flow.task.id;
-        await runStep(`${key}:replan:drop`, () => dropTask({ runId, taskId }));
+        const workspace = flow.task.workspace ?? null;
+        await runStep(`${key}:replan:drop`, () => dropTask({ runId, taskId, workspace }));
         return { state: current, replanned: true };
       }
       return { state: await applyDebugReplanDecision(current, replanned), replanned: false };
@@ -192,6 +194,8 @@ export async function converse(
 ): Promise<Implemented> {
   const { runId, runStep, config, debugAttempts, budgetRaised } = flow;
   const taskId = flow.task?.id ?? null;
+  /** A parallel task's sandbox, when it is its lane's (./tasks.ts). */
+  const workspace = flow.task?.workspace ?? null;
   /** "Finish the task in progress, then stop" (a budget gate's decision) for this attempt, and whether it did. */
   let budgetStop: { taskId: string | null } | null = null;
   let budgetStopped = false;
@@ -208,7 +212,7 @@ export async function converse(
       const approvedPlan = plans.approved;
       const stageDeadline = deadline(flow, flow.stageStart, "implementation");
       result = (await runStep(key, () =>
-        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId }),
+        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace }),
       )) as TurnStepResult;
       if (result.kind === "pause_requested") {
         // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
@@ -246,7 +250,7 @@ export async function converse(
       const ids = unverified.splice(0);
       const counts = { ...debugAttempts };
       const approvedPlan = plans.approved;
-      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts, sandboxOf: taskId }));
+      const checked = await runStep(key, () => verifyTasks({ runId, stepKey: key, plan: approvedPlan, taskIds: ids, attempts: counts, sandboxOf: taskId, workspace }));
       if (checked.failed) {
         // Tasks after the failing one were not checked yet: they are, after the fix.
         unverified.push(...ids.slice(ids.indexOf(checked.failed.taskId) + 1));
@@ -287,7 +291,7 @@ export async function converse(
     }
     if (result.kind === "mcp") {
       const key = `${prefix}:turn:${turn}:mcp`, current = state; // an MCP tool call: a step of its own, never repeated once finished
-      state = (await runStep(key, () => callMcpTool({ runId, stepKey: key, state: current, taskId }))).state as ImplementerState;
+      state = (await runStep(key, () => callMcpTool({ runId, stepKey: key, state: current, taskId, workspace }))).state as ImplementerState;
       continue;
     }
     if (result.kind === "continue" || result.kind === "command_running") continue;
@@ -334,7 +338,7 @@ export async function converse(
       if (taskId && replanned.planChanged) {
         // The run's plan changed: this task's session ends here, unmerged (its worktree and branch go); the rounds go
         // on with the new plan, where the task — if it is still there — starts afresh.
-        await runStep(`${key}:drop`, () => dropTask({ runId, taskId }));
+        await runStep(`${key}:drop`, () => dropTask({ runId, taskId, workspace }));
         return { state, failure: null, budgetStopped: false, replanned: true };
       }
       state = await applyReplan(state, replanned);

@@ -1,6 +1,7 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
 import { nextInLane, releaseTask } from "@/lib/runs/steps/lanes";
 import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
+import { laneSandboxId } from "@/lib/runs/steps/workspace";
 import { dealLanes, readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
 import { taskFlowOf, type RunFlow } from "./flow";
@@ -29,10 +30,13 @@ import * as budgets from "@/lib/runs/budget";
  * opens between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the
  * attempt ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new
  * plan). A task a lane does not take is left for the next round. A lane that takes it begins it in the same step (its
- * branch cut, its starting state: one step between a lane's tasks, not two), and the previous task's sandbox goes there,
- * side by side with the task's start (its work is committed on its branch; a lane holds one sandbox at a time — the next
- * one is made by the task's first turn — and the merge has none left to release); a lane that stops releases it there. A lane's last task's sandbox goes in a step of its own as the lane ends, while the other
- * lanes may still work. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
+ * branch cut, its sandbox, its starting state: one step between a lane's tasks, not two); a lane that stops releases
+ * its sandbox there. A lane keeps one sandbox (laneSandboxId): its first task's begin step makes it, and each next
+ * task's begin step takes it over from the task before — whose work is committed on its own branch — re-pointed to
+ * the next task's branch, cut at the round's start commit, and cleaned (lib/runs/steps/tasks.ts beginTask), rather
+ * than removed and made again on the lane's critical path. Each task's steps are given the sandbox its memoized begin
+ * step used (`workspace`). A lane's sandbox goes in a step of its own as the lane ends, while the other lanes may still
+ * work, so the merge has none left to release. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
  * order — never in the order they happened to finish — in one step. A conflicting task runs once more on top of the
  * merged branch; a conflict again opens a `conflict` gate.
  */
@@ -45,10 +49,25 @@ type TaskOutcome = Implemented & { taskFlow: RunFlow };
 
 type Begun = Awaited<ReturnType<typeof beginTask>>;
 
-type TaskInput = { attempt: number; feedback: string | null; task: Task; run: number; round: number; memory?: string | null };
+type TaskInput = {
+  attempt: number;
+  feedback: string | null;
+  task: Task;
+  run: number;
+  round: number;
+  memory?: string | null;
+  /** The lane's sandbox (laneSandboxId): its tasks use it one after another. */
+  workspace: string;
+};
 
-/** The begin step's input for a task's run (its branch cut, its starting state); `previous`: the lane's task before. */
-function beginInput(taskFlow: RunFlow, plans: Plans, { attempt, feedback, task, run, round, memory }: TaskInput, previous: string | null) {
+/** The lane's task before, as its memoized begin step left it: its sandbox (null: its own) and its branch's base. */
+type Previous = { taskId: string; workspace: string | null; baseSha: string };
+
+/**
+ * The begin step's input for a task's run (its branch cut, its sandbox, its starting state); `previous`: the lane's
+ * task before, whose sandbox it takes over.
+ */
+function beginInput(taskFlow: RunFlow, plans: Plans, { attempt, feedback, task, run, round, memory, workspace }: TaskInput, previous: Previous | null) {
   const key = `impl:${attempt}:task:${task.id}:${run}`;
   return {
     runId: taskFlow.runId,
@@ -61,26 +80,30 @@ function beginInput(taskFlow: RunFlow, plans: Plans, { attempt, feedback, task, 
     run,
     round,
     memory,
-    previousTaskId: previous,
+    workspace,
+    previousTaskId: previous?.taskId ?? null,
+    previous: previous ? { workspace: previous.workspace, baseSha: previous.baseSha } : null,
   };
 }
 
 /**
- * One task's session in its own flow (its own waits and counts): its branch and starting state — begun already by the
- * lane's deciding step (`begun`), else in a step of its own — then its turns.
+ * One task's session in its own flow (its own waits and counts): its branch, sandbox and starting state — begun already
+ * by the lane's deciding step (`begun`), else in a step of its own — then its turns, in the sandbox its begin step
+ * memoized (a begin step memoized before lanes had a sandbox of their own: the task's own).
  */
-async function runTask(taskFlow: RunFlow, plans: Plans, converse: Converse, input: TaskInput, begun: Begun | null): Promise<TaskOutcome> {
+async function runTask(taskFlow: RunFlow, plans: Plans, converse: Converse, input: TaskInput, begun: Begun | null): Promise<TaskOutcome & { begun: Begun }> {
   const key = `impl:${input.attempt}:task:${input.task.id}:${input.run}`;
   const started = begun ?? (await taskFlow.runStep(`${key}:begin`, () => beginTask(beginInput(taskFlow, plans, input, null))));
+  taskFlow.task = { id: input.task.id, workspace: started.workspace ?? null };
   // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
   const session = await converse(taskFlow, plans, { key, attempt: input.attempt, state: started.state as ImplementerState });
-  return { ...session, taskFlow };
+  return { ...session, taskFlow, begun: started };
 }
 
 /** What a round's lanes share while they run: why the lanes take no more tasks, once one of them knows. */
 type RoundState = { plan: PlanDocument; halt: string | null };
 
-type Lane = { ran: Array<{ task: Task; run: number; outcome: TaskOutcome }>; flow: RunFlow | null };
+type Lane = { ran: Array<{ task: Task; run: number; outcome: TaskOutcome; workspace: string | null; baseSha: string }>; flow: RunFlow | null };
 
 /**
  * One lane of a round: its tasks one after another, each in its own flow carrying on from the lane's previous one (the
@@ -94,7 +117,15 @@ async function runLane(
   converse: Converse,
   shared: RoundState,
   runs: Record<string, number>,
-  { attempt, feedback, tasks, round, memory, race }: { attempt: number; feedback: string | null; tasks: Task[]; round: number; memory?: string | null; race: boolean },
+  {
+    attempt,
+    feedback,
+    tasks,
+    round,
+    memory,
+    race,
+    workspace,
+  }: { attempt: number; feedback: string | null; tasks: Task[]; round: number; memory?: string | null; race: boolean; workspace: string },
 ): Promise<Lane> {
   const lane: Lane = { ran: [], flow: null };
   for (const task of tasks) {
@@ -106,23 +137,25 @@ async function runLane(
     }
     lane.flow = taskFlow;
     const before = lane.ran.at(-1);
-    const input = { attempt, feedback, task, run: (runs[task.id] ?? 0) + 1, round, memory };
+    const input = { attempt, feedback, task, run: (runs[task.id] ?? 0) + 1, round, memory, workspace };
     let begun: Begun | null = null;
     if (before) {
       // Whether the lane takes it — the halt read when the step runs (memoized) — and, when it does, the task begun in
-      // the same step: one step between a lane's tasks. A run that memoized this step's decision alone (no `begun`)
-      // begins the task in the task's own begin step, as it did then.
+      // the same step, in the lane's sandbox handed on: one step between a lane's tasks. A run that memoized this
+      // step's decision alone (no `begun`) begins the task in the task's own begin step, as it did then.
       const key = `impl:${attempt}:round:${round}:next:${task.id}`;
+      const previous = { taskId: before.task.id, workspace: before.workspace, baseSha: before.baseSha };
       const next = (await taskFlow.runStep(key, async () => {
-        const decided = await nextInLane({ runId: flow.runId, previousTaskId: before.task.id, halt: shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null) });
-        return decided.take ? { ...decided, begun: await beginTask(beginInput(taskFlow, plans, input, before.task.id)) } : decided;
+        const halt = shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null);
+        const decided = await nextInLane({ runId: flow.runId, previousTaskId: before.task.id, previousWorkspace: before.workspace, halt });
+        return decided.take ? { ...decided, begun: await beginTask(beginInput(taskFlow, plans, input, previous)) } : decided;
       })) as Awaited<ReturnType<typeof nextInLane>> & { begun?: Begun };
       if (!next.take) return lane;
       begun = next.begun ?? null;
     }
     const run = (runs[task.id] = input.run);
-    const outcome = await runTask(taskFlow, plans, converse, input, begun);
-    lane.ran.push({ task, run, outcome });
+    const { begun: started, ...outcome } = await runTask(taskFlow, plans, converse, input, begun);
+    lane.ran.push({ task, run, outcome, workspace: started.workspace ?? null, baseSha: started.baseSha });
     // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
     // and the other lanes see it at their next task boundary.
     if (outcome.replanned) return lane;
@@ -135,7 +168,7 @@ async function runLane(
   const final = lane.ran.at(-1);
   if (final) {
     const key = `impl:${attempt}:task:${final.task.id}:${final.run}:release`;
-    await lane.flow!.runStep(key, () => releaseTask({ runId: flow.runId, taskId: final.task.id }));
+    await lane.flow!.runStep(key, () => releaseTask({ runId: flow.runId, taskId: final.task.id, workspace: final.workspace }));
   }
   return lane;
 }
@@ -184,7 +217,9 @@ export async function implementInParallel(
     const lanes = dealLanes(batch, limit);
     const shared: RoundState = { plan, halt: null };
     const ran = await Promise.all(
-      lanes.map((tasks) => runLane(flow, plans, converse, shared, runs, { attempt, feedback, tasks, round, memory, race: lanes.length > 1 })),
+      lanes.map((tasks, k) =>
+        runLane(flow, plans, converse, shared, runs, { attempt, feedback, tasks, round, memory, race: lanes.length > 1, workspace: laneSandboxId(runId, round, k + 1) }),
+      ),
     );
     // What the sessions' own waits and budget gates moved, folded back lane by lane (each lane's last flow carries its
     // tasks' raises): the latest working stretch, and every raise a person gave at a task's budget gate.

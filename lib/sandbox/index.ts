@@ -87,6 +87,8 @@ export type CreateSandboxOptions = {
   excludePaths?: string[];
   /** Local only: reuse the run's live worktree (see attachSandbox). */
   reuse?: boolean;
+  /** Local only: a fresh worktree whose `branch` is (re)cut at `ref` by the same git process (see startTaskSandbox). */
+  recut?: boolean;
   /** Outbound internet for commands (default off): local bubblewrap shares the host network, E2B allows egress. */
   allowInternet?: boolean;
   /** E2B only: a substitute client (tests). */
@@ -127,6 +129,42 @@ export async function attachSandbox(options: CreateSandboxOptions & { branch: st
   const sandbox = await createSandbox({ ...options, reuse: true });
   attached.set(options.runId, sandbox);
   return sandbox;
+}
+
+/** The kind of sandbox createSandbox() makes with the current settings. */
+export function sandboxKind(): SandboxKind {
+  return pickKind();
+}
+
+/**
+ * A parallel task's sandbox, made in the step that begins the task: a fresh local worktree on `branch`, the branch
+ * (re)cut at `ref` by the same git process that adds the worktree, kept attached for the task's turns. Its `baseSha`
+ * is the commit the branch was cut at. Local only (createSandbox's kind): an E2B task's sandbox is made by its turn.
+ */
+export async function startTaskSandbox(options: CreateSandboxOptions & { branch: string }): Promise<LocalSandbox> {
+  const sandbox = await LocalSandbox.create({ ...options, isolation: options.isolation ?? getEnv().GATEHOUSE_SANDBOX_ISOLATION, recut: true, reuse: false });
+  attached.set(options.runId, sandbox);
+  return sandbox;
+}
+
+/**
+ * A parallel lane's sandbox handed to its next task (LocalSandbox.repoint): what this process keeps running in it ends
+ * (the release hooks, as at a release), then the worktree is checked out on the next task's `to.branch`, cut at
+ * `startSha`, and cleaned. `from`: the sandbox as the lane's previous task had it. Null when it cannot be handed on —
+ * not a local sandbox, nothing on disk, or the git work failed: the caller releases it and starts the task afresh.
+ */
+export async function repointSandbox(
+  from: CreateSandboxOptions & { branch: string },
+  to: { branch: string; startSha: string },
+): Promise<LocalSandbox | null> {
+  if (pickKind(from.kind) !== "local") return null;
+  const open = attached.get(from.runId) ?? (runWorktreeOnDisk(from.runId) ? await createSandbox({ ...from, reuse: true }).catch(() => null) : null);
+  if (!(open instanceof LocalSandbox)) return null;
+  attached.delete(from.runId);
+  for (const hook of releaseHooks) await hook(open).catch(() => null);
+  const next = await open.repoint(to).catch(() => null);
+  if (next) attached.set(from.runId, next);
+  return next;
 }
 
 /**

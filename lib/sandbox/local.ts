@@ -41,6 +41,11 @@ export type LocalSandboxOptions = {
   isolation?: Isolation;
   /** Reuse the run's existing worktree (with its uncommitted work) when it is on `branch`, instead of recreating it. */
   reuse?: boolean;
+  /**
+   * A fresh worktree whose `branch` is (re)cut at `ref` by the same git process that adds the worktree
+   * (`worktree add -B`): a parallel task's start, one process for its branch and its checkout.
+   */
+  recut?: boolean;
   /** Paths never committed nor shown in diffs (from .autonomous/config.json). */
   excludePaths?: string[];
   /** Outbound network for commands (from .autonomous/config.json sandbox.allowInternet; default off). */
@@ -115,8 +120,13 @@ export class LocalSandbox implements Sandbox {
     await oneWorktreeCommandAtATime(commonDir, () =>
       retryOnWorktreeRace(async () => {
         // Asked again on a retry: an add that failed late may have made the branch.
-        const [, exists] = await Promise.all([removeWorktreeNow(repoPath, dir, commonDir), branch ? resolveCommit(repoPath, `refs/heads/${branch}`) : null]);
-        if (branch) {
+        const [, exists] = await Promise.all([
+          removeWorktreeNow(repoPath, dir, commonDir),
+          branch && !options.recut ? resolveCommit(repoPath, `refs/heads/${branch}`) : null,
+        ]);
+        if (branch && options.recut) {
+          await git(repoPath, ["worktree", "add", "--force", "-B", branch, dir, startSha]);
+        } else if (branch) {
           await git(repoPath, exists ? ["worktree", "add", "--force", dir, branch] : ["worktree", "add", "-b", branch, dir, startSha]);
         } else {
           await git(repoPath, ["worktree", "add", "--detach", dir, startSha]);
@@ -362,6 +372,27 @@ export class LocalSandbox implements Sandbox {
   head(): Promise<string> {
     return gitOut(this.workspacePath, ["rev-parse", "HEAD"], { worktree: this.location });
   }
+
+  /**
+   * This worktree and home handed to the next task of a parallel lane: nothing of the task before stays. Its detached
+   * commands are killed and its home emptied; host git (the hardened config, on the worktree's real git directory)
+   * checks out `branch`, (re)cut at `startSha`, in one process that also puts back every tracked file as that commit
+   * has it, then removes every untracked and ignored file (build outputs, nested repositories: `clean -ffdx`); the
+   * worktree's `.git` entry, which the sandbox could rewrite, is written again as `git worktree add` writes it. The
+   * result is what a fresh worktree at `startSha` would hold, without the worktree's removal, prune and re-add.
+   */
+  repoint = async ({ branch, startSha }: { branch: string; startSha: string }): Promise<LocalSandbox> => {
+    await killDetachedIn(this.home);
+    await fs.rm(this.home, { recursive: true, force: true });
+    await fs.mkdir(this.home, { recursive: true });
+    const options = { worktree: this.location };
+    await git(this.workspacePath, ["checkout", "--quiet", "--force", "-B", branch, startSha], options);
+    await git(this.workspacePath, ["clean", "-ffdxq"], options);
+    const dotGit = path.join(this.workspacePath, ".git");
+    await fs.rm(dotGit, { recursive: true, force: true });
+    await fs.writeFile(dotGit, `gitdir: ${this.location.gitDir}\n`);
+    return new LocalSandbox(this.id, this.runId, this.repoPath, this.workspacePath, this.home, startSha, branch, this.commonDir, this.location, this.excludePaths, this.isolated, this.allowInternet);
+  };
 
   destroy = async (): Promise<void> => {
     await killDetachedIn(this.home);

@@ -95,7 +95,15 @@ export type RunEventPayloads = {
    * Parallel tasks (limits.maxConcurrentTasks): the task's own branch was cut from the run branch at `baseSha` for
    * its `run`-th run (a re-run after a merge conflict is the 2nd), in scheduling `round`.
    */
-  TASK_BRANCH_CREATED: { taskId: string; branch: string; baseSha: string; run: number; round: number };
+  TASK_BRANCH_CREATED: {
+    taskId: string;
+    branch: string;
+    baseSha: string;
+    run: number;
+    round: number;
+    /** The sandbox the task works in: its lane's (handed on from the lane's task before), absent for its own. */
+    workspace?: string;
+  };
   /** Parallel tasks: the task's branch merged into the run branch (host-side git), as merge commit `commitSha`. */
   TASK_MERGED: { taskId: string; branch: string; commitSha: string };
   /** Parallel tasks: the task's branch conflicts with the run branch in `files`; `next` says what the run does. */

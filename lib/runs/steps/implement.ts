@@ -20,7 +20,7 @@ import {
 } from "@/lib/agents";
 import { section } from "@/lib/ai/prompt-sections";
 import { loadConversation, storeConversation } from "../conversation";
-import { attachSandbox, releaseSandbox } from "@/lib/sandbox";
+import { attachSandbox, releaseSandbox, type Sandbox } from "@/lib/sandbox";
 import { commitCheckpoint, DIFF_SAFE, git, readLatestMemory, rollbackToCheckpoint, type WorktreeLocation } from "@/lib/git";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock, type WithNow } from "./context";
@@ -49,6 +49,7 @@ export async function beginImplementation({
   skip,
   task,
   memory: given,
+  sandbox: sessionSandbox,
 }: {
   runId: string;
   plan: PlanDocument;
@@ -61,6 +62,8 @@ export async function beginImplementation({
   skip?: Array<{ id: string; evidence: string[] }>;
   /** A parallel task's own session: only this task, told what its dependencies changed. */
   task?: { id: string; dependencies: string };
+  /** The session's sandbox, when the caller makes it (a parallel task's begin step): MCP servers start in it. */
+  sandbox?: () => Promise<Sandbox>;
 }): Promise<ImplementerState> {
   const run = await loadRun({ runId });
   const memory = given !== undefined ? { raw: given } : await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
@@ -69,7 +72,7 @@ export async function beginImplementation({
   const instructions = await stageInstructions({ run, stage: "implementation", touched });
   const state = startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip, task });
   // MCP servers: their tools are listed once for the session (a stdio server starts in the session's sandbox to say them).
-  const mcp = await listMcpSession({ run, sandbox: async () => attachSandbox(await sandboxOptions(run, task?.id ?? null)) });
+  const mcp = await listMcpSession({ run, sandbox: sessionSandbox ?? (async () => attachSandbox(await sandboxOptions(run, task?.id ?? null))) });
   const messages = mcp.note ? [...state.messages, { role: "user" as const, content: section("mcp-servers", mcp.note) }] : state.messages;
   return { ...state, messages, ...(mcp.session ? { mcp: mcp.session } : {}) };
 }
@@ -118,6 +121,7 @@ export async function implementTurn({
   attempt,
   deadline,
   taskId = null,
+  workspace = null,
 }: {
   runId: string;
   stepKey: string;
@@ -131,6 +135,8 @@ export async function implementTurn({
    * task boundary (the workflow honours it between rounds); the implementation's own outcome is the workflow's to record.
    */
   taskId?: string | null;
+  /** A parallel task's sandbox when it is its lane's (beginTask), not its own. */
+  workspace?: string | null;
 }): Promise<TurnStepResult> {
   const stepStartedAt = Date.now();
   // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
@@ -140,7 +146,7 @@ export async function implementTurn({
     return { kind: "pause_requested", by: pauseRequest.by, message, now: workflowClock.now() };
   }
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
+  const sandbox = await attachSandbox(await sandboxOptions(run, taskId, workspace));
   // A cancellation stops the turn where it is: the model call and any command it runs are aborted within a poll.
   const cancelled = watchForEnd(runId);
   // The stage deadline cuts a hung model call or command where it is, instead of after it returns.
@@ -203,7 +209,7 @@ export async function implementTurn({
   const ended = cancelled.signal.aborted ? "cancelled" : await endedStatus(runId);
   if (ended || !result) {
     await sandbox.destroy().catch(() => null);
-    await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+    await releaseSandbox(await sandboxOptions(run, taskId, workspace)).catch(() => null);
     throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
@@ -300,6 +306,7 @@ export async function pollCommand({
   plan: doc,
   deadline,
   taskId = null,
+  workspace = null,
 }: {
   runId: string;
   stepKey: string;
@@ -307,14 +314,15 @@ export async function pollCommand({
   plan: PlanDocument;
   /** The implementation stage's deadline (epoch ms): past it the command is killed, as an inline one would be. */
   deadline?: number;
-  /** A parallel task's command: in the task's own sandbox. */
+  /** A parallel task's command: in the task's sandbox (its lane's, `workspace`, else its own). */
   taskId?: string | null;
+  workspace?: string | null;
 }): Promise<CommandPollResult> {
   const started = Date.now();
   const pending = state.pendingCommand;
   if (!pending) return { kind: "continue", state, now: workflowClock.now() };
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
+  const sandbox = await attachSandbox(await sandboxOptions(run, taskId, workspace));
   if (!sandbox.detachedStatus || !sandbox.killDetached) {
     throw new AppError("internal:sandbox", "The run's sandbox cannot look up a command left running detached.");
   }

@@ -5,26 +5,39 @@ import { sandboxOptions } from "./workspace";
 
 /*
  * Parallel tasks in lanes (inngest/run/tasks.ts): the steps between a lane's tasks. A task's work is committed on its
- * own branch when its session ends, which is all the round's merge reads, so its sandbox goes at once — a lane holds
- * one sandbox at a time, and the merge at the round's end has none left to release.
+ * own branch when its session ends, which is all the round's merge reads, so its sandbox is free at once: the lane's
+ * next task takes it over (beginTask), and the lane's last task's goes as the lane ends — a lane holds one sandbox, and
+ * the merge at the round's end has none left to release.
  */
 
-/** A lane's task has ended: its sandbox (worktree, detached commands) goes. Quiet when it is gone already. */
-export async function releaseTask({ runId, taskId }: { runId: string; taskId: string }) {
+/**
+ * A lane's task has ended: its sandbox (worktree, detached commands) goes — the lane's (`workspace`), else its own.
+ * Quiet when it is gone already.
+ */
+export async function releaseTask({ runId, taskId, workspace = null }: { runId: string; taskId: string; workspace?: string | null }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+  await releaseSandbox(await sandboxOptions(run, taskId, workspace)).catch(() => null);
   return { now: workflowClock.now() };
 }
 
 /**
  * Before a lane's next task: the lane takes the task unless the round is halting (`halt`: a failure, a budget stop or a
  * re-plan elsewhere in the round) or a person asked for a pause (the pause opens between rounds, and the task is left
- * for the next one). A lane that takes it begins the task in the same step (beginTask), which releases the previous
- * task's sandbox side by side with the task's start (its `previousTaskId`) rather than before it on the lane's critical
- * path; a lane that stops releases it here.
+ * for the next one). A lane that takes it begins the task in the same step (beginTask), which hands the lane's sandbox
+ * on to it (`previousWorkspace`); a lane that stops releases it here.
  */
-export async function nextInLane({ runId, previousTaskId, halt }: { runId: string; previousTaskId: string; halt: string | null }) {
+export async function nextInLane({
+  runId,
+  previousTaskId,
+  previousWorkspace = null,
+  halt,
+}: {
+  runId: string;
+  previousTaskId: string;
+  previousWorkspace?: string | null;
+  halt: string | null;
+}) {
   const why = halt ?? ((await pendingPauseRequest({ runId })) ? "pause" : null);
-  if (why !== null) await releaseTask({ runId, taskId: previousTaskId });
+  if (why !== null) await releaseTask({ runId, taskId: previousTaskId, workspace: previousWorkspace });
   return { take: why === null, why, now: workflowClock.now() };
 }

@@ -99,12 +99,14 @@ export async function callMcpTool({
   stepKey,
   state,
   taskId = null,
+  workspace = null,
 }: {
   runId: string;
   stepKey: string;
   state: ImplementerState;
-  /** A parallel task's call: its stdio server starts in the task's own sandbox. */
+  /** A parallel task's call: its stdio server starts in the task's sandbox (its lane's, `workspace`, else its own). */
   taskId?: string | null;
+  workspace?: string | null;
 }): Promise<
   WithNow<{ kind: "continue"; state: ImplementerState }>
 > {
@@ -122,7 +124,7 @@ export async function callMcpTool({
     const server = servers.find((s) => s.name === call.server);
     try {
       if (!server) throw new Error(`The MCP server "${call.server}" is no longer declared.`);
-      const sandbox = await attachSandbox(await sandboxOptions(run, taskId));
+      const sandbox = await attachSandbox(await sandboxOptions(run, taskId, workspace));
       result = await withSessionMcpClient({ server, sandbox, timeoutMs: callTimeout() }, (client, options) => callServerTool(client, { tool: call.tool, args: call.args }, options));
     } catch (error) {
       result = { text: `The MCP call failed: ${(error as Error).message}`, isError: true };

@@ -1,6 +1,6 @@
 import { listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
-import { hasWorkspace, releaseSandbox } from "@/lib/sandbox";
+import { attachSandbox, hasWorkspace, releaseSandbox, repointSandbox, sandboxKind, startTaskSandbox, type Sandbox } from "@/lib/sandbox";
 import { cutTaskBranch, deleteTaskBranch, deleteTaskBranches, DIFF_SAFE, git, mergeTaskBranches, readLatestMemory, resolveCommit, taskBranchName, type ConflictSide, type TaskMergeResult } from "@/lib/git";
 import type { ImplementerState } from "@/lib/agents";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
@@ -43,8 +43,16 @@ async function dependencySummary(runId: string, repoPath: string, dependsOn: str
 }
 
 /**
- * A task's session begins: its branch (re)cut from the run branch as it is now — its dependencies merged — and its
- * starting state. `run` counts the task's runs (2: once more after a merge conflict), `round` the scheduling round.
+ * A task's session begins: its branch (re)cut from the run branch as it is now — its dependencies merged — its sandbox,
+ * and its starting state. `run` counts the task's runs (2: once more after a merge conflict), `round` the scheduling
+ * round. Its sandbox is made here, side by side with the starting state, rather than by its first turn: the lane's
+ * (`workspace`), a fresh worktree whose branch is cut by the same git process (`worktree add -B`) for the lane's first
+ * task, or — for a later one — the lane's worktree handed on from the task before (`previous`: re-pointed to this
+ * task's branch, cut at the round's start commit, and cleaned; LocalSandbox.repoint), with no worktree removed, pruned
+ * or added between a lane's tasks; a lane's worktree that cannot be handed on (the git work failed) goes, and a fresh
+ * one is made. An E2B task's sandbox is its own, made by its first turn as before (the task before's goes side by side
+ * with this task's start). Returns the sandbox used (`workspace`; null: the task's own), which every later step of the
+ * task is given.
  */
 export async function beginTask({
   runId,
@@ -58,6 +66,8 @@ export async function beginTask({
   round,
   memory,
   previousTaskId,
+  workspace: lane = null,
+  previous = null,
 }: {
   runId: string;
   stepKey: string;
@@ -70,24 +80,64 @@ export async function beginTask({
   round: number;
   /** The project memory, read once for the tasks (prepareTasks). */
   memory?: string | null;
-  /** The lane's previous task (inngest/run/tasks.ts): its sandbox goes meanwhile, its work committed on its branch. */
+  /** The lane's previous task (inngest/run/tasks.ts): its work is committed on its branch. */
   previousTaskId?: string | null;
-}): Promise<{ state: ImplementerState; branch: string; baseSha: string }> {
+  /** The lane's sandbox id (laneSandboxId); absent (a run begun before lanes had one): the task's own. */
+  workspace?: string | null;
+  /** The lane's previous task's sandbox (null: its own) and the commit its branch was cut at (the round's start). */
+  previous?: { workspace: string | null; baseSha: string } | null;
+}): Promise<{ state: ImplementerState; branch: string; baseSha: string; workspace: string | null }> {
   const run = await loadRun({ runId });
   const branch = taskBranchName(run.branch, taskId);
-  // The lane's previous task's sandbox goes side by side with this task's start (another worktree, another branch),
-  // not before it on the lane's critical path; the step ends only once it is gone (quiet when it is gone already).
-  const released = previousTaskId ? sandboxOptions(run, previousTaskId).then((o) => releaseSandbox(o)).catch(() => null) : null;
-  try {
+  const local = lane !== null && sandboxKind() === "local";
+  let released: Promise<unknown> | null = null;
+  const sandbox = (async (): Promise<{ baseSha: string; workspace: string | null; sandbox: Sandbox | null }> => {
+    if (previousTaskId && local && previous?.workspace === lane) {
+      // The lane's worktree, handed on: one checkout (the branch cut at the round's start) and one clean.
+      const from = await sandboxOptions(run, previousTaskId, lane);
+      const handed = await repointSandbox(from, { branch, startSha: previous.baseSha });
+      if (handed) return { baseSha: previous.baseSha, workspace: lane, sandbox: handed };
+      await releaseSandbox(from).catch(() => null);
+    } else if (previousTaskId) {
+      // Not handed on: the task before's sandbox goes side by side with this task's start (another worktree, another
+      // branch); the step ends only once it is gone (quiet when it is gone already).
+      released = sandboxOptions(run, previousTaskId, previous?.workspace ?? null)
+        .then((o) => releaseSandbox(o))
+        .catch(() => null);
+    }
     // A run after a conflict starts afresh: the first run's worktree goes before the branch is cut again.
     if (n > 1) await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
-    const baseSha = await cutTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch });
+    if (local) {
+      const fresh = await startTaskSandbox(await sandboxOptions(run, taskId, lane));
+      return { baseSha: fresh.baseSha, workspace: lane, sandbox: fresh };
+    }
+    return { baseSha: await cutTaskBranch({ repoPath: run.repoPath, runBranch: run.branch, branch }), workspace: null, sandbox: null };
+  })();
+  // Awaited below; a failure meanwhile (while the dependencies are read) is not an unhandled rejection.
+  sandbox.catch(() => null);
+  let starting: Promise<ImplementerState> | null = null;
+  try {
     const task = doc.tasks.find((t) => t.id === taskId);
     const dependencies = await dependencySummary(runId, run.repoPath, task?.dependsOn ?? []);
-    await append(runId, stepKey, [{ type: "TASK_BRANCH_CREATED", payload: { taskId, branch, baseSha, run: n, round } }]);
-    const state = await beginImplementation({ runId, plan: doc, request, feedback, maxIterations, task: { id: taskId, dependencies }, memory });
-    return { state, branch, baseSha };
+    // The starting state side by side with the sandbox (the session's MCP servers, if any, wait for it).
+    starting = beginImplementation({
+      runId,
+      plan: doc,
+      request,
+      feedback,
+      maxIterations,
+      task: { id: taskId, dependencies },
+      memory,
+      sandbox: async () => {
+        const made = await sandbox;
+        return made.sandbox ?? attachSandbox(await sandboxOptions(run, taskId, made.workspace));
+      },
+    });
+    const [{ baseSha, workspace }, state] = await Promise.all([sandbox, starting]);
+    await append(runId, stepKey, [{ type: "TASK_BRANCH_CREATED", payload: { taskId, branch, baseSha, run: n, round, ...(workspace ? { workspace } : {}) } }]);
+    return { state, branch, baseSha, workspace };
   } finally {
+    await Promise.all([sandbox.catch(() => null), (starting as Promise<unknown> | null)?.catch(() => null)]);
     await released;
   }
 }
@@ -168,10 +218,13 @@ export async function mergeTasks({
   return { merges, now: workflowClock.now() };
 }
 
-/** A task whose session ended at an approved re-plan: its worktree and branch go (a later run cuts them afresh). */
-export async function dropTask({ runId, taskId }: { runId: string; taskId: string }) {
+/**
+ * A task whose session ended at an approved re-plan: its worktree (its lane's, `workspace`: the lane takes no further
+ * task) and branch go (a later run cuts them afresh).
+ */
+export async function dropTask({ runId, taskId, workspace = null }: { runId: string; taskId: string; workspace?: string | null }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+  await releaseSandbox(await sandboxOptions(run, taskId, workspace)).catch(() => null);
   await deleteTaskBranch({ repoPath: run.repoPath, branch: taskBranchName(run.branch, taskId) });
   return { now: workflowClock.now() };
 }

@@ -31,6 +31,7 @@ export async function verifyTasks({
   taskIds,
   attempts,
   sandboxOf = null,
+  workspace = null,
 }: {
   runId: string;
   stepKey: string;
@@ -40,11 +41,13 @@ export async function verifyTasks({
   attempts: Record<string, number>;
   /** A parallel task's checks run in that task's own sandbox. */
   sandboxOf?: string | null;
+  /** ...in its lane's sandbox when it has one (beginTask). */
+  workspace?: string | null;
 }): Promise<VerifyStepResult> {
   const tasks = taskIds.map((id) => doc.tasks.find((t) => t.id === id)).filter((t) => t && (t.checks ?? []).length) as PlanDocument["tasks"];
   if (!tasks.length) return { verified: [], failed: null, now: workflowClock.now() };
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run, sandboxOf));
+  const sandbox = await attachSandbox(await sandboxOptions(run, sandboxOf, workspace));
   const started = Date.now();
   const events: NewRunEvent[] = [];
   const verified: string[] = [];

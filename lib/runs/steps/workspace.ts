@@ -18,8 +18,8 @@ import { append, loadRun, type RunContext } from "./context";
  * outbound network only when it sets sandbox.allowInternet), so a sandbox recreated after a restart or a pause commits
  * and compares exactly what the first one did.
  */
-export async function sandboxOptions(run: RunContext, taskId?: string | null): Promise<CreateSandboxOptions & { branch: string }> {
-  return optionsWith(run, await projectSandboxConfig(run), taskId);
+export async function sandboxOptions(run: RunContext, taskId?: string | null, workspace?: string | null): Promise<CreateSandboxOptions & { branch: string }> {
+  return optionsWith(run, await projectSandboxConfig(run), taskId, workspace);
 }
 
 /** sandboxOptions() of several parallel tasks of the run, with the project's config read once. */
@@ -33,10 +33,16 @@ function projectSandboxConfig(run: RunContext): Promise<{ excludePaths: string[]
   return readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
 }
 
-function optionsWith(run: RunContext, file: { excludePaths: string[]; allowInternet: boolean }, taskId?: string | null): CreateSandboxOptions & { branch: string } {
+function optionsWith(
+  run: RunContext,
+  file: { excludePaths: string[]; allowInternet: boolean },
+  taskId?: string | null,
+  workspace?: string | null,
+): CreateSandboxOptions & { branch: string } {
   return {
-    // A parallel task's sandbox is its own: its own worktree on its own branch (cut from the run branch).
-    runId: taskId ? taskSandboxId(run.runId, taskId) : run.runId,
+    // A parallel task's sandbox: its lane's (`workspace`, laneSandboxId), else its own — a worktree on the task's own
+    // branch (cut from the run branch).
+    runId: taskId ? (workspace ?? taskSandboxId(run.runId, taskId)) : run.runId,
     repoPath: run.repoPath,
     ref: run.branch,
     branch: taskId ? taskBranchName(run.branch, taskId) : run.branch,
@@ -51,14 +57,29 @@ export function taskSandboxId(runId: string, taskId: string): string {
 }
 
 /**
- * Drop the sandboxes of the run's parallel tasks (TASK_BRANCH_CREATED): their commands stop. Their branches stay for a
- * failed run (unmerged work can be looked at), and go with a cancelled one (`deleteBranches`).
+ * The sandbox of a parallel lane (inngest/run/tasks.ts): one worktree that the lane's tasks use one after another
+ * (LocalSandbox.repoint between them). `_` after the run id: a task's own sandbox id has `--` there, so the two never
+ * meet, whatever the plan names its tasks.
+ */
+export function laneSandboxId(runId: string, round: number, lane: number): string {
+  return `${runId}_lane-${round}-${lane}`;
+}
+
+/**
+ * Drop the sandboxes of the run's parallel tasks (TASK_BRANCH_CREATED: each task's own, or its lane's, `workspace`):
+ * their commands stop. Their branches stay for a failed run (unmerged work can be looked at), and go with a cancelled
+ * one (`deleteBranches`).
  */
 export async function releaseTaskSandboxes(run: RunContext, { deleteBranches = false }: { deleteBranches?: boolean } = {}): Promise<void> {
   const events = await listEvents({ runId: run.runId, limit: 100_000 });
   const ids = [...new Set(events.flatMap((e) => (e.type === "TASK_BRANCH_CREATED" ? [e.payload.taskId] : [])))];
+  // Each sandbox once, with the branch of the last task begun in it (the one its worktree has checked out).
+  const sandboxes = new Map<string, string>();
+  for (const e of events) if (e.type === "TASK_BRANCH_CREATED") sandboxes.set(e.payload.workspace ?? taskSandboxId(run.runId, e.payload.taskId), e.payload.taskId);
+  const file = await projectSandboxConfig(run);
+  const all = [...sandboxes].map(([workspace, taskId]) => optionsWith(run, file, taskId, workspace));
   // Side by side: each release is its own worktree (git's worktree commands queue per repository themselves).
-  await Promise.all((await taskSandboxOptions(run, ids)).map((options) => releaseSandbox(options).catch(() => null)));
+  await Promise.all(all.map((options) => releaseSandbox(options).catch(() => null)));
   if (deleteBranches) await deleteTaskBranches({ repoPath: run.repoPath, branches: ids.map((id) => taskBranchName(run.branch, id)) });
 }
 
