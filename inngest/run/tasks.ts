@@ -213,11 +213,14 @@ async function mergeAsTheyEnd(
     const key = `impl:${attempt}:round:${round}:merge:from:${first.task.id}`;
     const from = i;
     const step = await taskFlowOf(flow, first.task.id, { race }).runStep(key, async () => {
-      const took: string[] = [];
-      for (let j = from; j < batch.length && ended.has(batch[j]!.id); j++) took.push(batch[j]!.id);
-      const tasks = took.filter((id) => mergeable(ended.get(id))).map((id) => ({ taskId: id, next: conflicted.has(id) ? ("gate" as const) : ("rerun" as const) }));
+      const prefix: string[] = [];
+      for (let j = from; j < batch.length && ended.has(batch[j]!.id); j++) prefix.push(batch[j]!.id);
+      const tasks = prefix.filter((id) => mergeable(ended.get(id))).map((id) => ({ taskId: id, next: conflicted.has(id) ? ("gate" as const) : ("rerun" as const) }));
       const approved = plans.approved;
-      return { took, ...(await mergeTasks({ runId: flow.runId, stepKey: key, plan: approved, tasks })) };
+      const merged = await mergeTasks({ runId: flow.runId, stepKey: key, plan: approved, tasks });
+      // What it took: up to the last task it merged (a re-run after a crash takes what its first run recorded).
+      const last = Math.max(from, ...merged.merges.map((m) => batch.findIndex((t) => t.id === m.taskId)));
+      return { took: batch.slice(from, last + 1).map((t) => t.id), ...merged };
     });
     for (const merged of step.merges) merges.set(merged.taskId, merged);
     kept.push(...step.kept);

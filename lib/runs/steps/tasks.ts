@@ -121,7 +121,16 @@ export async function mergeTasks({
   // A re-run of this step after a crash: a task merged (and its branch deleted) by the first run reads as merged.
   const recorded = new Map<string, string>();
   const gone = new Set<string>();
-  for (const e of await listEvents({ runId, limit: 100_000 })) if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
+  /** The tasks this step's first run recorded (merged or conflicting), if it got that far: the re-run takes exactly them. */
+  const mine: Array<{ taskId: string; next: "rerun" | "gate" }> = [];
+  for (const e of await listEvents({ runId, limit: 100_000 })) {
+    if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
+    if ((e.type === "TASK_MERGED" || e.type === "TASK_MERGE_CONFLICT") && (e.payload as { stepKey?: string }).stepKey === stepKey) {
+      mine.push({ taskId: e.payload.taskId, next: e.type === "TASK_MERGE_CONFLICT" ? e.payload.next : "rerun" });
+    }
+  }
+  // Its events are written once (a step's events are not written again): the tasks it takes now must be the same.
+  if (mine.length) tasks = mine;
   const withBranch = tasks.map((t) => ({ ...t, branch: taskBranchName(run.branch, t.taskId) }));
   const tips = await Promise.all(withBranch.map((t) => (recorded.has(t.taskId) ? resolveCommit(run.repoPath, `refs/heads/${t.branch}`) : "")));
   withBranch.forEach((t, i) => tips[i] === null && gone.add(t.taskId));
