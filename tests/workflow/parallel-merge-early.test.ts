@@ -61,7 +61,7 @@ describe("a round's merges as its tasks end", () => {
     const merges = git(repo, "log", "--first-parent", "--merges", "--format=%s", run.branch!).split("\n").reverse();
     expect(merges).toEqual(["Merge task T1: Write alpha", "Merge task T2: Write beta"]);
     expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(tasks.replace(/- \[ \]/g, "- [x]").trimEnd());
-    // No task branch is left (T2's was kept while its worktree went, and deleted as the attempt ended).
+    // No task branch is left (T2's deleted by its merge step, or — its worktree still going then — as the attempt ended).
     expect(git(repo, "branch", "--list", `${run.branch}--*`)).toBe("");
   });
 
