@@ -1,6 +1,6 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
 import { nextInLane, releaseTask } from "@/lib/runs/steps/lanes";
-import { beginTask, finishTasks, mergeTasks, prepareTasks } from "@/lib/runs/steps/tasks";
+import { beginTask, finishTasks, mergeTasks, prepareTasks, type TaskMerge } from "@/lib/runs/steps/tasks";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
 import { dealLanes, readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
@@ -17,8 +17,8 @@ import * as budgets from "@/lib/runs/budget";
  * after another, the lanes at once (Promise.all over the lanes: parallel steps, whose ids are prefixed
  * `impl:<attempt>:task:<id>:<run>:`), so a lane's next task starts as soon as its previous one ends, whatever the other
  * lanes are doing: no barrier inside the round. Every task of the round is independent of the others still unmerged,
- * so each one's branch is cut from the run branch as it was when the round began: nothing merges before the round ends
- * (only a re-plan proposed meanwhile records its plan on the run branch, no code).
+ * so each one's branch is cut from the run branch as it is when the task begins (with whatever of the round merged by
+ * then: never a task it depends on).
  *
  * The tasks' `step.run`s are race-mode steps (Inngest's ParallelModeRace: the run is called again as each one
  * finishes), so each lane moves on at its own pace; under the default mode Inngest calls the run again only when every
@@ -33,12 +33,13 @@ import * as budgets from "@/lib/runs/budget";
  * branch cut, its sandbox, its starting state: one step between a lane's tasks, not two); a lane that stops releases
  * its sandbox there. A lane keeps one sandbox (laneSandboxId): its first task's begin step makes it, and each next
  * task's begin step takes it over from the task before — whose work is committed on its own branch — re-pointed to
- * the next task's branch, cut at the round's start commit, and cleaned (lib/runs/steps/tasks.ts beginTask), rather
- * than removed and made again on the lane's critical path. Each task's steps are given the sandbox its memoized begin
- * step used (`workspace`). A lane's sandbox goes in a step of its own as the lane ends, while the other lanes may still
- * work, so the merge has none left to release. When every lane has ended, the finished tasks' branches are merged into the run branch in plan
- * order — never in the order they happened to finish — in one step. A conflicting task runs once more on top of the
- * merged branch; a conflict again opens a `conflict` gate.
+ * the next task's branch, cut at the commit the lane's first task started from, and cleaned (lib/runs/steps/tasks.ts
+ * beginTask), rather than removed and made again on the lane's critical path. Each task's steps are given the sandbox
+ * its memoized begin step used (`workspace`). A lane's sandbox goes in a step of its own as the lane ends, while the
+ * other lanes may still work. Beside the lanes, the round's finished tasks are merged into the run branch as they end,
+ * in plan order — never in the order they happened to finish (mergeAsTheyEnd): the round's end merges only its last
+ * tasks, side by side with the last lane's release. A conflicting task runs once more on top of the merged branch in
+ * the next round; a conflict again opens a `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
@@ -103,7 +104,10 @@ async function runTask(taskFlow: RunFlow, plans: Plans, converse: Converse, inpu
 /** What a round's lanes share while they run: why the lanes take no more tasks, once one of them knows. */
 type RoundState = { plan: PlanDocument; halt: string | null };
 
-type Lane = { ran: Array<{ task: Task; run: number; outcome: TaskOutcome; workspace: string | null; baseSha: string }>; flow: RunFlow | null };
+/** A task a lane ran: its run's number, how its session ended, its sandbox (null: its own) and its branch's base. */
+type Ran = { task: Task; run: number; outcome: TaskOutcome; workspace: string | null; baseSha: string };
+
+type Lane = { ran: Ran[]; flow: RunFlow | null };
 
 /**
  * One lane of a round: its tasks one after another, each in its own flow carrying on from the lane's previous one (the
@@ -125,7 +129,19 @@ async function runLane(
     memory,
     race,
     workspace,
-  }: { attempt: number; feedback: string | null; tasks: Task[]; round: number; memory?: string | null; race: boolean; workspace: string },
+    onEnded,
+  }: {
+    attempt: number;
+    feedback: string | null;
+    tasks: Task[];
+    round: number;
+    memory?: string | null;
+    race: boolean;
+    /** The lane's sandbox (laneSandboxId), handed from task to task. */
+    workspace: string;
+    /** A task's session has ended (the round's merges take it from here, in plan order: see mergeAsTheyEnd). */
+    onEnded: (ran: Ran) => void;
+  },
 ): Promise<Lane> {
   const lane: Lane = { ran: [], flow: null };
   for (const task of tasks) {
@@ -155,7 +171,9 @@ async function runLane(
     }
     const run = (runs[task.id] = input.run);
     const { begun: started, ...outcome } = await runTask(taskFlow, plans, converse, input, begun);
-    lane.ran.push({ task, run, outcome, workspace: started.workspace ?? null, baseSha: started.baseSha });
+    const ran: Ran = { task, run, outcome, workspace: started.workspace ?? null, baseSha: started.baseSha };
+    lane.ran.push(ran);
+    onEnded(ran);
     // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
     // and the other lanes see it at their next task boundary.
     if (outcome.replanned) return lane;
@@ -171,6 +189,76 @@ async function runLane(
     await lane.flow!.runStep(key, () => releaseTask({ runId: flow.runId, taskId: final.task.id, workspace: final.workspace }));
   }
   return lane;
+}
+
+/** How a round's task ended: its session (`null`: no lane took it this round). */
+type Ended = Ran | null;
+
+/** A task whose session finished (a budget stop included) is merged; not one that failed or ended at a re-plan. */
+const mergeable = (ended: Ended): ended is Ran => !!ended && !ended.outcome.failure && !ended.outcome.replanned;
+
+/** The round's tasks as their sessions end, each one awaitable; a lane ends every task it did not take as it returns. */
+function endings(batch: Task[]) {
+  const known = new Map<string, Ended>();
+  const settle = new Map<string, (ended: Ended) => void>();
+  const waits = new Map(batch.map((t) => [t.id, new Promise<Ended>((resolve) => settle.set(t.id, resolve))]));
+  return {
+    end(taskId: string, ended: Ended) {
+      if (known.has(taskId)) return;
+      known.set(taskId, ended);
+      settle.get(taskId)?.(ended);
+    },
+    has: (taskId: string) => known.has(taskId),
+    get: (taskId: string): Ended => known.get(taskId) ?? null,
+    wait: (taskId: string) => waits.get(taskId)!,
+  };
+}
+
+type Endings = ReturnType<typeof endings>;
+
+/**
+ * The round's merges, made as its tasks end rather than after the last one, and always in plan order: the first task
+ * in plan order not merged yet is awaited, then one step merges it together with every task after it whose session has
+ * ended by the time the step runs, up to the first one still running (a prefix of the plan order; a task that failed,
+ * ended at a re-plan or was not taken is passed over). Which tasks a step took is its memoized result, so a replay —
+ * whatever order the lanes' steps come back in — takes the same merges, and the next step starts after them. The step's
+ * id names the task it starts from (`impl:<attempt>:round:<n>:merge:from:<id>`); it runs in that task's flow (a race-mode
+ * step beside the lanes' own, and a full disk pauses the run as that task). Its sandbox is not the step's to release:
+ * the lane releases it, side by side with the merge. A step re-run after a crash finds its tasks merged (mergeTasks).
+ */
+async function mergeAsTheyEnd(
+  flow: RunFlow,
+  plans: Plans,
+  { attempt, round, batch, ended, race, conflicted }: { attempt: number; round: number; batch: Task[]; ended: Endings; race: boolean; conflicted: Set<string> },
+  kept: string[],
+): Promise<Map<string, TaskMerge>> {
+  const merges = new Map<string, TaskMerge>();
+  for (let i = 0; i < batch.length; ) {
+    const first = await ended.wait(batch[i]!.id);
+    if (!mergeable(first)) {
+      i++;
+      continue;
+    }
+    const key = `impl:${attempt}:round:${round}:merge:from:${first.task.id}`;
+    const from = i;
+    const step = await taskFlowOf(flow, first.task.id, { race }).runStep(key, async () => {
+      const prefix: string[] = [];
+      for (let j = from; j < batch.length && ended.has(batch[j]!.id); j++) prefix.push(batch[j]!.id);
+      const tasks = prefix.flatMap((id) => {
+        const ran = ended.get(id);
+        return mergeable(ran) ? [{ taskId: id, next: conflicted.has(id) ? ("gate" as const) : ("rerun" as const), workspace: ran.workspace }] : [];
+      });
+      const approved = plans.approved;
+      const merged = await mergeTasks({ runId: flow.runId, stepKey: key, plan: approved, tasks });
+      // What it took: up to the last task it merged (a re-run after a crash takes what its first run recorded).
+      const last = Math.max(from, ...merged.merges.map((m) => batch.findIndex((t) => t.id === m.taskId)));
+      return { took: batch.slice(from, last + 1).map((t) => t.id), ...merged };
+    });
+    for (const merged of step.merges) merges.set(merged.taskId, merged);
+    kept.push(...step.kept);
+    i += Math.max(1, step.took.length);
+  }
+  return merges;
 }
 
 /** The sessions' states as one (the implementation gate shows the summary): every todo, every summary in plan order. */
@@ -199,6 +287,8 @@ export async function implementInParallel(
   const conflicted = new Set<string>();
   /** Tasks a person chose to retry alone once the others are done (conflict gate: approve). */
   const alone: string[] = [];
+  /** Merged tasks' branches a merge step left for the attempt's end (their worktrees were still being released). */
+  const kept: string[] = [];
   const states: ImplementerState[] = [];
   let last: ImplementerState | null = null;
   let failure: string | null = null;
@@ -216,11 +306,27 @@ export async function implementInParallel(
     if (round > 1) await honourPauseRequest(flow, `impl:${attempt}:round:${round}`, "implementation");
     const lanes = dealLanes(batch, limit);
     const shared: RoundState = { plan, halt: null };
-    const ran = await Promise.all(
-      lanes.map((tasks, k) =>
-        runLane(flow, plans, converse, shared, runs, { attempt, feedback, tasks, round, memory, race: lanes.length > 1, workspace: laneSandboxId(runId, round, k + 1) }),
+    const race = lanes.length > 1;
+    // The lanes, and beside them the round's merges in plan order as the tasks end (mergeAsTheyEnd).
+    const ended = endings(batch);
+    const [merges, ...ran] = await Promise.all([
+      mergeAsTheyEnd(flow, plans, { attempt, round, batch, ended, race, conflicted }, kept),
+      ...lanes.map((tasks, k) =>
+        runLane(flow, plans, converse, shared, runs, {
+          attempt,
+          feedback,
+          tasks,
+          round,
+          memory,
+          race,
+          workspace: laneSandboxId(runId, round, k + 1),
+          onEnded: (r) => ended.end(r.task.id, r),
+        }).then((lane) => {
+          for (const task of tasks) ended.end(task.id, null);
+          return lane;
+        }),
       ),
-    );
+    ]);
     // What the sessions' own waits and budget gates moved, folded back lane by lane (each lane's last flow carries its
     // tasks' raises): the latest working stretch, and every raise a person gave at a task's budget gate.
     const before = { ...flow.budgetRaised };
@@ -236,7 +342,7 @@ export async function implementInParallel(
     // The tasks that ran, in plan order (a task a lane did not take is left for the next round).
     const outcomes = new Map(ran.flatMap((lane) => lane.ran).map((r) => [r.task.id, r]));
     const taken = batch.flatMap((task) => outcomes.get(task.id) ?? []);
-    // The finished tasks, merged in plan order (one step for the round).
+    // The finished tasks, merged in plan order (as they ended, above).
     const finished: Array<{ task: Task; run: number }> = [];
     for (const { task, run, outcome } of taken) {
       last = outcome.state;
@@ -255,14 +361,9 @@ export async function implementInParallel(
       if ((taken.some((t) => t.outcome.replanned) || taken.length < batch.length) && !failure && !budgetStopped) continue;
       break;
     }
-    // The step's id names the tasks it merges: a run begun when a round ran at most `limit` tasks (its memoized
-    // `…:round:<n>:merge` merged other tasks) merges this round's tasks in a step of its own.
-    const key = `impl:${attempt}:round:${round}:merge:${finished.map(({ task }) => task.id).join(",")}`;
-    const approved = plans.approved;
-    const toMerge = finished.map(({ task }) => ({ taskId: task.id, next: conflicted.has(task.id) ? ("gate" as const) : ("rerun" as const) }));
-    const { merges } = await runStep(key, () => mergeTasks({ runId, stepKey: key, plan: approved, tasks: toMerge }));
-    for (const [i, merged] of merges.entries()) {
-      const { task, run } = finished[i]!;
+    for (const { task, run } of finished) {
+      const merged = merges.get(task.id);
+      if (!merged) throw new Error(`Task ${task.id} finished in round ${round} but was not merged.`);
       if (merged.status === "merged") {
         done.add(task.id);
         continue;
@@ -292,6 +393,6 @@ export async function implementInParallel(
     if (failure || budgetStopped) break;
   }
   const finishKey = `impl:${attempt}:tasks:finish`;
-  await runStep(finishKey, () => finishTasks({ runId, stepKey: finishKey, attempt, failure }));
+  await runStep(finishKey, () => finishTasks({ runId, stepKey: finishKey, attempt, failure, kept }));
   return { state: combined(states, last), failure, budgetStopped };
 }

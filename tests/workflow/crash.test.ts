@@ -116,15 +116,18 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
     arm("TASK_MERGED");
     const run = await launch(user, project.id, request("Crash at a merge", 3), { trustMode: { planning: "auto" } });
     await exited(current!);
-    // The first round's three tasks were merged (one step for the round) and their branches deleted, unrecorded.
+    // The first round's first merge step (T1 and the tasks after it that had ended by then, in plan order) merged,
+    // recorded its events and deleted the branches it could — then died before its result was recorded.
     const merged = (await listEvents({ runId: run.id, limit: 1000 })).filter((e) => e.type === "TASK_MERGED");
-    expect(merged).toHaveLength(3);
+    expect(merged.length).toBeGreaterThanOrEqual(1);
+    expect(merged.length).toBeLessThanOrEqual(3);
+    expect(merged.map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1", "T2", "T3"].slice(0, merged.length));
     const tip = git(repo, "rev-parse", run.branch!);
     await startApp();
     expect((await waitForStatus(run.id, ["completed", "failed"], 60_000)).status).toBe("completed");
     expect(await waitForWorkflow(run.id, 60_000)).toBe("completed");
     await expectNothingTwice(run.id, repo, run.branch!, 4);
-    // The re-run merged nothing again: the round's merge commits are the ones made before the kill, once each.
+    // The re-run merged nothing again: the merge commits made before the kill stay, once each, in plan order.
     const merges = git(repo, "log", "--merges", "--format=%H %s", run.branch!).split("\n").reverse();
     expect(merges.map((m) => m.replace(/^\S+ /, ""))).toEqual(["Merge task T1: Write src/f0.txt", "Merge task T2: Write src/f1.txt", "Merge task T3: Write src/f2.txt", expect.stringMatching(/^Merge task T4: /)]);
     git(repo, "merge-base", "--is-ancestor", tip, run.branch!);

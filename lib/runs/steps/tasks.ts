@@ -7,7 +7,7 @@ import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, workflowClock, type WithNow } from "./context";
 import { beginImplementation } from "./implement";
 import { checkedTasksFile } from "./tasks-file";
-import { sandboxOptions, taskSandboxOptions } from "./workspace";
+import { sandboxOptions, taskSandboxId } from "./workspace";
 
 /*
  * Parallel tasks (limits.maxConcurrentTasks): the steps around one task's own session — its branch cut from the run
@@ -148,12 +148,13 @@ export type TaskMerge = { taskId: string; branch: string } & (
 );
 
 /**
- * The round's finished tasks merged into the run branch, one after another in the order given (plan order) — in one
- * step, so a round costs one step of merging however many tasks it ran. The tasks' sandboxes are released meanwhile,
- * side by side (their work is committed; a merge reads only refs). The merged tasks' tasks.md boxes are checked in one
- * commit on top of the merges, and the run branch moves once, to that commit (mergeTaskBranches). A conflict changes
- * nothing; `next` is what the run does about it (recorded with the conflict). Safe to run again: a task already merged
- * reads as merged (its merge commit), and the events are written once.
+ * Finished tasks merged into the run branch, one after another in the order given (plan order) — in one step however
+ * many tasks it takes (inngest/run/tasks.ts: the tasks that ended, in plan order, while other tasks may still run).
+ * Their sandboxes are not touched: a merge reads only refs, and each lane releases its tasks' sandboxes itself, side by
+ * side with the merge. The merged tasks' tasks.md boxes are checked in one commit on top of the merges, and the run
+ * branch moves once, to that commit (mergeTaskBranches). A conflict changes nothing; `next` is what the run does about
+ * it (recorded with the conflict). Safe to run again: a task already merged reads as merged (its merge commit), and the
+ * events are written once.
  */
 export async function mergeTasks({
   runId,
@@ -164,41 +165,42 @@ export async function mergeTasks({
   runId: string;
   stepKey: string;
   plan: PlanDocument;
-  tasks: Array<{ taskId: string; next: "rerun" | "gate" }>;
-}): Promise<WithNow<{ merges: TaskMerge[] }>> {
+  /** `workspace`: the sandbox the task's session used (its lane's; none: the task's own). */
+  tasks: Array<{ taskId: string; next: "rerun" | "gate"; workspace?: string | null }>;
+}): Promise<WithNow<{ merges: TaskMerge[]; kept: string[] }>> {
   const run = await loadRun({ runId });
-  const released = taskSandboxOptions(
-    run,
-    tasks.map((t) => t.taskId),
-  ).then((all) => Promise.all(all.map((options) => releaseSandbox(options).catch(() => null))));
+  const workspaceOf = new Map(tasks.map((t) => [t.taskId, t.workspace ?? null]));
   // A re-run of this step after a crash: a task merged (and its branch deleted) by the first run reads as merged.
   const recorded = new Map<string, string>();
   const gone = new Set<string>();
-  let outcomes: Array<{ taskId: string; branch: string; next: "rerun" | "gate"; merged: TaskMergeResult }>;
-  try {
-    for (const e of await listEvents({ runId, limit: 100_000 })) if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
-    const withBranch = tasks.map((t) => ({ ...t, branch: taskBranchName(run.branch, t.taskId) }));
-    const tips = await Promise.all(withBranch.map((t) => (recorded.has(t.taskId) ? resolveCommit(run.repoPath, `refs/heads/${t.branch}`) : "")));
-    withBranch.forEach((t, i) => tips[i] === null && gone.add(t.taskId));
-    const toMerge = withBranch.filter((t) => !gone.has(t.taskId)).map((t) => ({ ...t, title: doc.tasks.find((d) => d.id === t.taskId)?.title ?? t.taskId }));
-    const resultOf = (results: TaskMergeResult[], taskId: string): TaskMergeResult =>
-      gone.has(taskId) ? { status: "merged", sha: recorded.get(taskId)! } : results[toMerge.findIndex((m) => m.taskId === taskId)]!;
-    const results = await mergeTaskBranches({
-      repoPath: run.repoPath,
-      runBranch: run.branch,
-      runId,
-      tasks: toMerge,
-      // The merged tasks' tasks.md boxes, checked in one commit on top of the merges.
-      onTop: async ({ commit, results }) => {
-        const merged = withBranch.filter((t) => resultOf(results, t.taskId).status !== "conflict").map((t) => t.taskId);
-        return checkedTasksFile(run, doc, merged, commit);
-      },
-    });
-    outcomes = withBranch.map((t) => ({ ...t, merged: resultOf(results, t.taskId) }));
-  } finally {
-    // No branch goes (below) while its worktree may still be there.
-    await released;
+  /** The tasks this step's first run recorded (merged or conflicting), if it got that far: the re-run takes exactly them. */
+  const mine: Array<{ taskId: string; next: "rerun" | "gate" }> = [];
+  for (const e of await listEvents({ runId, limit: 100_000 })) {
+    if (e.type === "TASK_MERGED") recorded.set(e.payload.taskId, e.payload.commitSha);
+    if ((e.type === "TASK_MERGED" || e.type === "TASK_MERGE_CONFLICT") && (e.payload as { stepKey?: string }).stepKey === stepKey) {
+      mine.push({ taskId: e.payload.taskId, next: e.type === "TASK_MERGE_CONFLICT" ? e.payload.next : "rerun" });
+    }
   }
+  // Its events are written once (a step's events are not written again): the tasks it takes now must be the same.
+  if (mine.length) tasks = mine;
+  const withBranch = tasks.map((t) => ({ ...t, branch: taskBranchName(run.branch, t.taskId) }));
+  const tips = await Promise.all(withBranch.map((t) => (recorded.has(t.taskId) ? resolveCommit(run.repoPath, `refs/heads/${t.branch}`) : "")));
+  withBranch.forEach((t, i) => tips[i] === null && gone.add(t.taskId));
+  const toMerge = withBranch.filter((t) => !gone.has(t.taskId)).map((t) => ({ ...t, title: doc.tasks.find((d) => d.id === t.taskId)?.title ?? t.taskId }));
+  const resultOf = (results: TaskMergeResult[], taskId: string): TaskMergeResult =>
+    gone.has(taskId) ? { status: "merged", sha: recorded.get(taskId)! } : results[toMerge.findIndex((m) => m.taskId === taskId)]!;
+  const results = await mergeTaskBranches({
+    repoPath: run.repoPath,
+    runBranch: run.branch,
+    runId,
+    tasks: toMerge,
+    // The merged tasks' tasks.md boxes, checked in one commit on top of the merges.
+    onTop: async ({ commit, results }) => {
+      const merged = withBranch.filter((t) => resultOf(results, t.taskId).status !== "conflict").map((t) => t.taskId);
+      return checkedTasksFile(run, doc, merged, commit);
+    },
+  });
+  const outcomes = withBranch.map((t) => ({ ...t, merged: resultOf(results, t.taskId) }));
   const events: NewRunEvent[] = [];
   const merges: TaskMerge[] = [];
   for (const { taskId, branch, next, merged } of outcomes) {
@@ -209,13 +211,19 @@ export async function mergeTasks({
       merges.push({ taskId, branch, status: "conflict", files, sides });
       continue;
     }
-    if (!gone.has(taskId)) events.push({ type: "TASK_MERGED", payload: { taskId, branch, commitSha: merged.sha } });
-    merges.push({ taskId, branch, status: "merged", sha: merged.sha });
+    // On record already (a re-run of the step after a crash): its merge stands as recorded.
+    const sha = recorded.get(taskId) ?? merged.sha;
+    if (!recorded.has(taskId)) events.push({ type: "TASK_MERGED", payload: { taskId, branch, commitSha: sha } });
+    merges.push({ taskId, branch, status: "merged", sha });
   }
   if (events.length) await append(runId, stepKey, events);
-  // A merged task's branch goes (its commits are on the run branch), once its merge is on record.
-  await deleteTaskBranches({ repoPath: run.repoPath, branches: merges.filter((m) => m.status === "merged").map((m) => m.branch) });
-  return { merges, now: workflowClock.now() };
+  // A merged task's branch goes (its commits are on the run branch), once its merge is on record — unless its worktree
+  // is still there (its lane releases it meanwhile, and a release attached afresh reads the branch): then it is `kept`
+  // for the attempt's end (finishTasks).
+  const merged = merges.filter((m) => m.status === "merged");
+  const held = new Set(merged.filter((m) => hasWorkspace(workspaceOf.get(m.taskId) ?? taskSandboxId(runId, m.taskId))).map((m) => m.branch));
+  await deleteTaskBranches({ repoPath: run.repoPath, branches: merged.map((m) => m.branch).filter((b) => !held.has(b)) });
+  return { merges, kept: [...held], now: workflowClock.now() };
 }
 
 /**
@@ -229,14 +237,31 @@ export async function dropTask({ runId, taskId, workspace = null }: { runId: str
   return { now: workflowClock.now() };
 }
 
-/** The attempt's outcome once every round is done: succeeded at the run branch's tip, or failed with the reason. */
-export async function finishTasks({ runId, stepKey, attempt, failure }: { runId: string; stepKey: string; attempt: number; failure: string | null }) {
+/**
+ * The attempt's outcome once every round is done: succeeded at the run branch's tip, or failed with the reason. The
+ * merged tasks' branches a merge step kept (their worktrees were still being released) go now, side by side.
+ */
+export async function finishTasks({
+  runId,
+  stepKey,
+  attempt,
+  failure,
+  kept = [],
+}: {
+  runId: string;
+  stepKey: string;
+  attempt: number;
+  failure: string | null;
+  kept?: string[];
+}) {
   const run = await loadRun({ runId });
+  const deleted = deleteTaskBranches({ repoPath: run.repoPath, branches: kept }).catch(() => null);
   if (failure) {
     await append(runId, stepKey, [{ type: "IMPLEMENTATION_FAILED", payload: { attempt, reason: redact(failure) } }]);
   } else {
     const tip = await resolveCommit(run.repoPath, `refs/heads/${run.branch}`);
     await append(runId, stepKey, [{ type: "IMPLEMENTATION_SUCCEEDED", payload: { attempt, commitSha: tip } }]);
   }
+  await deleted;
   return { now: workflowClock.now() };
 }
