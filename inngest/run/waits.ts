@@ -5,7 +5,7 @@ import * as budgets from "@/lib/runs/budget";
 import * as deadlines from "@/lib/runs/deadlines";
 import { ask, openGate, readClarification, readGate } from "@/lib/runs/gates/open";
 import { RunEndedError, workflowClock, type WaitResult } from "@/lib/runs/steps/context";
-import { pause, pausedForStorage, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
+import { pause, pausedForStorage, pausedForTimeout, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
 import { IllegalTransitionError } from "@/lib/workflow";
 import { requeueIfFull, tryStart } from "@/lib/runs/steps/start";
 import { restore } from "@/lib/runs/steps/workspace";
@@ -145,8 +145,16 @@ export async function pauseUntilResumed(
 ) {
   const { runId, runStep } = flow;
   // A parallel task that meets the full or read-only disk while the run is paused for it (or was resumed from such a
-  // pause since) joins that pause.
-  const join = reason === "storage" ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null) : undefined;
+  // pause since) joins that pause; one over the stage's time is covered by an extend given since its deadline (while
+  // another task's timeout pause is open its own open is busy, so it meets that extend): one overrun of the stage, one
+  // pause, one extend for all its tasks.
+  const due = reason === "timeout" && stage && stage !== "delivery" ? flow.stageStart + flow.config.timeoutMinutes[stage] * 60_000 : null;
+  const join =
+    reason === "storage"
+      ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null)
+      : due !== null
+        ? async () => ((await pausedForTimeout({ runId, due })) ? { tree: null } : null)
+        : undefined;
   const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan, taskId: flow.task?.id ?? null }), join);
   await releaseSlot(flow, `${key}:pause`);
   const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
