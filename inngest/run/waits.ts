@@ -5,7 +5,7 @@ import * as budgets from "@/lib/runs/budget";
 import * as deadlines from "@/lib/runs/deadlines";
 import { ask, openGate, readClarification, readGate } from "@/lib/runs/gates/open";
 import { RunEndedError, workflowClock, type WaitResult } from "@/lib/runs/steps/context";
-import { pause, pausedForStorage, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
+import { pause, pausedForStorage, pausedForTimeout, pauseRequested, readResume, waitsForNoOne } from "@/lib/runs/steps/pause";
 import { IllegalTransitionError } from "@/lib/workflow";
 import { requeueIfFull, tryStart } from "@/lib/runs/steps/start";
 import { restore } from "@/lib/runs/steps/workspace";
@@ -145,8 +145,16 @@ export async function pauseUntilResumed(
 ) {
   const { runId, runStep } = flow;
   // A parallel task that meets the full or read-only disk while the run is paused for it (or was resumed from such a
-  // pause since) joins that pause.
-  const join = reason === "storage" ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null) : undefined;
+  // pause since) joins that pause; one over the stage's time is covered by an extend given since its deadline (while
+  // another task's timeout pause is open its own open is busy, so it meets that extend): one overrun of the stage, one
+  // pause, one extend for all its tasks.
+  const due = reason === "timeout" && stage && stage !== "delivery" ? flow.stageStart + flow.config.timeoutMinutes[stage] * 60_000 : null;
+  const join =
+    reason === "storage"
+      ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null)
+      : due !== null
+        ? async () => ((await pausedForTimeout({ runId, due })) ? { tree: null } : null)
+        : undefined;
   const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan, taskId: flow.task?.id ?? null }), join);
   await releaseSlot(flow, `${key}:pause`);
   const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
@@ -214,9 +222,19 @@ async function decideGate<T extends { now: number }>(
   kind: GateKind,
   context: Record<string, unknown>,
   read: (gateId: string) => Promise<WaitResult<T>>,
-): Promise<T> {
+  /**
+   * A parallel task's gate checked again in its open step (once no other wait is open): its context now, or null when
+   * the gate is no longer needed (nothing opens, and the gate returns null).
+   */
+  recheck?: () => Promise<Record<string, unknown> | null>,
+): Promise<T | null> {
   const { runId, runStep } = flow;
-  const opened = await openWhenFree(flow, `${key}:open`, () => openGate({ runId, stepKey: `${key}:open`, kind, context, taskId: flow.task?.id ?? null }));
+  const opened = await openWhenFree(flow, `${key}:open`, async () => {
+    const now = recheck ? await recheck() : context;
+    if (!now) return { covered: true as const };
+    return openGate({ runId, stepKey: `${key}:open`, kind, context: now, taskId: flow.task?.id ?? null });
+  });
+  if ("covered" in opened) return null;
   await notifyOpened(flow, `${key}:open`, { type: "gate", id: opened.gateId });
   await releaseSlot(flow, `${key}:open`);
   const decision = await waitFor(flow, `${key}:decision`, () => read(opened.gateId), gateDecided.name, {
@@ -230,15 +248,35 @@ async function decideGate<T extends { now: number }>(
 }
 
 /** A gate: opened with its context, decided by a person. */
-export function gate(flow: RunFlow, key: string, kind: GateKind, context: Record<string, unknown>) {
-  return decideGate(flow, key, kind, context, (gateId) => readGate({ runId: flow.runId, gateId }));
+export async function gate(flow: RunFlow, key: string, kind: GateKind, context: Record<string, unknown>) {
+  return (await decideGate(flow, key, kind, context, (gateId) => readGate({ runId: flow.runId, gateId })))!;
 }
 
-/** A budget gate: raise it (by how much), or finish the task in progress and stop; cancel ends the run. */
-export function budgetGate(flow: RunFlow, key: string, exceeded: budgets.BudgetExceeded) {
-  return decideGate(flow, key, "budget", { reason: budgets.describeExcess(exceeded), ...exceeded }, (gateId) =>
-    budgets.readBudgetDecision({ runId: flow.runId, gateId }),
+/**
+ * A budget gate: raise it (by how much), or finish the task in progress and stop; cancel ends the run. A stage's budget
+ * is the stage's, whichever parallel task spends it: a task that crossed it while another task's budget gate was open
+ * (or about to be) waits for that gate like any other wait, then checks again against every raise given so far — one
+ * crossing, one gate. Covered, it goes on with nothing raised by itself (the raise is the other task's, and is the
+ * run's once the round ends); still over, it opens its own gate with the spend as it is now.
+ */
+export async function budgetGate(flow: RunFlow, key: string, exceeded: budgets.BudgetExceeded) {
+  const budget = flow.config.budgets?.[exceeded.stage as budgets.BudgetStage];
+  const recheck =
+    flow.task && budget
+      ? async () => {
+          const now = await budgets.recheckBudget({ runId: flow.runId, stage: exceeded.stage, budget });
+          return now && { reason: budgets.describeExcess(now), ...now };
+        }
+      : undefined;
+  const decision = await decideGate(
+    flow,
+    key,
+    "budget",
+    { reason: budgets.describeExcess(exceeded), ...exceeded },
+    (gateId) => budgets.readBudgetDecision({ runId: flow.runId, gateId }),
+    recheck,
   );
+  return decision ?? { action: "raise" as const, raise: { ...budgets.NOTHING_SPENT }, now: flow.stageStart };
 }
 
 /**

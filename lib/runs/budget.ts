@@ -1,6 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
 import { getDb } from "@/lib/db";
-import { modelCalls } from "@/lib/db/schema";
+import { gates, modelCalls } from "@/lib/db/schema";
 import type { ImplementerState } from "@/lib/agents";
 import type { Stage } from "@/lib/workflow";
 import { stageWallMs } from "./estimate";
@@ -47,6 +47,33 @@ export async function stageSpend({ runId, stage, wall = false }: { runId: string
 /** The step the workflow runs after each implementer turn: over budget or not. */
 export async function checkBudget({ runId, stage, budget, raised }: { runId: string; stage: Stage; budget: StageBudget; raised: Spent }) {
   return { exceeded: overBudget(stage, await stageSpend({ runId, stage, wall: budget.minutes !== undefined }), budget, raised) };
+}
+
+/**
+ * What people have raised the stage's budget by so far, over the run's decided budget gates (every task's): the raises
+ * a parallel task's own flow has not been told of yet, since another task's gate gave them.
+ */
+export async function raisedAtGates({ runId, stage }: { runId: string; stage: Stage }): Promise<Spent> {
+  const db = await getDb();
+  const rows = await db
+    .select({ context: gates.context, payload: gates.payload })
+    .from(gates)
+    .where(and(eq(gates.workflowRunId, runId), eq(gates.kind, "budget"), eq(gates.decision, "raise")));
+  let raised: Spent = { ...NOTHING_SPENT };
+  for (const row of rows) {
+    if ((row.context as { stage?: string } | null)?.stage !== stage) continue;
+    const r = (row.payload as { raise?: Partial<Spent> } | null)?.raise ?? {};
+    raised = addSpent(raised, { tokens: r.tokens ?? 0, costUsd: r.costUsd ?? 0, minutes: r.minutes ?? 0 });
+  }
+  return raised;
+}
+
+/**
+ * A parallel task's budget crossing checked again as its gate would open, against every raise given at the run's budget
+ * gates: another task's gate, decided meanwhile, may have covered it (one crossing, one gate). Null when it is covered.
+ */
+export async function recheckBudget({ runId, stage, budget }: { runId: string; stage: Stage; budget: StageBudget }) {
+  return (await checkBudget({ runId, stage, budget, raised: await raisedAtGates({ runId, stage }) })).exceeded;
 }
 
 /** The first budget the spend is over (limits raised by what people added), or null. */

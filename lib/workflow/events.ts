@@ -181,7 +181,8 @@ export type RunEventPayloads = {
     plan?: PlanDocument;
   };
   /** `editedPlan`: the run was paused for an invalid plan and a person fixed it by hand; the run goes on with that plan. */
-  RUN_RESUMED: { by: string; action?: "retry" | "extend"; editedPlan?: PlanDocument | null };
+  /** `at`: when, on the workflow clock (the one stage deadlines use; absent on resumes written before it was recorded). */
+  RUN_RESUMED: { by: string; action?: "retry" | "extend"; editedPlan?: PlanDocument | null; at?: number };
   /** A person asked a computing run to pause; it parks at its next turn boundary (RUN_PAUSED, reason by_person). */
   PAUSE_REQUESTED: { by: string; note?: string | null };
   BRANCH_CREATED: { branch: string; baseSha?: string };

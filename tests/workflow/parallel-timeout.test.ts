@@ -118,4 +118,46 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
     expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha\nreleased");
     expect(git(repo, "show", `${run.branch}:gamma.txt`)).toBe("T3: Write gamma");
   });
+  it("two lanes over the stage's time together pause the run once: one extend covers every task, and the run completes", { timeout: 300_000 }, async () => {
+    // Limit 2, two independent tasks, each holding its lane with a command until the test creates its ref. Both
+    // commands run when the clock passes the stage's 10 minutes: both tasks are over, the run pauses once.
+    const go = "refs/timeout-test/go-both";
+    const nap = (n: string) => waitFor(go, n === "1" ? "alpha.txt" : "beta.txt", 300, `0.10${n}9`);
+    const tasks = [
+      "# Both over",
+      "- [ ] T1: Write alpha",
+      "  Files: alpha.txt",
+      `  [run: ${nap("1")}]`,
+      "- [ ] T2: Write beta",
+      "  Files: beta.txt",
+      `  [run: ${nap("2")}]`,
+      "",
+    ].join("\n");
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Timeout both", "", "```tasks.md", tasks, "```"].join("\n"), {
+      trustMode: { planning: "auto", fixes: "manual" },
+      limits: { maxConcurrentTasks: 2 },
+      timeoutMinutes: { implementation: 10 },
+    });
+    await until(async () => processesRunning(["sleep", "0.1019"]).length > 0 && processesRunning(["sleep", "0.1029"]).length > 0, "both tasks' commands to run", 120_000);
+
+    workflowClock.now = () => Date.now() + 12 * MINUTE;
+    const paused = await waitForStatus(run.id, ["paused", "completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000);
+    expect(paused.status).toBe("paused");
+    expect(paused.pauseReason).toMatchObject({ reason: "timeout", stage: "implementation" });
+    // Both tasks' commands were stopped at the stage's deadline before the person extends.
+    await until(async () => processesRunning(["sleep", "0.1019"]).length === 0 && processesRunning(["sleep", "0.1029"]).length === 0, "both commands to stop", 120_000);
+
+    git(repo, "update-ref", go, "HEAD");
+    const resumed = await resumeRun({ user: h.user, runId: run.id, action: "extend" });
+    await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
+    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const pauses = events.filter((e) => e.type === "RUN_PAUSED");
+    expect(pauses).toHaveLength(1);
+    expect((pauses[0]!.payload as { stepKey: string }).stepKey).toMatch(/^impl:1:task:T[12]:1:turn:\d+:timeout:pause$/);
+    expect(events.filter((e) => e.type === "RUN_RESUMED").map((e) => (e.payload as { action: string }).action)).toEqual(["extend"]);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2"]);
+  });
 });

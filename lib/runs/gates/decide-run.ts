@@ -12,6 +12,7 @@ import { getVisibleRun } from "../service";
 import { applyPlanEdits } from "../plan-edits";
 import { redacted } from "./decide";
 import { checkEditedPlan, editedPlanSchema } from "./edited-plan";
+import { workflowClock } from "../steps/context";
 
 /* A person's decision about the whole run, not at a gate: cancel, pause, resume (retry or extend), merge. */
 
@@ -136,7 +137,7 @@ export async function resumeRun({
     }
   }
   const { state } = await write((tx) =>
-    appendEventsTx(tx, runId, [{ type: "RUN_RESUMED", payload: { by: user.id, action, ...(fixed ? { editedPlan: fixed } : {}) } }]),
+    appendEventsTx(tx, runId, [{ type: "RUN_RESUMED", payload: { by: user.id, action, at: workflowClock.now(), ...(fixed ? { editedPlan: fixed } : {}) } }]),
   );
   return state;
 }

@@ -82,6 +82,25 @@ export async function waitsForNoOne({ runId, taskId }: { runId: string; taskId?:
 }
 
 /**
+ * Whether a parallel task over the stage's time (its deadline `due`, on the workflow clock) is covered by a timeout
+ * pause a person resumed at or after `due`: that extend was given while this task was over too, so the task goes on
+ * without a pause of its own. The stage's timeout covers all its tasks: one overrun, one pause, one extend. While such
+ * a pause is open the task's own open is busy (it tries again after a durable sleep), and so meets the extend here; it
+ * does not wait for the resume itself (two waits of one run for one announcement would take it once). A resume is
+ * compared by the workflow-clock time it records (`at`); one without it (written before it was recorded) covers nothing.
+ */
+export async function pausedForTimeout({ runId, due }: { runId: string; due: number }): Promise<boolean> {
+  const state = await getRunState({ id: runId });
+  if (!state || state.status === "paused") return false;
+  let timeoutPause = false;
+  for (const e of await listEvents({ runId, after: Math.max(0, state.lastSequence - 200) })) {
+    if (e.type === "RUN_PAUSED") timeoutPause = e.payload.reason === "timeout";
+    else if (e.type === "RUN_RESUMED" && timeoutPause && (e.payload.at ?? -Infinity) >= due) return true;
+  }
+  return false;
+}
+
+/**
  * Whether a parallel task's step that met a full or read-only disk (the step began at `failedAt`) is covered by a pause
  * for the disk: the run is paused for it now (the task joins that pause rather than opening one of its own after it),
  * or a person resumed such a pause since (that resume answers this failure too: the task retries at once, and a disk
