@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { createHook } from "node:async_hooks";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -9,7 +10,9 @@ import { describe, expect, it } from "vitest";
  * serve handler read its body (event, events, steps, ctx) with a zod object of about 30 schemas; a body as an executor
  * sends it (plain JSON, no `defers` entries) is read by hand to the same values, copies and key order, anything else
  * by the schema as before. 13: `inngest.send()` read the event API's answer with zod's async parse (a promise per
- * field); the plain answer (`ids`, `status`, no `error`) is read by hand. These tests fail on the unpatched SDK.
+ * field); the plain answer (`ids`, `status`, no `error`) is read by hand. 14: each step a call finds is handled after
+ * about a hundred microtask hops (resolveAfterPending), each of which made two promises, about 800 of the ~1,070
+ * promises of a resumed call; a hop makes one, off one promise resolved once. These tests fail on the unpatched SDK.
  */
 
 const sdkFile = (rel: string) => pathToFileURL(path.join(process.cwd(), "node_modules", "inngest", rel)).href;
@@ -191,5 +194,29 @@ describe("the Inngest SDK on a resume's path (patched)", () => {
     await expect(inngest.send({ name: "a/b", data: {} })).rejects.toThrow(/bad event/);
     answer = { status: 200 };
     expect(await inngest.send({ name: "a/b", data: {} })).toEqual({ ids: [] });
+  });
+
+  it("waits its hundred microtask hops per found step with one promise a hop, in the same order", async () => {
+    const { resolveAfterPending } = (await import(sdkFile("helpers/promises.js"))) as { resolveAfterPending: (count?: number) => Promise<void> };
+    let promises = 0;
+    const hook = createHook({
+      init(_id, type) {
+        if (type === "PROMISE") promises++;
+      },
+    }).enable();
+    const order: string[] = [];
+    try {
+      const done = resolveAfterPending().then(() => order.push("resolved"));
+      // A chain of 50 hops queued after it still runs first: the wait is as long as before (101 hops).
+      let chain: Promise<unknown> = Promise.resolve();
+      for (let i = 0; i < 50; i++) chain = chain.then(() => undefined);
+      void chain.then(() => order.push("50 hops"));
+      await done;
+    } finally {
+      hook.disable();
+    }
+    expect(order).toEqual(["50 hops", "resolved"]);
+    // Unpatched: 2 a hop (Promise.resolve() and its then), over 200.
+    expect(promises).toBeLessThan(170);
   });
 });
