@@ -250,8 +250,18 @@ async function transact<T>(db: Db, fn: (tx: Tx) => Promise<T>): Promise<T> {
 export function serialize<T>(fn: () => Promise<T>): Promise<T> {
   globalForDb.__gatehouseDb?.checkpointer?.wrote();
   const previous = globalForDb.__gatehouseWriteQueue ?? Promise.resolve();
-  // Each write's outcome tells whether the database takes writes, and since when it has not (./away.ts).
-  const tracked = async () => {
+  const tracked = trackedWrite(fn);
+  const run = previous.then(tracked, tracked);
+  globalForDb.__gatehouseWriteQueue = run.catch(ignoreFailure);
+  return run;
+}
+
+/**
+ * `fn`, reporting its outcome: it tells whether the database takes writes, and since when it has not (./away.ts).
+ * Made here rather than as a named closure in serialize(): under tsx every named closure costs a `__name` call per write.
+ */
+function trackedWrite<T>(fn: () => Promise<T>): () => Promise<T> {
+  return async () => {
     const startedAt = Date.now();
     try {
       const value = await fn();
@@ -262,10 +272,9 @@ export function serialize<T>(fn: () => Promise<T>): Promise<T> {
       throw error;
     }
   };
-  const run = previous.then(tracked, tracked);
-  globalForDb.__gatehouseWriteQueue = run.catch(() => undefined);
-  return run;
 }
+
+const ignoreFailure = () => undefined;
 
 /**
  * Group commit through the same write queue: writes that arrive while the queue is busy are run together in one
@@ -338,46 +347,6 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
     }
     const group: NativeGroupItem[] = [item];
     globalForDb.__gatehouseNativeGroup = group;
-    const start = () => void serialize(async () => {
-      // From here on, new writes form the next group (queued behind this one).
-      if (globalForDb.__gatehouseNativeGroup === group) globalForDb.__gatehouseNativeGroup = undefined;
-      const token = {};
-      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
-      try {
-        writer.exec("BEGIN IMMEDIATE");
-        // A write alone in its group needs no savepoint: if it fails, the whole transaction is rolled back instead.
-        const alone = group.length === 1;
-        for (const g of group) {
-          if (!alone) writer.exec("SAVEPOINT grouped_write");
-          try {
-            const value = await g.fn(writer, token);
-            if (!alone) writer.exec("RELEASE grouped_write");
-            outcomes.push({ ok: true, value });
-          } catch (error) {
-            if (!alone) {
-              writer.exec("ROLLBACK TO grouped_write");
-              writer.exec("RELEASE grouped_write");
-            }
-            outcomes.push({ ok: false, error });
-          }
-        }
-        if (!alone || outcomes[0]!.ok) {
-          writer.exec("COMMIT");
-          writer.afterCommit?.();
-        } else if (writer.inTransaction) writer.exec("ROLLBACK");
-      } catch (error) {
-        // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written; the queue
-        // hears of it (./away.ts).
-        if (writer.inTransaction) writer.exec("ROLLBACK");
-        for (const g of group) g.reject(error);
-        throw error;
-      }
-      group.forEach((g, i) => {
-        const outcome = outcomes[i]!;
-        if (outcome.ok) g.resolve(outcome.value);
-        else g.reject(outcome.error);
-      });
-    }).catch(() => undefined);
     // Gathering: in one process the writes of concurrent runs are chained promises, and a transaction of prepared
     // statements finishes before another run gets to ask for one, so groups would stay single. Starting a group one
     // macrotask later lets the other runs' writes join it (one COMMIT for many). That is done while the last gathered
@@ -387,10 +356,54 @@ export function writeGroupedNative<T>(writer: NativeConnection, fn: (writer: Nat
       nativeGather.sinceProbe = 0;
       setImmediate(() => {
         if (globalForDb.__gatehouseNativeGroup === group) nativeGather.active = group.length > 1;
-        start();
+        startNativeGroup(writer, group);
       });
-    } else start();
+    } else startNativeGroup(writer, group);
   });
+}
+
+/** Run a gathered group in the write queue (a function of its own, not a closure per write: see serialize()). */
+function startNativeGroup(writer: NativeConnection, group: NativeGroupItem[]): void {
+  void serialize(async () => {
+    // From here on, new writes form the next group (queued behind this one).
+    if (globalForDb.__gatehouseNativeGroup === group) globalForDb.__gatehouseNativeGroup = undefined;
+    const token = {};
+    const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    try {
+      writer.exec("BEGIN IMMEDIATE");
+      // A write alone in its group needs no savepoint: if it fails, the whole transaction is rolled back instead.
+      const alone = group.length === 1;
+      for (const g of group) {
+        if (!alone) writer.exec("SAVEPOINT grouped_write");
+        try {
+          const value = await g.fn(writer, token);
+          if (!alone) writer.exec("RELEASE grouped_write");
+          outcomes.push({ ok: true, value });
+        } catch (error) {
+          if (!alone) {
+            writer.exec("ROLLBACK TO grouped_write");
+            writer.exec("RELEASE grouped_write");
+          }
+          outcomes.push({ ok: false, error });
+        }
+      }
+      if (!alone || outcomes[0]!.ok) {
+        writer.exec("COMMIT");
+        writer.afterCommit?.();
+      } else if (writer.inTransaction) writer.exec("ROLLBACK");
+    } catch (error) {
+      // BEGIN (busy past the timeout), a savepoint or the COMMIT failed: nothing of the group is written; the queue
+      // hears of it (./away.ts).
+      if (writer.inTransaction) writer.exec("ROLLBACK");
+      for (const g of group) g.reject(error);
+      throw error;
+    }
+    group.forEach((g, i) => {
+      const outcome = outcomes[i]!;
+      if (outcome.ok) g.resolve(outcome.value);
+      else g.reject(outcome.error);
+    });
+  }).catch(ignoreFailure);
 }
 
 export { schema };

@@ -21,15 +21,18 @@ async function executorClient(): Promise<Client> {
   return getClient();
 }
 
-/** The transaction handle on the native writer (statements prepared once; see lib/db/statements.ts). */
-function onNative(conn: NativeConnection): Tx {
-  return {
-    execute: async (stmt) => {
-      const result = typeof stmt === "string" ? conn.execute(stmt) : conn.execute(stmt.sql, (stmt.args ?? []) as SqlArgs);
-      return result as unknown as ExecResult;
-    },
-  };
+/**
+ * The transaction handle on the native writer (statements prepared once; see lib/db/statements.ts). A class, not an
+ * object with an arrow: under tsx every named closure costs a `__name` call per transaction (see checkpoint.ts).
+ */
+class NativeTx implements Tx {
+  constructor(private readonly conn: NativeConnection) {}
+  async execute(stmt: Stmt): Promise<ExecResult> {
+    const result = typeof stmt === "string" ? this.conn.execute(stmt) : this.conn.execute(stmt.sql, (stmt.args ?? []) as SqlArgs);
+    return result as unknown as ExecResult;
+  }
 }
+const onNative = (conn: NativeConnection): Tx => new NativeTx(conn);
 
 /** A result refused by `rollbackIf`, carried out of the group's savepoint (which it rolls back). */
 class Refused {

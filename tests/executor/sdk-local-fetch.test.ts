@@ -31,6 +31,9 @@ const server = http.createServer((req, res) => {
       res.end(JSON.stringify({ echo: body, method: req.method }));
     } else if (path === "/empty") {
       res.writeHead(204).end();
+    } else if (path === "/stored") {
+      // what the executor answers a checkpoint: 200 with no body
+      res.writeHead(200, { "x-probe": "stored" }).end();
     } else if (path === "/moved") {
       res.writeHead(307, { location: "/json" }).end();
     } else if (path === "/see-other") {
@@ -101,6 +104,7 @@ describe("an Inngest client without its own fetch calls an http: origin over nod
       ["/json", { method: "POST", body: "hello", headers: { "x-mine": "1" } }],
       ["/json", { method: "PUT", body: "{\"a\":1}", headers: { "Content-Type": "application/json" } }],
       ["/empty", { method: "POST", body: "x" }],
+      ["/stored", { method: "POST", body: "{}" }],
       ["/missing", undefined],
     ] as const) {
       const viaFetch = await read(await fetch(origin + path, init));
@@ -110,7 +114,22 @@ describe("an Inngest client without its own fetch calls an http: origin over nod
       expect(seen[n]!.headers["content-type"]).toBe(seen[n - 1]!.headers["content-type"]);
       expect(seen[n]!.body).toBe(seen[n - 1]!.body);
     }
-    expect(requests).toHaveBeenCalledTimes(4);
+    expect(requests).toHaveBeenCalledTimes(5);
+  });
+
+  it("answers a body-less 200 (a stored checkpoint) without building a body stream, read the same as fetch's", async () => {
+    const local = clientFetch();
+    const viaFetch = await fetch(`${origin}/stored`, { method: "POST", body: "{}" });
+    const viaLocal = await local(`${origin}/stored`, { method: "POST", body: "{}" });
+    // the one difference, and the point: fetch builds an empty body stream nobody reads
+    expect(viaFetch.body).not.toBeNull();
+    expect(viaLocal.body).toBeNull();
+    expect([viaLocal.status, viaLocal.ok, viaLocal.statusText, viaLocal.headers.get("x-probe")]).toEqual([viaFetch.status, viaFetch.ok, viaFetch.statusText, viaFetch.headers.get("x-probe")]);
+    expect(new Uint8Array(await viaLocal.clone().arrayBuffer())).toEqual(new Uint8Array(await viaFetch.clone().arrayBuffer()));
+    const fetchJson = await viaFetch.json().catch((e: unknown) => e);
+    const localJson = await viaLocal.json().catch((e: unknown) => e);
+    expect(localJson).toBeInstanceOf(SyntaxError);
+    expect((localJson as Error).message).toBe((fetchJson as Error).message);
   });
 
   it("follows redirects as fetch does (307 keeps the POST and its body, 303 turns it into a GET)", async () => {
