@@ -13,6 +13,7 @@ import { redactDeep } from "@/lib/redact";
 import {
   apply,
   IllegalTransitionError,
+  TERMINAL_STATUSES,
   replayEvents,
   type NewRunEvent,
   type RunEvent,
@@ -153,7 +154,7 @@ export async function appendEventsTx(
   tx: Tx,
   runId: string,
   events: NewRunEvent[],
-  options: { timestamp?: number; stepKey?: string } = {},
+  options: AppendOptions & { timestamp?: number } = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   let pending = pendingStates.get(tx);
   if (!pending) pendingStates.set(tx, (pending = new Map()));
@@ -165,6 +166,7 @@ export async function appendEventsTx(
     if (existing.length > 0) return { state: known ? await readState(tx, runId) : start, events: existing, duplicate: true };
   }
   for (let attempt = 0; ; attempt++) {
+    refuseIfEnded(start, options);
     const { state, stored } = reduceEvents(start, runId, events, options);
     const { id: _id, ...changes } = stateToRow(state);
     // Guarded by the sequence we started from: if anything appended since, this matches no row.
@@ -198,6 +200,18 @@ export async function appendEventsTx(
     pending.set(runId, state);
     return { state, events: stored };
   }
+}
+
+/**
+ * What an append may be told. `stepKey`: the durable step writing (its events are written once; a re-run finds them).
+ * `ended`: the error for an append to a run that has ended (a run step's own, lib/runs/steps/context.ts), thrown
+ * before the reducer would refuse it as an illegal transition; a step whose events are already stored still gets them.
+ */
+export type AppendOptions = { stepKey?: string; ended?: (status: RunStatus) => Error };
+
+/** An append with `ended` to a run that has ended is refused with that error (checked on the state the append builds on). */
+function refuseIfEnded(start: RunState, options: AppendOptions): void {
+  if (options.ended && TERMINAL_STATUSES.has(start.status)) throw options.ended(start.status);
 }
 
 /** The reducer over new events, with redaction and ids: no I/O. Throws conflict:run for an illegal transition. */
@@ -439,7 +453,7 @@ async function appendEventsNative(
   group: object,
   runId: string,
   events: NewRunEvent[],
-  options: { stepKey?: string },
+  options: AppendOptions,
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   let pending = pendingByGroup.get(group);
   if (!pending) pendingByGroup.set(group, (pending = new Map()));
@@ -453,6 +467,7 @@ async function appendEventsNative(
     if (existing.length > 0) return { state: known ? readStateNative(w, runId) : start, events: existing, duplicate: true };
   }
   for (let attempt = 0; ; attempt++) {
+    refuseIfEnded(start, options);
     const { state, stored } = reduceEvents(start, runId, events, options);
     const update = updateRunStatement(start, state, runId);
     const updated = w.execute(update.sql, update.args).rowsAffected;
@@ -476,7 +491,7 @@ async function appendEventsNative(
 export async function appendEvents(
   runId: string,
   events: NewRunEvent[],
-  options: { stepKey?: string } = {},
+  options: AppendOptions = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {

@@ -1,14 +1,14 @@
 import { eq } from "drizzle-orm";
 import { NonRetriableError } from "inngest";
-import { getDb, write } from "@/lib/db";
-import { projects, workflowRuns } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } from "@/lib/db/event-store";
+import { getDb } from "@/lib/db";
+import { projects } from "@/lib/db/schema";
+import { appendEvents, getRunState, listEvents } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { singleLine } from "@/lib/plain-text";
 import { githubConfigured } from "@/lib/github/app";
 import { cachePath } from "@/lib/github/git";
-import { TERMINAL_STATUSES, type NewRunEvent, type RunConfig, type RunState } from "@/lib/workflow";
+import type { NewRunEvent, RunConfig, RunState } from "@/lib/workflow";
 
 /*
  * The run workflow's side effects live in lib/runs/steps/, one module per stage. Each exported step function is the
@@ -83,21 +83,14 @@ export async function loadRun({ runId }: { runId: string }): Promise<RunContext>
 export const modelCallKey = (runId: string, stepKey: string) => `${runId}/${stepKey}`;
 
 /**
- * Append a step's events (once per step key). `afterEnd` is for what may follow a completed run (a merge a person
- * decided): the reducer still says what is legal, and a re-run step still writes nothing twice.
+ * Append a step's events (once per step key). A step of a run that has ended meanwhile (cancelled) gets RunEndedError;
+ * a step re-run after a crash whose events are already stored (e.g. `complete`, whose own event ended the run) gets
+ * them as a duplicate. `afterEnd` is for what may follow a completed run (a merge a person decided): the reducer still
+ * says what is legal, and a re-run step still writes nothing twice. Through appendEvents: on a file database the
+ * native writer's prepared statements in a group commit, not a Drizzle transaction of its own (a few ms per step).
  */
 export async function append(runId: string, stepKey: string, events: NewRunEvent[], { afterEnd = false }: { afterEnd?: boolean } = {}) {
-  return write(async (tx) => {
-    const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
-    if (current && !afterEnd && TERMINAL_STATUSES.has(current.status as RunState["status"])) {
-      // A step re-run after a crash whose events are already stored (e.g. `complete`, whose own event ended the run)
-      // is a duplicate, not a step of an ended run.
-      const existing = await findStepEvents(tx, runId, stepKey);
-      if (existing.length > 0) return { state: rowToState(current), events: existing, duplicate: true };
-      throw new RunEndedError(current.status);
-    }
-    return appendEventsTx(tx, runId, events, { stepKey });
-  });
+  return appendEvents(runId, events, afterEnd ? { stepKey } : { stepKey, ended: (status) => new RunEndedError(status) });
 }
 
 /** A step's result carries the time it finished (from workflowClock), so stage deadlines replay deterministically. */
