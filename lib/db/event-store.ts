@@ -493,15 +493,39 @@ export async function appendEvents(
   events: NewRunEvent[],
   options: AppendOptions = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
+  // Group commit: appends from concurrent callers (any runs) share one transaction; one that fails is rolled back
+  // alone (to its savepoint on a file database, else by retrying each in its own). Once committed, the projection is
+  // remembered for the next append.
+  const { value: _nothing, ...appended } = await appendEventsWith(runId, NO_WRITE, events, options);
+  return appended;
+}
+
+const NO_WRITE = { native: () => undefined, tx: async () => undefined };
+
+/**
+ * appendEvents with a write of the caller's that must commit with the events, or not at all (a gate's claim, which
+ * exactly one of concurrent deciders wins): `write` runs first, in the same transaction — on the native writer's group
+ * commit on a file database (`native`), else in a Drizzle transaction (`tx`; it may run twice, as writeGrouped says) —
+ * and what it returns comes back with the append's result. If it throws, nothing of either is written.
+ */
+export async function appendEventsWith<T>(
+  runId: string,
+  write: { native: (w: NativeConnection) => T; tx: (tx: Tx) => Promise<T> },
+  events: NewRunEvent[],
+  options: AppendOptions = {},
+): Promise<{ value: T; state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // Group commit: appends from concurrent callers (any runs) share one transaction; one that fails is rolled back
-      // alone (to its savepoint on a file database, else by retrying each in its own). Once committed, the projection is
-      // remembered for the next append.
       const native = await getNative();
       const result = native
-        ? await writeGroupedNative(native.writer, (w, group) => appendEventsNative(w, group, runId, events, options))
-        : await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
+        ? await writeGroupedNative(native.writer, async (w, group) => {
+            const value = write.native(w);
+            return { value, ...(await appendEventsNative(w, group, runId, events, options)) };
+          })
+        : await writeGrouped(async (tx) => {
+            const value = await write.tx(tx);
+            return { value, ...(await appendEventsTx(tx, runId, events, options)) };
+          });
       rememberCommitted(result.state);
       return result;
     } catch (error) {

@@ -8,10 +8,15 @@ import { append, RunEndedError } from "@/lib/runs/steps/context";
 import { acknowledgeDecision, decisionSettled } from "@/lib/runs/gates/acks";
 import { requeueIfFull } from "@/lib/runs/steps/start";
 import { getEnv } from "@/lib/env";
+import { write } from "@/lib/db";
+import { gates } from "@/lib/db/schema";
+import { appendEventsTx } from "@/lib/db/event-store";
+import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
+import { newId } from "@/lib/ids";
 
 /*
  * The writes a run makes on its way from a person's decision to its next stage (issue 33: "Approve clicked → the
- * implementation step started"): the waiting step's acknowledgement, the slot check, the stage events. Each was a
+ * implementation step started"): the decision itself (the gate's claim and its event), the waiting step's acknowledgement, the slot check, the stage events. Each was a
  * Drizzle transaction of its own through the write queue (BEGIN IMMEDIATE and ROLLBACK on the native writer to take
  * the lock, then a pooled connection's transaction): a few milliseconds per step. They are counted here as the
  * statements the native writer runs and the transactions the client's pool opens.
@@ -155,5 +160,47 @@ describe("the slot check after a wait (requeueIfFull)", () => {
     expect(full).toEqual({ queued: true, userId });
     expect((await getRunState({ id: run.id }))?.status).toBe("queued");
     for (const o of others) await appendEvent(o.id, { type: "RUN_CANCELLED", payload: { by: userId } });
+  });
+});
+
+describe("a gate decision (the approve route's write)", () => {
+  /** A run waiting at a plan gate, as the workflow opens one. */
+  async function atPlanGate() {
+    const run = await newRun();
+    const gateId = newId("gate");
+    await write(async (tx) => {
+      await appendEventsTx(tx, run.id, [{ type: "RUN_STARTED", payload: {} }, { type: "STAGE_STARTED", payload: { stage: "planning" } }]);
+      await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan", context: { plan: { summary: "s", mermaid: "flowchart TD\n  A --> B", tasks: [], acceptanceCriteria: [] } } });
+      await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan" } }]);
+    });
+    return { runId: run.id, gateId };
+  }
+  const user = () => ({ id: userId, name: "owner", via: "admin-token" as const });
+
+  it("claims the gate and appends its event in one native group commit: no transaction on the client's pool", async () => {
+    const { runId, gateId } = await atPlanGate();
+    const { value: gate, statements, clientTransactions } = await writesOf(() => approveGate({ user: user(), runId, input: { gateId, notes: "fine" } }));
+    expect(clientTransactions).toBe(0);
+    expect(statements[0]).toBe("BEGIN IMMEDIATE");
+    expect(statements.at(-1)).toBe("COMMIT");
+    expect(statements.filter((s) => s.startsWith("UPDATE gates SET"))).toHaveLength(1);
+    expect(statements.filter((s) => s.startsWith("INSERT INTO workflow_events"))).toHaveLength(1);
+    // The row as the claim's RETURNING gave it before: decided, with the plan in its context.
+    expect(gate).toMatchObject({ id: gateId, status: "approved", decision: "approve", decidedBy: userId, notes: "fine", kind: "plan" });
+    expect(gate.decidedAt).toBeInstanceOf(Date);
+    expect((gate.context as { plan?: unknown }).plan).toBeTruthy();
+    expect((await listEvents({ runId })).at(-1)).toMatchObject({ type: "APPROVAL_GRANTED", payload: { gateId, by: userId, notes: "fine" } });
+    expect((await getRunState({ id: runId }))?.status).toBe("running");
+    expect(await replay({ runId })).toEqual(await getRunState({ id: runId }));
+  });
+
+  it("a second decision of a decided gate is refused (409) and writes nothing", async () => {
+    const { runId, gateId } = await atPlanGate();
+    await approveGate({ user: user(), runId, input: { gateId } });
+    const before = await listEvents({ runId });
+    const refused = await rejectGate({ user: user(), runId, input: { gateId, feedback: "no" } }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ type: "conflict" });
+    expect(String((refused as Error).message)).toMatch(/it was approved/);
+    expect(await listEvents({ runId })).toEqual(before);
   });
 });
