@@ -8,6 +8,7 @@ import { getClient, getDb, getNative, write, writeGrouped, writeGroupedNative, t
 import type { NativeConnection } from "@/lib/db/statements";
 import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
+import { COLUMN_KEYS, rowToState, stateToRow } from "@/lib/db/run-projection";
 import { newId } from "@/lib/ids";
 import { redactDeep } from "@/lib/redact";
 import {
@@ -22,82 +23,10 @@ import {
   type StoredRunEvent,
 } from "@/lib/workflow";
 
+export { rowToState, stateToRow };
+
 type RunRow = typeof workflowRuns.$inferSelect;
 type EventRow = typeof workflowEvents.$inferSelect;
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Projection <-> row
-
-const COLUMN_KEYS = [
-  "id",
-  "projectId",
-  "userId",
-  "config",
-  "originalRequest",
-  "createdAt",
-  "status",
-  "currentStage",
-  "startedAt",
-  "pausedAt",
-  "resumedAt",
-  "completedAt",
-  "clarificationCount",
-  "branch",
-  "lastSequence",
-  "updatedAt",
-] as const;
-
-type RestOfState = Omit<RunState, (typeof COLUMN_KEYS)[number]>;
-
-const time = (d: Date | null) => (d ? d.getTime() : null);
-
-export function rowToState(row: RunRow): RunState {
-  const rest = row.state as unknown as RestOfState;
-  return {
-    ...rest,
-    id: row.id,
-    projectId: row.projectId,
-    userId: row.userId,
-    config: row.config,
-    originalRequest: row.originalRequest,
-    createdAt: row.createdAt.getTime(),
-    status: row.status as RunStatus,
-    currentStage: row.currentStage as RunState["currentStage"],
-    startedAt: time(row.startedAt),
-    pausedAt: time(row.pausedAt),
-    resumedAt: time(row.resumedAt),
-    completedAt: time(row.completedAt),
-    clarificationCount: row.clarificationCount,
-    branch: row.branch,
-    lastSequence: row.lastSequence,
-    updatedAt: row.updatedAt.getTime(),
-  };
-}
-
-export function stateToRow(state: RunState): typeof workflowRuns.$inferInsert {
-  const rest: Record<string, unknown> = { ...state };
-  for (const key of COLUMN_KEYS) delete rest[key];
-  const date = (n: number | null) => (n === null ? null : new Date(n));
-  return {
-    id: state.id,
-    projectId: state.projectId,
-    userId: state.userId,
-    config: state.config,
-    originalRequest: state.originalRequest,
-    createdAt: new Date(state.createdAt),
-    status: state.status,
-    currentStage: state.currentStage,
-    startedAt: date(state.startedAt),
-    pausedAt: date(state.pausedAt),
-    resumedAt: date(state.resumedAt),
-    completedAt: date(state.completedAt),
-    clarificationCount: state.clarificationCount,
-    branch: state.branch,
-    state: rest,
-    lastSequence: state.lastSequence,
-    updatedAt: new Date(state.updatedAt),
-  };
-}
 
 function rowToEvent(row: EventRow): StoredRunEvent {
   return {
@@ -504,13 +433,13 @@ const NO_WRITE = { native: () => undefined, tx: async () => undefined };
 
 /**
  * appendEvents with a write of the caller's that must commit with the events, or not at all (a gate's claim, which
- * exactly one of concurrent deciders wins): `write` runs first, in the same transaction — on the native writer's group
+ * exactly one of concurrent deciders wins): `also` runs first, in the same transaction — on the native writer's group
  * commit on a file database (`native`), else in a Drizzle transaction (`tx`; it may run twice, as writeGrouped says) —
  * and what it returns comes back with the append's result. If it throws, nothing of either is written.
  */
 export async function appendEventsWith<T>(
   runId: string,
-  write: { native: (w: NativeConnection) => T; tx: (tx: Tx) => Promise<T> },
+  also: { native: (w: NativeConnection) => T; tx: (tx: Tx) => Promise<T> },
   events: NewRunEvent[],
   options: AppendOptions = {},
 ): Promise<{ value: T; state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
@@ -519,11 +448,11 @@ export async function appendEventsWith<T>(
       const native = await getNative();
       const result = native
         ? await writeGroupedNative(native.writer, async (w, group) => {
-            const value = write.native(w);
+            const value = also.native(w);
             return { value, ...(await appendEventsNative(w, group, runId, events, options)) };
           })
         : await writeGrouped(async (tx) => {
-            const value = await write.tx(tx);
+            const value = await also.tx(tx);
             return { value, ...(await appendEventsTx(tx, runId, events, options)) };
           });
       rememberCommitted(result.state);
