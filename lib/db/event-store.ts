@@ -88,6 +88,7 @@ export async function appendEventsTx(
   let pending = pendingStates.get(tx);
   if (!pending) pendingStates.set(tx, (pending = new Map()));
   const known = pending.get(runId) ?? committedStates.get(runId);
+  const remembered = !pending.has(runId) && known !== undefined;
   let start = known ?? (await readState(tx, runId));
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
@@ -95,8 +96,15 @@ export async function appendEventsTx(
     if (existing.length > 0) return { state: known ? await readState(tx, runId) : start, events: existing, duplicate: true };
   }
   for (let attempt = 0; ; attempt++) {
-    refuseIfEnded(start, options);
-    const { state, stored } = reduceEvents(start, runId, events, options);
+    const reduced = attempt === 0 && remembered ? tryReduce(start, runId, events, options) : reduce(start, runId, events, options);
+    if (reduced === null) {
+      // Refused on a remembered projection, which may be stale (appended since by a transaction of write(), or another
+      // process): read the row (this transaction holds the write lock) and decide on it.
+      committedStates.delete(runId);
+      start = await readState(tx, runId);
+      continue;
+    }
+    const { state, stored } = reduced;
     const { id: _id, ...changes } = stateToRow(state);
     // Guarded by the sequence we started from: if anything appended since, this matches no row.
     const updated = await tx
@@ -126,6 +134,9 @@ export async function appendEventsTx(
         })),
       );
     }
+    // Committed with the caller's transaction, unseen here: the remembered projection is no longer the run's (an append
+    // through appendEvents remembers its own after the commit).
+    committedStates.delete(runId);
     pending.set(runId, state);
     return { state, events: stored };
   }
@@ -141,6 +152,21 @@ export type AppendOptions = { stepKey?: string; ended?: (status: RunStatus) => E
 /** An append with `ended` to a run that has ended is refused with that error (checked on the state the append builds on). */
 function refuseIfEnded(start: RunState, options: AppendOptions): void {
   if (options.ended && TERMINAL_STATUSES.has(start.status)) throw options.ended(start.status);
+}
+
+/** refuseIfEnded, then the reducer. */
+function reduce(start: RunState, runId: string, events: NewRunEvent[], options: AppendOptions & { timestamp?: number }) {
+  refuseIfEnded(start, options);
+  return reduceEvents(start, runId, events, options);
+}
+
+/** reduce, or null where it refuses (the caller reads the run's row and decides again). */
+function tryReduce(start: RunState, runId: string, events: NewRunEvent[], options: AppendOptions & { timestamp?: number }) {
+  try {
+    return reduce(start, runId, events, options);
+  } catch {
+    return null;
+  }
 }
 
 /** The reducer over new events, with redaction and ids: no I/O. Throws conflict:run for an illegal transition. */
@@ -387,6 +413,7 @@ async function appendEventsNative(
   let pending = pendingByGroup.get(group);
   if (!pending) pendingByGroup.set(group, (pending = new Map()));
   const known = pending.get(runId) ?? committedStates.get(runId);
+  const remembered = !pending.has(runId) && known !== undefined;
   let start = known ?? readStateNative(w, runId);
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
@@ -396,8 +423,14 @@ async function appendEventsNative(
     if (existing.length > 0) return { state: known ? readStateNative(w, runId) : start, events: existing, duplicate: true };
   }
   for (let attempt = 0; ; attempt++) {
-    refuseIfEnded(start, options);
-    const { state, stored } = reduceEvents(start, runId, events, options);
+    const reduced = attempt === 0 && remembered ? tryReduce(start, runId, events, options) : reduce(start, runId, events, options);
+    if (reduced === null) {
+      // Refused on a remembered projection, which may be stale: read the row (the write lock is held) and decide on it.
+      committedStates.delete(runId);
+      start = readStateNative(w, runId);
+      continue;
+    }
+    const { state, stored } = reduced;
     const update = updateRunStatement(start, state, runId);
     const updated = w.execute(update.sql, update.args).rowsAffected;
     if (updated !== 1) {

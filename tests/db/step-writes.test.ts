@@ -194,6 +194,24 @@ describe("a gate decision (the approve route's write)", () => {
     expect(await replay({ runId })).toEqual(await getRunState({ id: runId }));
   });
 
+  it("decides on the stored run when this process's remembered projection is stale (the gate opened in a write() transaction)", async () => {
+    const run = await newRun();
+    await appendEvent(run.id, { type: "RUN_STARTED", payload: {} });
+    // Remembered by this process: running, in planning, no gate.
+    await append(run.id, "planning:start", [{ type: "STAGE_STARTED", payload: { stage: "planning" } }]);
+    const gateId = newId("gate");
+    await write(async (tx) => {
+      await tx.insert(gates).values({ id: gateId, workflowRunId: run.id, gateNumber: 1, kind: "plan" });
+      await appendEventsTx(tx, run.id, [{ type: "APPROVAL_REQUESTED", payload: { gateId, gateNumber: 1, kind: "plan" } }]);
+    });
+    const gate = await approveGate({ user: user(), runId: run.id, input: { gateId } });
+    expect(gate.status).toBe("approved");
+    expect((await listEvents({ runId: run.id })).at(-1)?.type).toBe("APPROVAL_GRANTED");
+    // And a step's append after it builds on the decision.
+    await append(run.id, "planning:done", [{ type: "STAGE_COMPLETED", payload: { stage: "planning" } }]);
+    expect(await replay({ runId: run.id })).toEqual(await getRunState({ id: run.id }));
+  });
+
   it("a second decision of a decided gate is refused (409) and writes nothing", async () => {
     const { runId, gateId } = await atPlanGate();
     await approveGate({ user: user(), runId, input: { gateId } });
