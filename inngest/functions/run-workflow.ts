@@ -44,13 +44,13 @@ export const runWorkflow = inngest.createFunction(
       // ---- Start: per-user concurrency (queued until a slot frees up), then the run branch
       await waitForSlot(flow, "slot");
       if (run.github) await githubStep(flow, "github:sync", null, () => syncGitHub({ runId }));
-      await runStep("branch", () => createBranch({ runId }));
+      const { branch } = await runStep("branch", () => createBranch({ runId }));
 
       // ---- Plan → plan gate, until a plan is approved
       const plans = await planUntilApproved(flow);
 
       // ---- Implement → validate, with fixes
-      const triaged = await triage(flow, plans);
+      const triaged = await triage(flow, plans, branch);
       let fixFeedback: string | null = null;
       for (let attempt = 1; ; attempt++) {
         const implemented = await implement(flow, plans, { attempt, feedback: fixFeedback, skip: triaged.skip });

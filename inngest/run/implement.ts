@@ -32,9 +32,11 @@ import { budgetGate, clarifyOrSendBack, gate, githubStep, pauseForModel, pauseUn
  */
 
 /** Triage: tasks already done in the repository (their own checks pass) are skipped, once for the run. */
-export async function triage(flow: RunFlow, plans: Plans): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
+export async function triage(flow: RunFlow, plans: Plans, branch: string): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
   if (flow.config.triage?.enabled === false) return { skip: [] };
-  return flow.runStep("triage", () => triageStep({ runId: flow.runId, plan: plans.approved }));
+  // The run as loaded at the start, on the branch the `branch` step made (both memoized): not read again here.
+  const run = { ...flow.run, branch };
+  return flow.runStep("triage", () => triageStep({ runId: flow.runId, plan: plans.approved, run }));
 }
 
 /**

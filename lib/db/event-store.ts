@@ -8,11 +8,13 @@ import { getClient, getDb, getNative, write, writeGrouped, writeGroupedNative, t
 import type { NativeConnection } from "@/lib/db/statements";
 import { STEP_KEY_INDEX_CONDITION, TYPE_INDEX_CONDITION, workflowEvents, workflowRuns, type TypeIndexedEvent } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
+import { COLUMN_KEYS, rowToState, stateToRow } from "@/lib/db/run-projection";
 import { newId } from "@/lib/ids";
 import { redactDeep } from "@/lib/redact";
 import {
   apply,
   IllegalTransitionError,
+  TERMINAL_STATUSES,
   replayEvents,
   type NewRunEvent,
   type RunEvent,
@@ -21,82 +23,10 @@ import {
   type StoredRunEvent,
 } from "@/lib/workflow";
 
+export { rowToState, stateToRow };
+
 type RunRow = typeof workflowRuns.$inferSelect;
 type EventRow = typeof workflowEvents.$inferSelect;
-
-// ---------------------------------------------------------------------------------------------------------------------
-// Projection <-> row
-
-const COLUMN_KEYS = [
-  "id",
-  "projectId",
-  "userId",
-  "config",
-  "originalRequest",
-  "createdAt",
-  "status",
-  "currentStage",
-  "startedAt",
-  "pausedAt",
-  "resumedAt",
-  "completedAt",
-  "clarificationCount",
-  "branch",
-  "lastSequence",
-  "updatedAt",
-] as const;
-
-type RestOfState = Omit<RunState, (typeof COLUMN_KEYS)[number]>;
-
-const time = (d: Date | null) => (d ? d.getTime() : null);
-
-export function rowToState(row: RunRow): RunState {
-  const rest = row.state as unknown as RestOfState;
-  return {
-    ...rest,
-    id: row.id,
-    projectId: row.projectId,
-    userId: row.userId,
-    config: row.config,
-    originalRequest: row.originalRequest,
-    createdAt: row.createdAt.getTime(),
-    status: row.status as RunStatus,
-    currentStage: row.currentStage as RunState["currentStage"],
-    startedAt: time(row.startedAt),
-    pausedAt: time(row.pausedAt),
-    resumedAt: time(row.resumedAt),
-    completedAt: time(row.completedAt),
-    clarificationCount: row.clarificationCount,
-    branch: row.branch,
-    lastSequence: row.lastSequence,
-    updatedAt: row.updatedAt.getTime(),
-  };
-}
-
-export function stateToRow(state: RunState): typeof workflowRuns.$inferInsert {
-  const rest: Record<string, unknown> = { ...state };
-  for (const key of COLUMN_KEYS) delete rest[key];
-  const date = (n: number | null) => (n === null ? null : new Date(n));
-  return {
-    id: state.id,
-    projectId: state.projectId,
-    userId: state.userId,
-    config: state.config,
-    originalRequest: state.originalRequest,
-    createdAt: new Date(state.createdAt),
-    status: state.status,
-    currentStage: state.currentStage,
-    startedAt: date(state.startedAt),
-    pausedAt: date(state.pausedAt),
-    resumedAt: date(state.resumedAt),
-    completedAt: date(state.completedAt),
-    clarificationCount: state.clarificationCount,
-    branch: state.branch,
-    state: rest,
-    lastSequence: state.lastSequence,
-    updatedAt: new Date(state.updatedAt),
-  };
-}
 
 function rowToEvent(row: EventRow): StoredRunEvent {
   return {
@@ -153,11 +83,12 @@ export async function appendEventsTx(
   tx: Tx,
   runId: string,
   events: NewRunEvent[],
-  options: { timestamp?: number; stepKey?: string } = {},
+  options: AppendOptions & { timestamp?: number } = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   let pending = pendingStates.get(tx);
   if (!pending) pendingStates.set(tx, (pending = new Map()));
   const known = pending.get(runId) ?? committedStates.get(runId);
+  const remembered = !pending.has(runId) && known !== undefined;
   let start = known ?? (await readState(tx, runId));
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
@@ -165,7 +96,15 @@ export async function appendEventsTx(
     if (existing.length > 0) return { state: known ? await readState(tx, runId) : start, events: existing, duplicate: true };
   }
   for (let attempt = 0; ; attempt++) {
-    const { state, stored } = reduceEvents(start, runId, events, options);
+    const reduced = attempt === 0 && remembered ? tryReduce(start, runId, events, options) : reduce(start, runId, events, options);
+    if (reduced === null) {
+      // Refused on a remembered projection, which may be stale (appended since by a transaction of write(), or another
+      // process): read the row (this transaction holds the write lock) and decide on it.
+      committedStates.delete(runId);
+      start = await readState(tx, runId);
+      continue;
+    }
+    const { state, stored } = reduced;
     const { id: _id, ...changes } = stateToRow(state);
     // Guarded by the sequence we started from: if anything appended since, this matches no row.
     const updated = await tx
@@ -195,8 +134,38 @@ export async function appendEventsTx(
         })),
       );
     }
+    // Committed with the caller's transaction, unseen here: the remembered projection is no longer the run's (an append
+    // through appendEvents remembers its own after the commit).
+    committedStates.delete(runId);
     pending.set(runId, state);
     return { state, events: stored };
+  }
+}
+
+/**
+ * What an append may be told. `stepKey`: the durable step writing (its events are written once; a re-run finds them).
+ * `ended`: the error for an append to a run that has ended (a run step's own, lib/runs/steps/context.ts), thrown
+ * before the reducer would refuse it as an illegal transition; a step whose events are already stored still gets them.
+ */
+export type AppendOptions = { stepKey?: string; ended?: (status: RunStatus) => Error };
+
+/** An append with `ended` to a run that has ended is refused with that error (checked on the state the append builds on). */
+function refuseIfEnded(start: RunState, options: AppendOptions): void {
+  if (options.ended && TERMINAL_STATUSES.has(start.status)) throw options.ended(start.status);
+}
+
+/** refuseIfEnded, then the reducer. */
+function reduce(start: RunState, runId: string, events: NewRunEvent[], options: AppendOptions & { timestamp?: number }) {
+  refuseIfEnded(start, options);
+  return reduceEvents(start, runId, events, options);
+}
+
+/** reduce, or null where it refuses (the caller reads the run's row and decides again). */
+function tryReduce(start: RunState, runId: string, events: NewRunEvent[], options: AppendOptions & { timestamp?: number }) {
+  try {
+    return reduce(start, runId, events, options);
+  } catch {
+    return null;
   }
 }
 
@@ -439,11 +408,12 @@ async function appendEventsNative(
   group: object,
   runId: string,
   events: NewRunEvent[],
-  options: { stepKey?: string },
+  options: AppendOptions,
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   let pending = pendingByGroup.get(group);
   if (!pending) pendingByGroup.set(group, (pending = new Map()));
   const known = pending.get(runId) ?? committedStates.get(runId);
+  const remembered = !pending.has(runId) && known !== undefined;
   let start = known ?? readStateNative(w, runId);
   if (options.stepKey) {
     // A durable step that crashed after writing re-runs: its events are already there, so write nothing again.
@@ -453,7 +423,14 @@ async function appendEventsNative(
     if (existing.length > 0) return { state: known ? readStateNative(w, runId) : start, events: existing, duplicate: true };
   }
   for (let attempt = 0; ; attempt++) {
-    const { state, stored } = reduceEvents(start, runId, events, options);
+    const reduced = attempt === 0 && remembered ? tryReduce(start, runId, events, options) : reduce(start, runId, events, options);
+    if (reduced === null) {
+      // Refused on a remembered projection, which may be stale: read the row (the write lock is held) and decide on it.
+      committedStates.delete(runId);
+      start = readStateNative(w, runId);
+      continue;
+    }
+    const { state, stored } = reduced;
     const update = updateRunStatement(start, state, runId);
     const updated = w.execute(update.sql, update.args).rowsAffected;
     if (updated !== 1) {
@@ -476,17 +453,41 @@ async function appendEventsNative(
 export async function appendEvents(
   runId: string,
   events: NewRunEvent[],
-  options: { stepKey?: string } = {},
+  options: AppendOptions = {},
 ): Promise<{ state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
+  // Group commit: appends from concurrent callers (any runs) share one transaction; one that fails is rolled back
+  // alone (to its savepoint on a file database, else by retrying each in its own). Once committed, the projection is
+  // remembered for the next append.
+  const { value: _nothing, ...appended } = await appendEventsWith(runId, NO_WRITE, events, options);
+  return appended;
+}
+
+const NO_WRITE = { native: () => undefined, tx: async () => undefined };
+
+/**
+ * appendEvents with a write of the caller's that must commit with the events, or not at all (a gate's claim, which
+ * exactly one of concurrent deciders wins): `also` runs first, in the same transaction — on the native writer's group
+ * commit on a file database (`native`), else in a Drizzle transaction (`tx`; it may run twice, as writeGrouped says) —
+ * and what it returns comes back with the append's result. If it throws, nothing of either is written.
+ */
+export async function appendEventsWith<T>(
+  runId: string,
+  also: { native: (w: NativeConnection) => T; tx: (tx: Tx) => Promise<T> },
+  events: NewRunEvent[],
+  options: AppendOptions = {},
+): Promise<{ value: T; state: RunState; events: StoredRunEvent[]; duplicate?: boolean }> {
   for (let attempt = 1; ; attempt++) {
     try {
-      // Group commit: appends from concurrent callers (any runs) share one transaction; one that fails is rolled back
-      // alone (to its savepoint on a file database, else by retrying each in its own). Once committed, the projection is
-      // remembered for the next append.
       const native = await getNative();
       const result = native
-        ? await writeGroupedNative(native.writer, (w, group) => appendEventsNative(w, group, runId, events, options))
-        : await writeGrouped((tx) => appendEventsTx(tx, runId, events, options));
+        ? await writeGroupedNative(native.writer, async (w, group) => {
+            const value = also.native(w);
+            return { value, ...(await appendEventsNative(w, group, runId, events, options)) };
+          })
+        : await writeGrouped(async (tx) => {
+            const value = await also.tx(tx);
+            return { value, ...(await appendEventsTx(tx, runId, events, options)) };
+          });
       rememberCommitted(result.state);
       return result;
     } catch (error) {

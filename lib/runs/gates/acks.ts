@@ -1,5 +1,5 @@
 import { and, eq } from "drizzle-orm";
-import { getDb, write } from "@/lib/db";
+import { getDb, getNative, write, writeGroupedNative } from "@/lib/db";
 import { decisionAcks, gates } from "@/lib/db/schema";
 import { getRunState } from "@/lib/db/event-store";
 import { TERMINAL_STATUSES } from "@/lib/workflow";
@@ -38,9 +38,19 @@ export const decisionKey = {
 /** The workflow has read this decision (called from its check step; repeating it is harmless). */
 export async function acknowledgeDecision({ runId, key }: { runId: string; key: string }): Promise<void> {
   // Through the process's write queue, as every write: a write on the pool while the queue's writer holds a
-  // transaction would wait in SQLite's busy handler, blocking the event loop the writer needs to finish.
+  // transaction would wait in SQLite's busy handler, blocking the event loop the writer needs to finish. On a file
+  // database as one prepared statement in the native writer's group commit (a waiting run's check step makes it on
+  // the way from a decision to its next step), not a Drizzle transaction of its own.
+  const native = await getNative();
+  if (native) {
+    await writeGroupedNative(native.writer, async (w) => w.execute(ACK_SQL, [runId, key, Date.now()]));
+    return;
+  }
   await write((tx) => tx.insert(decisionAcks).values({ workflowRunId: runId, decisionKey: key }).onConflictDoNothing());
 }
+
+/** acknowledgeDecision's insert, as Drizzle writes it (created_at: epoch ms). */
+const ACK_SQL = "INSERT INTO decision_acks (workflow_run_id, decision_key, created_at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING";
 
 /** Whether re-announcing is over: the workflow acknowledged the decision, or the run has ended (or is gone). */
 export async function decisionSettled({ runId, key }: { runId: string; key: string }): Promise<boolean> {

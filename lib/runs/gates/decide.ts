@@ -1,8 +1,9 @@
 import { and, desc, eq } from "drizzle-orm";
 import type { z } from "zod";
-import { write, type Tx } from "@/lib/db";
+import { getDb, write, type Db, type Tx } from "@/lib/db";
 import { gates } from "@/lib/db/schema";
-import { appendEventsTx } from "@/lib/db/event-store";
+import { appendEventsWith } from "@/lib/db/event-store";
+import type { NativeConnection } from "@/lib/db/statements";
 import { AppError } from "@/lib/errors";
 import type { SessionUser } from "@/lib/auth/guard";
 import { redactDeep } from "@/lib/redact";
@@ -28,7 +29,7 @@ export type GateRow = typeof gates.$inferSelect;
 /** What every gate decision takes: who decides, on which run, and the request's parsed input. */
 export type GateDecision<S extends z.ZodType> = { user: SessionUser; runId: string; input: z.output<S> };
 
-async function findGate(tx: Tx, runId: string, gateId: string | undefined): Promise<GateRow> {
+async function findGate(tx: Tx | Db, runId: string, gateId: string | undefined): Promise<GateRow> {
   const gate = gateId
     ? await tx.query.gates.findFirst({ where: and(eq(gates.id, gateId), eq(gates.workflowRunId, runId)) })
     : await tx.query.gates.findFirst({ where: eq(gates.workflowRunId, runId), orderBy: desc(gates.gateNumber) });
@@ -47,12 +48,10 @@ function alreadyDecided(gate: GateRow): AppError {
   );
 }
 
+type GateChange = { status: string; decision: string; decidedBy: string; notes?: string | null; payload?: Record<string, unknown> };
+
 /** Mark a pending gate decided; exactly one concurrent caller wins, the rest get 409. */
-async function claimGate(
-  tx: Tx,
-  gate: GateRow,
-  change: { status: string; decision: string; decidedBy: string; notes?: string | null; payload?: Record<string, unknown> },
-) {
+async function claimGate(tx: Tx, gate: GateRow, change: GateChange) {
   const updated = await tx
     .update(gates)
     .set({ ...change, decidedAt: new Date() })
@@ -63,6 +62,31 @@ async function claimGate(
     throw alreadyDecided(current);
   }
   return updated[0]!;
+}
+
+/** A claim that found the gate no longer pending (another decision won): nothing of this one is written. */
+class ClaimLost extends Error {}
+
+/**
+ * claimGate on the native writer, as one prepared UPDATE (inside appendEventsWith's group commit, with the decision's
+ * events): the columns it sets as Drizzle encodes them, and the row as claimGate's RETURNING gives it.
+ */
+function claimGateNative(w: NativeConnection, gate: GateRow, change: GateChange): GateRow {
+  const decidedAt = new Date();
+  const set: string[] = ["status = ?", "decision = ?", "decided_by = ?", "decided_at = ?"];
+  const args: (string | number | null)[] = [change.status, change.decision, change.decidedBy, decidedAt.getTime()];
+  if (change.notes !== undefined) {
+    set.push("notes = ?");
+    args.push(change.notes);
+  }
+  if (change.payload !== undefined) {
+    set.push("payload = ?");
+    args.push(JSON.stringify(change.payload));
+  }
+  const { rows } = w.execute<{ context: string | null }>(`UPDATE gates SET ${set.join(", ")} WHERE id = ? AND status = 'pending' RETURNING context`, [...args, gate.id]);
+  if (rows.length !== 1) throw new ClaimLost();
+  const context = rows[0]!.context;
+  return { ...gate, ...change, decidedAt, context: context === null ? null : (JSON.parse(context) as GateRow["context"]) };
 }
 
 /**
@@ -94,11 +118,17 @@ export async function decide({
     });
     if (!(await mayDecideEscalated({ runId, projectId: run.projectId, subject: { type: "gate", id: gate.id }, userId: user.id }))) throw error;
   });
-  return write(async (tx) => {
-    const gate = await findGate(tx, runId, gateId);
-    check(gate);
-    const decided = await claimGate(tx, gate, { ...claim, decidedBy: user.id });
-    await appendEventsTx(tx, runId, events(gate));
-    return decided;
-  });
+  // The gate is read before the write (its kind and context, which the checks and events look at, are fixed when it
+  // opens); the claim, guarded by `status = 'pending'`, and the events are one transaction: on a file database the
+  // native writer's group commit, not a Drizzle transaction (a few ms of the decision's route).
+  const gate = await findGate(await getDb(), runId, gateId);
+  check(gate);
+  const change = { ...claim, decidedBy: user.id };
+  try {
+    const { value } = await appendEventsWith(runId, { native: (w) => claimGateNative(w, gate, change), tx: (tx) => claimGate(tx, gate, change) }, events(gate));
+    return value;
+  } catch (error) {
+    if (!(error instanceof ClaimLost)) throw error;
+    throw alreadyDecided((await findGate(await getDb(), runId, gate.id).catch(() => null)) ?? gate);
+  }
 }

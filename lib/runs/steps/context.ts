@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { NonRetriableError } from "inngest";
 import { getDb, write } from "@/lib/db";
 import { projects, workflowRuns } from "@/lib/db/schema";
-import { appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } from "@/lib/db/event-store";
+import { appendEvents, appendEventsTx, findStepEvents, getRunState, listEvents, rowToState } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
 import { getEnv } from "@/lib/env";
 import { singleLine } from "@/lib/plain-text";
@@ -83,8 +83,11 @@ export async function loadRun({ runId }: { runId: string }): Promise<RunContext>
 export const modelCallKey = (runId: string, stepKey: string) => `${runId}/${stepKey}`;
 
 /**
- * Append a step's events (once per step key). `afterEnd` is for what may follow a completed run (a merge a person
- * decided): the reducer still says what is legal, and a re-run step still writes nothing twice.
+ * Append a step's events (once per step key). A step of a run that has ended meanwhile (cancelled) gets RunEndedError;
+ * a step re-run after a crash whose events are already stored (e.g. `complete`, whose own event ended the run) gets
+ * them as a duplicate. `afterEnd` is for what may follow a completed run (a merge a person decided): the reducer still
+ * says what is legal, and a re-run step still writes nothing twice. Through appendEvents: on a file database the
+ * native writer's prepared statements in a group commit, not a Drizzle transaction of its own (a few ms per step).
  */
 export async function append(
   runId: string,
@@ -95,10 +98,13 @@ export async function append(
     guard,
   }: {
     afterEnd?: boolean;
-    /** Checks the run's state in the write's transaction (before anything is written; not on a re-run's duplicate). */
+    /** Checks the run's state in the write's transaction (before anything is written; not on a re-run's duplicate):
+     * such an append is a Drizzle transaction of its own, not the group commit. */
     guard?: (state: RunState) => void;
   } = {},
 ) {
+  // The common case: the native writer's group commit. A `guard` reads the run's state in the write's own transaction.
+  if (!guard) return appendEvents(runId, events, afterEnd ? { stepKey } : { stepKey, ended: (status) => new RunEndedError(status) });
   return write(async (tx) => {
     const current = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (current && ((!afterEnd && TERMINAL_STATUSES.has(current.status as RunState["status"])) || guard)) {

@@ -83,6 +83,20 @@ export async function slotWakeSettled({ userId }: { userId: string }): Promise<b
  * computing goes back to the queue (RUN_QUEUED, with the reason shown on its page) until a slot frees.
  */
 export async function requeueIfFull({ runId, stepKey }: { runId: string; stepKey: string }): Promise<{ queued: boolean; userId: string }> {
+  // The usual return from a wait finds the user under the limit: read as such without the write lock (a transaction
+  // of its own through the write queue), since nothing is written then. A run that may have to queue is checked
+  // again and requeued in one transaction, below. The read cannot let a run through that the transaction would queue:
+  // this run already counts as computing for every other run's start (its decision made it running).
+  const db = await getDb();
+  const run = await db.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId), columns: { status: true, userId: true, config: true } });
+  if (run && run.status !== "running") return { queued: false, userId: run.userId };
+  if (run) {
+    const [row] = await db
+      .select({ n: sql<number>`count(*)` })
+      .from(workflowRuns)
+      .where(and(computingRuns(run.userId), ne(workflowRuns.id, runId)));
+    if ((row?.n ?? 0) < concurrencyLimit(run.config).limit) return { queued: false, userId: run.userId };
+  }
   return write(async (tx) => {
     const run = await tx.query.workflowRuns.findFirst({ where: eq(workflowRuns.id, runId) });
     if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);

@@ -7,7 +7,7 @@ import { triageTask, type TriageEvidence, type TriageResult } from "@/lib/agents
 import { attachSandbox, hasWorkspace } from "@/lib/sandbox";
 import { rollbackToCheckpoint } from "@/lib/git";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
-import { append, loadRun } from "./context";
+import { append, loadRun, type RunContext } from "./context";
 import { checkTasksFile } from "./tasks-file";
 import { filesInBranch, filesPresent, workspaceChanged } from "./triage-files";
 import { sandboxOptions } from "./workspace";
@@ -22,11 +22,23 @@ const TRIAGE_CHECK_MS = 120_000;
  * done at or above `triage.threshold` is skipped (TASK_TRIAGED, and checked in the run's tasks.md). What the checks
  * leave in the workspace is dropped, so the first checkpoint holds only the implementer's work.
  */
-export async function triage({ runId, plan: doc }: { runId: string; plan: PlanDocument }): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
+export async function triage({
+  runId,
+  plan: doc,
+  run: known,
+}: {
+  runId: string;
+  plan: PlanDocument;
+  /**
+   * The run as the workflow already has it (its `load` step, with the branch its `branch` step made): config and
+   * repository are fixed at the run's creation, so they need not be read again on the way to implementation.
+   */
+  run?: RunContext;
+}): Promise<{ skip: Array<{ id: string; evidence: string[] }> }> {
   const candidates = doc.tasks.filter((t) => (t.checks ?? []).length || (t.files ?? []).length);
   if (!candidates.length) return { skip: [] };
   const withChecks = candidates.some((t) => (t.checks ?? []).length);
-  const run = await loadRun({ runId });
+  const run = known ?? (await loadRun({ runId }));
   // Nothing to run and no workspace yet: the files are looked up in the run branch's tree, which is exactly what a
   // sandbox checked out now would hold (no worktree made, no sandboxed process); asked alongside the next read.
   const fromTree = !withChecks && !hasWorkspace(runId) ? filesInBranch(run, candidates.flatMap((t) => t.files ?? [])).catch(() => null) : null;
