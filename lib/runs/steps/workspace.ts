@@ -22,13 +22,6 @@ export async function sandboxOptions(run: RunContext, taskId?: string | null, wo
   return optionsWith(run, await projectSandboxConfig(run), taskId, workspace);
 }
 
-/** sandboxOptions() of several parallel tasks of the run, with the project's config read once. */
-export async function taskSandboxOptions(run: RunContext, taskIds: string[]): Promise<Array<CreateSandboxOptions & { branch: string }>> {
-  if (!taskIds.length) return [];
-  const file = await projectSandboxConfig(run);
-  return taskIds.map((id) => optionsWith(run, file, id));
-}
-
 function projectSandboxConfig(run: RunContext): Promise<{ excludePaths: string[]; allowInternet: boolean }> {
   return readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
 }
