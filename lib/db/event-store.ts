@@ -567,6 +567,20 @@ export async function listEvents({
 }
 
 /**
+ * A run's events of the given (type-indexed) types, in order, however many other events lie between them: what a check
+ * that reads a run's pauses and resumes needs on a long run, where a window of its last N events could miss them.
+ */
+export async function listEventsOfTypes({ runId, types }: { runId: string; types: readonly TypeIndexedEvent[] }): Promise<StoredRunEvent[]> {
+  const db = await getDb();
+  const rows = await db
+    .select()
+    .from(workflowEvents)
+    .where(and(eq(workflowEvents.workflowRunId, runId), eventTypeIn(types)))
+    .orderBy(asc(workflowEvents.sequence));
+  return rows.map(rowToEvent);
+}
+
+/**
  * Rebuild the projection from the events alone. The events come back as one JSON array built by SQLite (one row, one
  * JSON.parse): mapping 10,000 result rows one by one cost more than reducing them.
  */

@@ -1,4 +1,4 @@
-import { getRunState, listEvents } from "@/lib/db/event-store";
+import { getRunState, listEventsOfTypes } from "@/lib/db/event-store";
 import { pendingPauseRequest } from "@/lib/db/queries/runs";
 import { AppError } from "@/lib/errors";
 import { redact } from "@/lib/redact";
@@ -61,8 +61,8 @@ export async function readResume({
     await waitCheckHooks.afterPending?.({ runId, key: "resume" });
     return { state: "pending" };
   }
-  const events = await listEvents({ runId, after: Math.max(0, run.lastSequence - 50) });
-  const resumed = [...events].reverse().find((e) => e.type === "RUN_RESUMED");
+  // By type, not among the last N events: a parallel run's other tasks may have written many since the resume.
+  const resumed = (await listEventsOfTypes({ runId, types: ["RUN_RESUMED"] })).at(-1);
   if (resumed) await acknowledgeDecision({ runId, key: decisionKey.resume(resumed.sequence) });
   const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
   const editedPlan = resumed?.type === "RUN_RESUMED" ? (resumed.payload.editedPlan ?? null) : null;
@@ -93,7 +93,7 @@ export async function pausedForTimeout({ runId, due }: { runId: string; due: num
   const state = await getRunState({ id: runId });
   if (!state || state.status === "paused") return false;
   let timeoutPause = false;
-  for (const e of await listEvents({ runId, after: Math.max(0, state.lastSequence - 200) })) {
+  for (const e of await listEventsOfTypes({ runId, types: ["RUN_PAUSED", "RUN_RESUMED"] })) {
     if (e.type === "RUN_PAUSED") timeoutPause = e.payload.reason === "timeout";
     else if (e.type === "RUN_RESUMED" && timeoutPause && (e.payload.at ?? -Infinity) >= due) return true;
   }
@@ -113,7 +113,7 @@ export async function pausedForStorage({ runId, failedAt }: { runId: string; fai
   if (state.status === "paused") return state.pauseReason?.reason === "storage";
   if (failedAt === undefined) return false;
   let storagePause = false;
-  for (const e of await listEvents({ runId, after: Math.max(0, state.lastSequence - 200) })) {
+  for (const e of await listEventsOfTypes({ runId, types: ["RUN_PAUSED", "RUN_RESUMED"] })) {
     if (e.type === "RUN_PAUSED") storagePause = e.payload.reason === "storage";
     else if (e.type === "RUN_RESUMED" && storagePause && +e.timestamp >= failedAt) return true;
   }
