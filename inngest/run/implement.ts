@@ -246,8 +246,14 @@ export async function converse(
         if (t.status === "done" && todosBefore.get(t.id) !== "done" && !unverified.includes(t.id)) unverified.push(t.id);
       }
     }
-    if (config.verification?.enabled !== false && unverified.length && (result.kind === "continue" || result.kind === "done")) {
-      // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
+    // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
+    // Tasks without acceptance commands have nothing to run, so they get no step: verifyTasks would find nothing and
+    // record nothing, and in a parallel task it is a race-mode step — two calls of the run, each replaying it — on the
+    // lane's way from a task's last turn to its next task. Decided from the approved plan, so replays agree; a verify
+    // step a run memoized before this is simply not asked for again.
+    const verifying = config.verification?.enabled !== false && unverified.length > 0 && (result.kind === "continue" || result.kind === "done");
+    if (verifying && !unverified.some((id) => (plans.approved.tasks.find((t) => t.id === id)?.checks ?? []).length > 0)) unverified.length = 0;
+    if (verifying && unverified.length) {
       const key = `${prefix}:turn:${turn}:verify`;
       const ids = unverified.splice(0);
       const counts = { ...debugAttempts };
