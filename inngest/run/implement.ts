@@ -192,7 +192,21 @@ export async function implement(
 export async function converse(
   flow: RunFlow,
   plans: Plans,
-  { key: prefix, attempt, state: initial }: { key: string; attempt: number; state: ImplementerState },
+  {
+    key: prefix,
+    attempt,
+    state: initial,
+    first = null,
+  }: {
+    key: string;
+    attempt: number;
+    state: ImplementerState;
+    /**
+     * The session's first turn, made already (`<key>:turn:0`) by the step that began a parallel task (./tasks.ts): taken
+     * as that turn's result instead of a step of its own.
+     */
+    first?: TurnStepResult | null;
+  },
 ): Promise<Implemented> {
   const { runId, runStep, config, debugAttempts, budgetRaised } = flow;
   const taskId = flow.task?.id ?? null;
@@ -213,9 +227,12 @@ export async function converse(
       const current = state;
       const approvedPlan = plans.approved;
       const stageDeadline = deadline(flow, flow.stageStart, "implementation");
-      result = (await runStep(key, () =>
-        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace }),
-      )) as TurnStepResult;
+      result =
+        turn === 0 && t === 0 && first
+          ? first
+          : ((await runStep(key, () =>
+              implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace }),
+            )) as TurnStepResult);
       if (result.kind === "pause_requested") {
         // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
         // runs once the run is resumed.

@@ -122,6 +122,7 @@ export async function implementTurn({
   deadline,
   taskId = null,
   workspace = null,
+  stepStartedAt = Date.now(),
 }: {
   runId: string;
   stepKey: string;
@@ -137,8 +138,9 @@ export async function implementTurn({
   taskId?: string | null;
   /** A parallel task's sandbox when it is its lane's (beginTask), not its own. */
   workspace?: string | null;
+  /** When the step this turn runs in began (the step's time budget counts from there): now, unless it did more first. */
+  stepStartedAt?: number;
 }): Promise<TurnStepResult> {
-  const stepStartedAt = Date.now();
   // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
   const pauseRequest = taskId ? null : await pendingPauseRequest({ runId });
   if (pauseRequest) {
