@@ -31,16 +31,17 @@ import * as budgets from "@/lib/runs/budget";
  * opens between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the
  * attempt ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new
  * plan). A task a lane does not take is left for the next round. A lane that takes it begins it in the same step (its
- * branch cut, its sandbox, its starting state, and its session's first turn: one step between a lane's tasks' last and
- * first turns; see begin); a lane that stops releases its sandbox there. A lane keeps one sandbox (laneSandboxId): its first task's begin step makes it, and each next
- * task's begin step takes it over from the task before — whose work is committed on its own branch — re-pointed to
- * the next task's branch, cut at the commit the lane's first task started from, and cleaned (lib/runs/steps/tasks.ts
- * beginTask), rather than removed and made again on the lane's critical path. Each task's steps are given the sandbox
- * its memoized begin step used (`workspace`). A lane's sandbox goes in a step of its own as the lane ends, while the
- * other lanes may still work. Beside the lanes, the round's finished tasks are merged into the run branch as they end,
- * in plan order — never in the order they happened to finish (mergeAsTheyEnd): the round's end merges only its last
- * tasks, side by side with the last lane's release. A conflicting task runs once more on top of the merged branch in
- * the next round; a conflict again opens a `conflict` gate.
+ * branch cut, its sandbox, its starting state, and its session's first turn: one step between a task's closing turn and
+ * the next task's second turn; see begin); a lane that stops releases its sandbox there. A lane keeps one sandbox
+ * (laneSandboxId): its first task's begin step makes it, and each next task's begin step takes it over from the task
+ * before — whose work is committed on its own branch — re-pointed to the next task's branch, cut at the commit the
+ * lane's first task started from, and cleaned (lib/runs/steps/tasks.ts beginTask), rather than removed and made again
+ * on the lane's critical path. Each task's steps are given the sandbox its memoized begin step used (`workspace`). A
+ * lane's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. Beside the lanes,
+ * the round's finished tasks are merged into the run branch as they end, in plan order — never in the order they
+ * happened to finish (mergeAsTheyEnd): the round's end merges only its last tasks, side by side with the last lane's
+ * release. A conflicting task runs once more on top of the merged branch in the next round; a conflict again opens a
+ * `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
