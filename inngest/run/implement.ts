@@ -192,7 +192,21 @@ export async function implement(
 export async function converse(
   flow: RunFlow,
   plans: Plans,
-  { key: prefix, attempt, state: initial }: { key: string; attempt: number; state: ImplementerState },
+  {
+    key: prefix,
+    attempt,
+    state: initial,
+    first = null,
+  }: {
+    key: string;
+    attempt: number;
+    state: ImplementerState;
+    /**
+     * The session's first turn, made already (`<key>:turn:0`) by the step that began a parallel task (./tasks.ts): taken
+     * as that turn's result instead of a step of its own.
+     */
+    first?: TurnStepResult | null;
+  },
 ): Promise<Implemented> {
   const { runId, runStep, config, debugAttempts, budgetRaised } = flow;
   const taskId = flow.task?.id ?? null;
@@ -213,9 +227,12 @@ export async function converse(
       const current = state;
       const approvedPlan = plans.approved;
       const stageDeadline = deadline(flow, flow.stageStart, "implementation");
-      result = (await runStep(key, () =>
-        implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace }),
-      )) as TurnStepResult;
+      result =
+        turn === 0 && t === 0 && first
+          ? first
+          : ((await runStep(key, () =>
+              implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace }),
+            )) as TurnStepResult);
       if (result.kind === "pause_requested") {
         // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
         // runs once the run is resumed.
@@ -246,8 +263,14 @@ export async function converse(
         if (t.status === "done" && todosBefore.get(t.id) !== "done" && !unverified.includes(t.id)) unverified.push(t.id);
       }
     }
-    if (config.verification?.enabled !== false && unverified.length && (result.kind === "continue" || result.kind === "done")) {
-      // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
+    // Per-task verification (seed 003): the finished tasks' own acceptance commands, then a debug step on a failure.
+    // Tasks without acceptance commands have nothing to run, so they get no step: verifyTasks would find nothing and
+    // record nothing, and in a parallel task it is a race-mode step — two calls of the run, each replaying it — on the
+    // lane's way from a task's last turn to its next task. Decided from the approved plan, so replays agree; a verify
+    // step a run memoized before this is simply not asked for again.
+    const verifying = config.verification?.enabled !== false && unverified.length > 0 && (result.kind === "continue" || result.kind === "done");
+    if (verifying && !unverified.some((id) => (plans.approved.tasks.find((t) => t.id === id)?.checks ?? []).length > 0)) unverified.length = 0;
+    if (verifying && unverified.length) {
       const key = `${prefix}:turn:${turn}:verify`;
       const ids = unverified.splice(0);
       const counts = { ...debugAttempts };

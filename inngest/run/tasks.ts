@@ -1,10 +1,11 @@
 import { RunEndedError } from "@/lib/runs/steps/context";
 import { nextInLane, releaseTask } from "@/lib/runs/steps/lanes";
+import { implementTurn, type TurnStepResult } from "@/lib/runs/steps/implement";
 import { beginTask, finishTasks, mergeTasks, prepareTasks, type TaskMerge } from "@/lib/runs/steps/tasks";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
 import { dealLanes, readyTasks, type PlanDocument } from "@/lib/workflow";
 import type { ImplementerState } from "@/lib/agents";
-import { taskFlowOf, type RunFlow } from "./flow";
+import { deadline, taskFlowOf, type RunFlow } from "./flow";
 import type { Implemented } from "./implement";
 import type { Plans } from "./plan";
 import { gate, honourPauseRequest } from "./waits";
@@ -30,25 +31,31 @@ import * as budgets from "@/lib/runs/budget";
  * opens between rounds, at the tasks' boundary), when a task of the round failed or stopped at a budget gate (the
  * attempt ends with the round), or when a task's approved re-plan changed the plan (the next round follows the new
  * plan). A task a lane does not take is left for the next round. A lane that takes it begins it in the same step (its
- * branch cut, its sandbox, its starting state: one step between a lane's tasks, not two); a lane that stops releases
- * its sandbox there. A lane keeps one sandbox (laneSandboxId): its first task's begin step makes it, and each next
- * task's begin step takes it over from the task before — whose work is committed on its own branch — re-pointed to
- * the next task's branch, cut at the commit the lane's first task started from, and cleaned (lib/runs/steps/tasks.ts
- * beginTask), rather than removed and made again on the lane's critical path. Each task's steps are given the sandbox
- * its memoized begin step used (`workspace`). A lane's sandbox goes in a step of its own as the lane ends, while the
- * other lanes may still work. Beside the lanes, the round's finished tasks are merged into the run branch as they end,
- * in plan order — never in the order they happened to finish (mergeAsTheyEnd): the round's end merges only its last
- * tasks, side by side with the last lane's release. A conflicting task runs once more on top of the merged branch in
- * the next round; a conflict again opens a `conflict` gate.
+ * branch cut, its sandbox, its starting state, and its session's first turn: one step between a task's closing turn and
+ * the next task's second turn; see begin); a lane that stops releases its sandbox there. A lane keeps one sandbox
+ * (laneSandboxId): its first task's begin step makes it, and each next task's begin step takes it over from the task
+ * before — whose work is committed on its own branch — re-pointed to the next task's branch, cut at the commit the
+ * lane's first task started from, and cleaned (lib/runs/steps/tasks.ts beginTask), rather than removed and made again
+ * on the lane's critical path. Each task's steps are given the sandbox its memoized begin step used (`workspace`). A
+ * lane's sandbox goes in a step of its own as the lane ends, while the other lanes may still work. Beside the lanes,
+ * the round's finished tasks are merged into the run branch as they end, in plan order — never in the order they
+ * happened to finish (mergeAsTheyEnd): the round's end merges only its last tasks, side by side with the last lane's
+ * release. A conflicting task runs once more on top of the merged branch in the next round; a conflict again opens a
+ * `conflict` gate.
  */
 
 type Task = PlanDocument["tasks"][number];
 
-type Converse = (flow: RunFlow, plans: Plans, options: { key: string; attempt: number; state: ImplementerState }) => Promise<Implemented>;
+type Converse = (
+  flow: RunFlow,
+  plans: Plans,
+  options: { key: string; attempt: number; state: ImplementerState; first?: TurnStepResult | null },
+) => Promise<Implemented>;
 
 type TaskOutcome = Implemented & { taskFlow: RunFlow };
 
-type Begun = Awaited<ReturnType<typeof beginTask>>;
+/** A task begun, with its session's first turn when the step that began it made that turn too (see begin). */
+type Begun = Awaited<ReturnType<typeof beginTask>> & { first?: TurnStepResult };
 
 type TaskInput = {
   attempt: number;
@@ -88,16 +95,43 @@ function beginInput(taskFlow: RunFlow, plans: Plans, { attempt, feedback, task, 
 }
 
 /**
- * One task's session in its own flow (its own waits and counts): its branch, sandbox and starting state — begun already
- * by the lane's deciding step (`begun`), else in a step of its own — then its turns, in the sandbox its begin step
- * memoized (a begin step memoized before lanes had a sandbox of their own: the task's own).
+ * A task begun (beginTask) and, in the same step, its session's first turn, in the sandbox the task was just given —
+ * the turn converse would otherwise run as the next step, with the same key (`<task key>:turn:0`), input and deadline.
+ * Each of a parallel task's steps is a race-mode step, i.e. two calls of the run (the step's own and the discovery
+ * after it), each replaying the run so far; a step fewer per task is two calls fewer on every lane's way from one task
+ * to the next (and at the round's start), paid by parallel runs only. A re-run of the step (after a crash or an error)
+ * begins the task again — its worktree re-pointed or made afresh — and makes the turn again in it, as a re-run turn
+ * step does. A begin step memoized without `first` (a run from before) leaves the first turn to a step of its own.
+ */
+async function begin(taskFlow: RunFlow, plans: Plans, input: TaskInput, previous: Previous | null): Promise<Begun> {
+  // The turn's time budget counts from the step's start, the begin's time included.
+  const stepStartedAt = Date.now();
+  const begun = await beginTask(beginInput(taskFlow, plans, input, previous));
+  const first = await implementTurn({
+    runId: taskFlow.runId,
+    stepKey: `impl:${input.attempt}:task:${input.task.id}:${input.run}:turn:0`,
+    state: begun.state,
+    plan: plans.approved,
+    attempt: input.attempt,
+    deadline: deadline(taskFlow, taskFlow.stageStart, "implementation"),
+    taskId: input.task.id,
+    workspace: begun.workspace ?? null,
+    stepStartedAt,
+  });
+  return { ...begun, first };
+}
+
+/**
+ * One task's session in its own flow (its own waits and counts): its branch, sandbox, starting state and first turn —
+ * begun already by the lane's deciding step (`begun`), else in a step of its own — then its other turns, in the sandbox
+ * its begin step memoized (a begin step memoized before lanes had a sandbox of their own: the task's own).
  */
 async function runTask(taskFlow: RunFlow, plans: Plans, converse: Converse, input: TaskInput, begun: Begun | null): Promise<TaskOutcome & { begun: Begun }> {
   const key = `impl:${input.attempt}:task:${input.task.id}:${input.run}`;
-  const started = begun ?? (await taskFlow.runStep(`${key}:begin`, () => beginTask(beginInput(taskFlow, plans, input, null))));
+  const started = begun ?? (await taskFlow.runStep(`${key}:begin`, () => begin(taskFlow, plans, input, null)));
   taskFlow.task = { id: input.task.id, workspace: started.workspace ?? null };
   // The run's plans, shared: a task's approved re-plan is the run's new plan (the rounds read it).
-  const session = await converse(taskFlow, plans, { key, attempt: input.attempt, state: started.state as ImplementerState });
+  const session = await converse(taskFlow, plans, { key, attempt: input.attempt, state: started.state as ImplementerState, first: started.first ?? null });
   return { ...session, taskFlow, begun: started };
 }
 
@@ -164,7 +198,7 @@ async function runLane(
       const next = (await taskFlow.runStep(key, async () => {
         const halt = shared.halt ?? (shared.plan !== plans.approved ? "replanned" : null);
         const decided = await nextInLane({ runId: flow.runId, previousTaskId: before.task.id, previousWorkspace: before.workspace, halt });
-        return decided.take ? { ...decided, begun: await beginTask(beginInput(taskFlow, plans, input, previous)) } : decided;
+        return decided.take ? { ...decided, begun: await begin(taskFlow, plans, input, previous) } : decided;
       })) as Awaited<ReturnType<typeof nextInLane>> & { begun?: Begun };
       if (!next.take) return lane;
       begun = next.begun ?? null;

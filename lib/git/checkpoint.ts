@@ -98,6 +98,17 @@ export function commitCheckpoint({
 }
 
 /**
+ * Whether a checkpoint made now would change nothing: the worktree, as a checkpoint stages it (excluded paths and
+ * Gatehouse's records left out, ignored files too), is exactly what HEAD has. One git process; anything it cannot say
+ * for sure (a nested repository, an error) reads as "something to commit".
+ */
+export async function nothingToCommit(sandbox: GitWorkspace): Promise<boolean> {
+  const { dir, worktree, excludes } = workspaceOf(sandbox);
+  const status = await git(dir, ["status", "--porcelain", "-z", "--untracked-files=all", "--", ".", ...excludes], { worktree, allowFailure: true });
+  return status.code === 0 && status.stdout === "";
+}
+
+/**
  * Before a pause: commit the work in progress to the run branch, so the sandbox can be destroyed while the run waits.
  * The returned tree hash is what restoreSandbox() checks on resume.
  */

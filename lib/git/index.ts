@@ -1,5 +1,5 @@
 export { createRunBranch, latestBase } from "./branch";
-export { commitCheckpoint, commitWorkInProgress, lastCheckpoint, restoreFilesToBase, rollbackToCheckpoint, workspaceTree, type Checkpoint, type GitWorkspace } from "./checkpoint";
+export { commitCheckpoint, commitWorkInProgress, lastCheckpoint, nothingToCommit, restoreFilesToBase, rollbackToCheckpoint, workspaceTree, type Checkpoint, type GitWorkspace } from "./checkpoint";
 export { commitFiles, commitMessage, readFileAt, type CommitResult } from "./commit-files";
 export { CONFIG_PATH, MEMORY_PATH, parseMemory, MEMORY_SNAPSHOT_MAX_CHARS, readLatestMemory, readMemory, readMemorySnapshot, readProjectConfig, renderMemory, updateMemory, type ProjectMemory } from "./memory";
 export { squashMerge, type MergeResult } from "./merge";

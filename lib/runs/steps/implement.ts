@@ -21,7 +21,7 @@ import {
 import { section } from "@/lib/ai/prompt-sections";
 import { loadConversation, storeConversation } from "../conversation";
 import { attachSandbox, releaseSandbox, type Sandbox } from "@/lib/sandbox";
-import { commitCheckpoint, DIFF_SAFE, git, readLatestMemory, rollbackToCheckpoint, type WorktreeLocation } from "@/lib/git";
+import { commitCheckpoint, DIFF_SAFE, git, nothingToCommit, readLatestMemory, rollbackToCheckpoint, type WorktreeLocation } from "@/lib/git";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, workflowClock, type WithNow } from "./context";
 import { END_POLL_MS, endedStatus, watchForEnd } from "./end";
@@ -122,6 +122,7 @@ export async function implementTurn({
   deadline,
   taskId = null,
   workspace = null,
+  stepStartedAt = Date.now(),
 }: {
   runId: string;
   stepKey: string;
@@ -137,8 +138,9 @@ export async function implementTurn({
   taskId?: string | null;
   /** A parallel task's sandbox when it is its lane's (beginTask), not its own. */
   workspace?: string | null;
+  /** When the step this turn runs in began (the step's time budget counts from there): now, unless it did more first. */
+  stepStartedAt?: number;
 }): Promise<TurnStepResult> {
-  const stepStartedAt = Date.now();
   // A person asked for a pause: this turn does not start; the workflow parks the run (work committed, sandbox freed).
   const pauseRequest = taskId ? null : await pendingPauseRequest({ runId });
   if (pauseRequest) {
@@ -234,7 +236,14 @@ export async function implementTurn({
   // A parallel task's session has one todo: it is numbered as the plan numbers it.
   const total = taskId ? doc.tasks.length : result.state.todos.length;
   const indexOf = (todoIndex: number, id: string) => (taskId ? doc.tasks.findIndex((t) => t.id === id) : todoIndex) + 1;
-  const commits = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done") || result.kind === "done";
+  const finishing = result.state.todos.some((t) => t.status === "done" && before.get(t.id) !== "done");
+  // A parallel task's closing turn (the model's summary, after its todo was checkpointed and checked) usually leaves
+  // nothing new in the worktree: then it commits nothing — no empty "complete" commit on the task's branch, and none of
+  // the secret scan, lookup, staging and commit (seven git processes) on the lane's way to its next task. One look (one
+  // process) decides; a worktree with anything in it, or that cannot be looked at locally, is committed as before.
+  const closingClean =
+    !!taskId && result.kind === "done" && !finishing && sandbox.kind === "local" && (await nothingToCommit(sandbox));
+  const commits = (finishing || result.kind === "done") && !closingClean;
   // Nothing holding a secret is committed: the changes since the last checkpoint are dropped, the run pauses with a
   // "secret detected" reason, and after a retry the turn is redone with a note telling the model why.
   const leaks = commits ? describeLeaks(await scanChangesForSecrets(sandbox)).map((f) => redact(f)) : [];
@@ -268,7 +277,7 @@ export async function implementTurn({
   // A run from a tasks.md keeps its checkboxes: each finished task is checked and committed after its checkpoint (a
   // parallel task's box is checked on the run branch when the task is merged).
   if (!taskId) await checkTasksFile(run, doc, finished, sandbox);
-  if (result.kind === "done") {
+  if (result.kind === "done" && !closingClean) {
     const final = earlier.has("final")
       ? { sha: earlier.get("final")! }
       : await commitCheckpoint({ sandbox, runId, taskId: "final", title: taskId ? `task ${taskId} complete` : "implementation complete" });

@@ -1,0 +1,195 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { listEvents } from "@/lib/db/event-store";
+import { query } from "@/lib/executor/store";
+import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+
+/**
+ * A lane's way from a task's last turn to its next task (inngest/run/tasks.ts) is paid only by parallel runs, once per
+ * lane boundary and once more at the round's end. Two pieces of it did nothing for most tasks:
+ * - the verify step after the turn that finished the task, for a task with no acceptance command: verifyTasks found
+ *   nothing to run and recorded nothing, yet it was a race-mode step, i.e. two calls of the run, each replaying it;
+ * - the closing turn's "task … complete" commit, made with --allow-empty after the task's own checkpoint had committed
+ *   everything: an empty commit on the task's branch, and the secret scan, lookup, staging and commit (seven git
+ *   processes) that led to it.
+ * Now a task without checks has no verify step, and a closing turn with nothing new in its worktree commits nothing (one
+ * `git status` tells). A task with checks is verified as before, and a closing turn with something new (here, what its
+ * check wrote) commits it as before.
+ */
+
+const seen = vi.hoisted(() => ({
+  context: null as null | import("node:async_hooks").AsyncLocalStorage<string>,
+  verified: [] as Array<{ stepKey: string; taskIds: string[] }>,
+  gits: new Map<string, string[][]>(),
+  /** Tasks whose begin step is to be memoized as a run from before recorded it: without the first turn. */
+  beganTheOldWay: new Set<string>(),
+  /** Tasks whose beginTask has just returned (the step that began one makes its first turn next). */
+  justBegun: new Set<string>(),
+  turnsOutsideBegin: [] as string[],
+}));
+vi.mock("@/lib/git/spawner", async (importOriginal) => {
+  const { commandOf, recordingSpawner } = await import("../git/spawn-record");
+  return recordingSpawner(await importOriginal(), (request) => {
+    const where = seen.context?.getStore();
+    if (where && request.file === "git") seen.gits.set(where, [...(seen.gits.get(where) ?? []), commandOf(request).slice(1)]);
+  });
+});
+vi.mock("@/lib/runs/steps/verify", async (importOriginal) => {
+  const original = await importOriginal<typeof import("@/lib/runs/steps/verify")>();
+  return {
+    ...original,
+    verifyTasks: (input: Parameters<typeof original.verifyTasks>[0]) => {
+      seen.verified.push({ stepKey: input.stepKey, taskIds: input.taskIds });
+      return original.verifyTasks(input);
+    },
+  };
+});
+vi.mock("@/lib/runs/steps/tasks", async (importOriginal) => {
+  const original = await importOriginal<typeof import("@/lib/runs/steps/tasks")>();
+  return {
+    ...original,
+    beginTask: async (input: Parameters<typeof original.beginTask>[0]) => {
+      const out = await original.beginTask(input);
+      seen.justBegun.add(input.taskId);
+      return out;
+    },
+  };
+});
+vi.mock("@/lib/runs/steps/implement", async (importOriginal) => {
+  const original = await importOriginal<typeof import("@/lib/runs/steps/implement")>();
+  return {
+    ...original,
+    // Each turn's git processes under its step key.
+    implementTurn: (input: Parameters<typeof original.implementTurn>[0]) => {
+      const inBegin = seen.justBegun.delete(input.taskId!) && /:turn:0$/.test(input.stepKey);
+      // A begin step as a run from before memoized it: no first turn in it (undefined is left out of its JSON).
+      if (inBegin && seen.beganTheOldWay.has(input.taskId!)) return Promise.resolve(undefined as unknown as Awaited<ReturnType<typeof original.implementTurn>>);
+      if (!inBegin && /:turn:0$/.test(input.stepKey)) seen.turnsOutsideBegin.push(input.stepKey);
+      return seen.context!.run(input.stepKey, () => original.implementTurn(input));
+    },
+  };
+});
+seen.context = new AsyncLocalStorage<string>();
+
+let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+beforeAll(async () => {
+  h = await startWorkflowHarness();
+});
+afterAll(async () => {
+  await h.close();
+});
+
+type Ev = { type: string; payload: Record<string, unknown> };
+
+const sha1 = (text: string) => createHash("sha1").update(text).digest("hex");
+
+/** The run's memoized steps, by hashed id. */
+async function memoized(runId: string): Promise<Map<string, string>> {
+  const [wf] = await query<{ id: string }>("SELECT id FROM executor_runs WHERE fn_id LIKE '%-run-workflow' AND json_extract(event, '$.data.runId') = ?", [runId]);
+  const rows = await query<{ hashed_id: string; result: string }>("SELECT hashed_id, result FROM executor_steps WHERE run_id = ?", [wf!.id]);
+  return new Map(rows.map((r) => [r.hashed_id, r.result]));
+}
+
+// Two lanes: [T1, T3] and [T2]. T1 has a check that rewrites one of its files; T2 and T3 have none.
+const TASKS = [
+  "# Three",
+  "- [ ] T1: Write one",
+  "  Files: one.txt, check.log",
+  "  Check: test -f one.txt && echo checked > check.log",
+  "- [ ] T2: Write two",
+  "  Files: two.txt",
+  "- [ ] T3: Write three",
+  "  Files: three.txt",
+  "",
+].join("\n");
+
+describe("a parallel task's last turns", () => {
+  let ran: { runId: string; repo: string; branch: string; events: Ev[] } | null = null;
+  const done = async () => {
+    if (ran) return ran;
+    const { project, repo } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Three in two lanes", "", "```tasks.md", TASKS, "```"].join("\n"), {
+      trustMode: { planning: "auto" },
+      limits: { maxConcurrentTasks: 2 },
+    });
+    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    await expectRunConsistent(run.id);
+    const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+    expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => e.payload.taskId)).toEqual(["T1", "T2", "T3"]);
+    ran = { runId: run.id, repo, branch: run.branch!, events };
+    return ran;
+  };
+
+  it("a task without checks gets no verify step; a task with a check gets one, and passes", { timeout: 180_000 }, async () => {
+    const { events } = await done();
+    expect(seen.verified.filter((v) => v.stepKey.startsWith("impl:1:task:"))).toEqual([{ stepKey: expect.stringMatching(/^impl:1:task:T1:1:turn:\d+:verify$/), taskIds: ["T1"] }]);
+    expect(events.filter((e) => e.type === "TASK_VERIFIED").map((e) => e.payload.taskId)).toEqual(["T1"]);
+  });
+
+  it("a closing turn with nothing new in its worktree commits nothing (one look); one with something new commits it", { timeout: 180_000 }, async () => {
+    const { repo, branch, events } = await done();
+    // Each task's commits, as merged: T2's and T3's are their checkpoint alone; T1's closing turn committed what its
+    // check rewrote.
+    const commitsOf = (taskId: string) => {
+      const merge = events.find((e) => e.type === "TASK_MERGED" && e.payload.taskId === taskId)!.payload.commitSha as string;
+      return git(repo, "log", "--format=%s", `${merge}^1..${merge}^2`).split("\n");
+    };
+    expect(commitsOf("T2")).toEqual([expect.stringMatching(/^Task T2: Write two/)]);
+    expect(commitsOf("T3")).toEqual([expect.stringMatching(/^Task T3: Write three/)]);
+    expect(commitsOf("T1")).toEqual([expect.stringMatching(/^Task final: task T1 complete/), expect.stringMatching(/^Task T1: Write one/)]);
+    expect(git(repo, "show", `${branch}:check.log`)).toBe("checked");
+    // T2's and T3's closing turns ran one git process that changes or looks at the worktree: the look itself.
+    const closing = (taskId: string) => {
+      const keys = [...seen.gits.keys()].filter((k) => k.startsWith(`impl:1:task:${taskId}:1:turn:`));
+      return seen.gits.get(keys.at(-1)!)!.filter((c) => !c.includes("cat-file")).map((c) => (c[0] === "--git-dir" ? c.slice(4) : c));
+    };
+    for (const task of ["T2", "T3"]) expect(closing(task).map((c) => c[0])).toEqual(["status"]);
+  });
+
+  it("a task's first turn is made by the step that begins it — a lane's first task's begin step, its next task's deciding step — not by a step of its own", { timeout: 180_000 }, async () => {
+    const { runId, events } = await done();
+    const steps = await memoized(runId);
+    const firstOf = (id: string) => {
+      const stored = steps.get(sha1(id));
+      const value = stored === undefined ? undefined : (JSON.parse(stored) as { data: { first?: { kind: string }; begun?: { first?: { kind: string } } } }).data;
+      return value?.begun?.first ?? value?.first;
+    };
+    // T1 and T2 begin their lanes; T3 follows T1 in T1's lane.
+    expect(firstOf("impl:1:task:T1:1:begin")?.kind).toBeTruthy();
+    expect(firstOf("impl:1:task:T2:1:begin")?.kind).toBeTruthy();
+    expect(firstOf("impl:1:round:1:next:T3")?.kind).toBeTruthy();
+    for (const task of ["T1", "T2", "T3"]) expect(steps.has(sha1(`impl:1:task:${task}:1:turn:0`))).toBe(false);
+    expect(seen.turnsOutsideBegin.filter((k) => k.startsWith("impl:1:task:"))).toEqual([]);
+    // The turn keeps its key: its events and its model call are the first turn's, as before.
+    const started = events.filter((e) => e.type === "TASK_STARTED").map((e) => [e.payload.taskId, (e.payload as { stepKey?: string }).stepKey]);
+    expect(started).toEqual(expect.arrayContaining([["T1", "impl:1:task:T1:1:turn:0"], ["T2", "impl:1:task:T2:1:turn:0"], ["T3", "impl:1:task:T3:1:turn:0"]]));
+  });
+});
+
+describe("a run whose begin steps were memoized without the first turn (a run from before)", () => {
+  it("makes each such task's first turn in a step of its own, and completes", { timeout: 180_000 }, async () => {
+    seen.beganTheOldWay = new Set(["T1", "T2", "T3"]);
+    seen.turnsOutsideBegin = [];
+    try {
+      const { project, repo } = await newProject(h.user);
+      const run = await launch(h.user, project.id, ["Three the old way", "", "```tasks.md", TASKS, "```"].join("\n"), {
+        trustMode: { planning: "auto" },
+        limits: { maxConcurrentTasks: 2 },
+      });
+      expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+      await waitForWorkflow(run.id);
+      await expectRunConsistent(run.id);
+      const steps = await memoized(run.id);
+      for (const task of ["T1", "T2", "T3"]) expect(steps.has(sha1(`impl:1:task:${task}:1:turn:0`))).toBe(true);
+      expect([...seen.turnsOutsideBegin].sort()).toEqual(["impl:1:task:T1:1:turn:0", "impl:1:task:T2:1:turn:0", "impl:1:task:T3:1:turn:0"]);
+      const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+      expect(events.filter((e) => e.type === "TASK_STARTED").length).toBe(3);
+      expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => e.payload.taskId)).toEqual(["T1", "T2", "T3"]);
+      expect(git(repo, "show", `${run.branch}:three.txt`)).toBe("T3: Write three");
+    } finally {
+      seen.beganTheOldWay = new Set();
+    }
+  });
+});
