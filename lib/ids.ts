@@ -22,9 +22,22 @@ export function newUlid(): string {
   return ulidAt(undefined, pooledRandom);
 }
 
+/**
+ * Whether a run id could start a secret's shape in its branch name (`autonomous/<run id>-<slug>`): an id ending in `sk`
+ * after a digit makes `…3sk-add-a-greeting…` read as an OpenAI key (`sk-` and 16 more), so the redaction every stored
+ * event passes through rewrote the branch the run had just created, and the run failed ("Branch … does not exist"),
+ * about once in 3,300 runs. No other shape fits: the ids are lower-case Crockford base32 (no `o`, no `_`).
+ */
+export function runIdStartsASecret(id: string): boolean {
+  return /sk$/.test(id);
+}
+
 /** Time-sortable, URL-safe ids: `run_01JD…`. Lower-case so they read well in branch names. */
 export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "mc" | "tok" | "usr" | "inv" | "grp" | "chk" | "nch" | "ntf" | "mcp"): string {
-  return `${prefix}_${ulid().toLowerCase()}`;
+  for (;;) {
+    const id = `${prefix}_${ulid().toLowerCase()}`;
+    if (prefix !== "run" || !runIdStartsASecret(id)) return id;
+  }
 }
 
 /**
@@ -32,9 +45,12 @@ export function newId(prefix: "run" | "evt" | "prj" | "gate" | "clr" | "art" | "
  * run a webhook delivery starts, so a retried step finds what it created instead of creating it again.
  */
 export function stableId(prefix: "run", { key, time }: { key: string; time: number }): string {
-  const bytes = crypto.createHash("sha256").update(key).digest();
-  let i = 0;
-  return `${prefix}_${ulidAt(time, () => bytes[i++ % bytes.length]! / 256).toLowerCase()}`;
+  for (let n = 0; ; n++) {
+    const bytes = crypto.createHash("sha256").update(n ? `${key}#${n}` : key).digest();
+    let i = 0;
+    const id = `${prefix}_${ulidAt(time, () => bytes[i++ % bytes.length]! / 256).toLowerCase()}`;
+    if (!runIdStartsASecret(id)) return id;
+  }
 }
 
 /**

@@ -14,10 +14,14 @@ import { apply, type RunEvent, type RunState, type RunStatus } from "@/lib/workf
 
 /**
  * A new run's branch: `autonomous/<run-id>-<slug of the request>`. Computed once, at creation, and stored in the run
- * (RUN_CREATED): later steps use the stored name, so a change to the slug never renames an existing run's branch.
+ * (RUN_CREATED): later steps use the stored name, so a change to the slug never renames an existing run's branch. Every
+ * event passes the redaction filter on its way into the log (BRANCH_CREATED carries the name), so a name that filter
+ * would change — the id and slug together reading as a secret's shape — is never used: the branch is then the run id
+ * alone (ids.ts keeps new run ids from ending where a shape could start).
  */
 export function branchNameFor({ runId, request }: { runId: string; request: string }): string {
-  return `autonomous/${runId}-${requestSlug(request)}`;
+  const named = `autonomous/${runId}-${requestSlug(request)}`;
+  return redact(named) === named ? named : `autonomous/${runId}`;
 }
 
 /** Create a run: the workflow_runs row and its RUN_CREATED event, in one transaction. */
