@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { AppError } from "@/lib/errors";
+import { redact } from "@/lib/redact";
 import { commitMessage, commitOnto, readBlobs } from "./commit-files";
 import { git, gitOut, resolveCommit } from "./run";
 
@@ -9,10 +11,17 @@ import { git, gitOut, resolveCommit } from "./run";
  * worktree (its config, hooks, attributes on disk) takes part.
  */
 
-/** A task's branch: the run branch with the task id appended (only characters a branch name may hold). */
+/**
+ * A task's branch: the run branch with the task id appended (only characters a branch name may hold). Every stored
+ * event passes the secret filter (lib/redact.ts), so a name the filter would rewrite (a run branch ending in `…9sk`
+ * followed by `--` and a long task id reads as an OpenAI key) would be stored as another name than the branch's: such
+ * a task's branch ends in `--t` and a short hash of its id instead, too short to complete any key's shape.
+ */
 export function taskBranchName(runBranch: string, taskId: string): string {
   const id = taskId.replace(/[^A-Za-z0-9_-]/g, "_").slice(0, 40) || "task";
-  return `${runBranch}--${id}`;
+  const named = `${runBranch}--${id}`;
+  if (redact(named) === named) return named;
+  return `${runBranch}--t${createHash("sha256").update(taskId).digest("hex").slice(0, 8)}`;
 }
 
 /**

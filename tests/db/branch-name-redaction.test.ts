@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { branchNameFor } from "@/lib/db/queries/runs";
+import { taskBranchName } from "@/lib/git/task-branch";
 import { newId, stableId } from "@/lib/ids";
 import { redact } from "@/lib/redact";
 
@@ -35,5 +36,19 @@ describe("a run's branch name is never rewritten by redaction", () => {
     expect(stableId("run", { key: "github-delivery:d7:0", time: 1_700_000_000_000 })).toBe(stable[7]);
     // Every run id's branch survives the filter.
     for (const id of ids.slice(0, 2_000)) expect(redact(branchNameFor({ runId: id, request: "Add a greeting function to greet.js" }))).toBe(branchNameFor({ runId: id, request: "Add a greeting function to greet.js" }));
+  });
+
+  it("a task's branch too: a run branch ending in `9sk` followed by a long task id gets a short, stable name instead", () => {
+    const runBranch = branchNameFor({ runId: "run_01m8e7k322famrzy4zpzwfp3ab", request: "Fix the parser for 9sk" });
+    expect(runBranch).toBe("autonomous/run_01m8e7k322famrzy4zpzwfp3ab-fix-the-parser-for-9sk");
+    const taskId = "T1-write-the-long-greeting";
+    expect(redact(`${runBranch}--${taskId}`)).toContain("[REDACTED");
+    const branch = taskBranchName(runBranch, taskId);
+    expect(branch).toMatch(/^autonomous\/run_01m8e7k322famrzy4zpzwfp3ab-fix-the-parser-for-9sk--t[0-9a-f]{8}$/);
+    expect(redact(branch)).toBe(branch);
+    expect(taskBranchName(runBranch, taskId)).toBe(branch);
+    expect(taskBranchName(runBranch, "T2-write-the-long-greeting")).not.toBe(branch);
+    // A task id that completes no key's shape keeps its readable name.
+    expect(taskBranchName(runBranch, "T1")).toBe(`${runBranch}--T1`);
   });
 });
