@@ -25,6 +25,12 @@ export const mergeDecided = eventType("run/merge.decided", { schema: z.object({ 
  * concurrency limit is free, so that user's queued runs check again.
  */
 export const slotFreed = eventType("run/slot-freed", { schema: z.object({ runId: z.string(), userId: z.string() }) });
+/**
+ * A parallel task's wait for a person (a gate, a question, a pause) or its re-plan ended: the run may open another
+ * wait now, so its tasks that found it busy (inngest/run/waits.ts, untilWaitCloses) look again at once. Sent by the
+ * run itself, after the state that held the others is gone; a task that misses it looks again after its time-out.
+ */
+export const runWaitClosed = eventType("run/wait.closed", { schema: z.object({ runId: z.string() }) });
 /** A GitHub webhook delivery was verified and stored (github_deliveries); the github-webhook function handles it. */
 export const githubWebhookReceived = eventType("github/webhook.received", { schema: z.object({ deliveryId: z.string() }) });
 /**

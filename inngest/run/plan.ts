@@ -12,7 +12,7 @@ import { dropTask } from "@/lib/runs/steps/tasks";
 import type { ImplementerState } from "@/lib/agents";
 import type { PlanDocument } from "@/lib/workflow";
 import { deadline, type RunFlow } from "./flow";
-import { clarify, gate, pauseForModel, pauseUntilResumed, spendGate, waitFor } from "./waits";
+import { announceWaitClosed, clarify, gate, pauseForModel, pauseUntilResumed, spendGate, untilWaitCloses, waitFor } from "./waits";
 
 /*
  * Plan → plan gate: the planner drafts (asking questions, retrying an invalid diagram, pausing on an outage or a
@@ -227,7 +227,8 @@ export async function replan(
       | { kind?: undefined; now: number };
     claim = claimed.kind ? claimed : { kind: "lead", version: plans.version, now: claimed.now };
     if (claim.kind !== "busy") break;
-    await flow.step.sleep(`${k}:wait`, `${Math.min(2 ** i, 300)}s`);
+    // Another task's re-plan or wait for a person is under way: look again once it ends (the key a durable sleep had).
+    await untilWaitCloses(flow, `${k}:wait`, i);
   }
   if (claim.kind === "limit") {
     return { approved: false, plan: null, notes: `No more re-plans in this run (limits.maxReplans is ${config.limits.maxReplans}).`, planChanged: false, limited: true, now: null };
@@ -245,7 +246,12 @@ export async function replan(
     const approved = decided.decision === "approve";
     return { approved, plan: null, notes: decided.notes ?? null, planChanged: approved, limited: false, now: decided.now };
   }
-  const close = async (): Promise<number> => (await runStep(`${key}:done`, () => closeReplan({ runId, stepKey: `${key}:done`, attempt }))).now;
+  const close = async (): Promise<number> => {
+    const closed = await runStep(`${key}:done`, () => closeReplan({ runId, stepKey: `${key}:done`, attempt }));
+    // The re-plan held the run's other tasks' waits and re-plans: they look again now.
+    await announceWaitClosed(flow, `${key}:done`);
+    return closed.now;
+  };
   await spendGate(flow, `${key}:plan`, "planning");
   const drafted = await runStep(`${key}:plan`, () =>
     planStep({ runId, stepKey: `${key}:plan`, feedback: [...feedback, note], clarifications: answers, diagramAttempt }),

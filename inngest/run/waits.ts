@@ -1,5 +1,5 @@
 import { NonRetriableError } from "inngest";
-import { clarificationAnswered, decisionNotify, gateDecided, runCancelled, runResumed, slotFreed } from "../events";
+import { clarificationAnswered, decisionNotify, gateDecided, runCancelled, runResumed, runWaitClosed, slotFreed } from "../events";
 import { slotFreedEvents } from "../slots";
 import * as budgets from "@/lib/runs/budget";
 import * as deadlines from "@/lib/runs/deadlines";
@@ -159,6 +159,7 @@ export async function pauseUntilResumed(
   await releaseSlot(flow, `${key}:pause`);
   const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
   flow.stageStart = resumed.now;
+  await announceWaitClosed(flow, `${key}:resume`);
   await reacquireSlot(flow, `${key}:resume`);
   if (parked.tree) await runStep(`${key}:restore`, () => restore({ runId, expectedTree: parked.tree! }));
   return resumed;
@@ -186,10 +187,38 @@ async function notifyOpened(flow: RunFlow, key: string, subject: { type: "gate" 
 type GateKind = Parameters<typeof openGate>[0]["kind"];
 
 /**
+ * The longest a parallel task that found the run busy waits before it looks again by itself (seconds): 1, 2, 4 … then
+ * this. It is woken sooner by the run's `runWaitClosed`; the time-out is the safety net for a wake it missed (on Inngest
+ * a wait sees only events sent after it was stored). An hour keeps a task that waits days behind another task's
+ * question at two steps an hour, well within Inngest Cloud's steps per run.
+ */
+export const BUSY_RECHECK_MAX_S = 3600;
+
+/** Seconds until a task that found the run busy for the `i`-th time looks again unless woken (0-based). */
+export function busyRecheckSeconds(i: number): number {
+  return Math.min(2 ** Math.min(i, 30), BUSY_RECHECK_MAX_S);
+}
+
+/**
+ * A parallel task found the run busy (another task's wait for a person or re-plan): wait until that ends — the run
+ * announces it (`announceWaitClosed`) — or, at the latest, `busyRecheckSeconds(i)`. A durable wait, keyed `key`.
+ */
+export async function untilWaitCloses(flow: RunFlow, key: string, i: number): Promise<void> {
+  await flow.step.waitForEvent(key, { event: runWaitClosed, timeout: `${busyRecheckSeconds(i)}s`, match: "data.runId" });
+}
+
+/** A parallel task's wait for a person, or its re-plan, ended: the run's tasks that found it busy look again now. */
+export async function announceWaitClosed(flow: RunFlow, key: string): Promise<void> {
+  if (!flow.task) return;
+  await flow.step.sendEvent(`${key}:closed`, runWaitClosed.create({ runId: flow.runId }));
+}
+
+/**
  * The step that opens a wait for a person (a gate, a question, a pause). A run has one such wait at a time, so a
- * parallel task whose run already waits for a person (another task's question) tries again after a durable sleep,
- * longer each time, while the others compute on; the check and the open are one step, and an open that lost a race
- * to another task's (an illegal transition, nothing written) counts as busy too. The run's own flow opens at once.
+ * parallel task whose run already waits for a person (another task's question) waits until that wait ends
+ * (untilWaitCloses) while the others compute on, then tries again; the check and the open are one step, and an open
+ * that lost a race to another task's (an illegal transition, nothing written) counts as busy too. The run's own flow
+ * opens at once.
  */
 async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T>, join?: () => Promise<T | null>): Promise<T> {
   if (!flow.task) return flow.runStep(key, open);
@@ -208,7 +237,8 @@ async function openWhenFree<T>(flow: RunFlow, key: string, open: () => Promise<T
       }
     })) as { busy: true } | { busy: false; value: T };
     if (!out.busy) return out.value;
-    await flow.step.sleep(`${k}:busy`, `${Math.min(2 ** i, 300)}s`);
+    // The key a durable sleep had before the wake (a run that slept here replays its result as a time-out).
+    await untilWaitCloses(flow, `${k}:busy`, i);
   }
 }
 
@@ -242,6 +272,7 @@ async function decideGate<T extends { now: number }>(
     deadline: opened.deadline ?? null,
   });
   flow.stageStart = decision.now;
+  await announceWaitClosed(flow, `${key}:decision`);
   await reacquireSlot(flow, `${key}:decision`);
   if (opened.tree) await runStep(`${key}:restore`, () => restore({ runId, expectedTree: opened.tree! }));
   return decision;
@@ -338,6 +369,7 @@ export async function clarifyOrSendBack(flow: RunFlow, key: string, stage: Stage
     // The typed answer (the same form as the question's), else the notes as free text.
     answer = decided.answer ?? (decided.notes?.trim() || "No answer was given; proceed with your best judgement and note the assumption.");
   }
+  await announceWaitClosed(flow, `${key}:answered`);
   await reacquireSlot(flow, `${key}:answered`);
   if (asked.tree) await runStep(`${key}:restore`, () => restore({ runId, expectedTree: asked.tree! }));
   return { answer, sentBack };
