@@ -137,13 +137,14 @@ export async function ingestInTx(
     // A re-sent id within 24 h is a duplicate; an older row with that id is forgotten first. An id made here is new.
     if (raw.id != null) await t.execute({ sql: "DELETE FROM executor_events WHERE id = ? AND received_at <= ?", args: [event.id, now - DEDUPE_MS] });
     const payload = JSON.stringify(event);
+    // `seq` is the table's rowid: the INSERT's own rowid, without RETURNING (a row-reading write, slower on the native
+    // binding). A duplicate changes no row.
     const inserted = await t.execute({
-      sql: "INSERT INTO executor_events (id, name, payload, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING seq",
+      sql: "INSERT INTO executor_events (id, name, payload, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
       args: [event.id, event.name, payload, now],
     });
-    const seqRow = inserted.rows[0];
-    if (!seqRow) continue;
-    const seq = Number(seqRow.seq);
+    if (inserted.rowsAffected === 0) continue;
+    const seq = Number(inserted.lastInsertRowid);
 
     const cancelled: string[] = [];
     for (const fn of registry.byEvent.get(event.name) ?? []) {

@@ -42,8 +42,9 @@ async function statementsOf(fn: () => Promise<unknown>): Promise<string[]> {
   const seen: string[] = [];
   const { execute, exec } = writer;
   writer.execute = ((sql: string, args?: never) => {
-    // The executor's look for other processes' commits (lib/db/commit-watch.ts) may run meanwhile; it is no part of a write.
-    if (sql !== "PRAGMA data_version") seen.push(sql.replace(/\s+/g, " ").trim());
+    // The executor's look for other processes' commits (lib/db/commit-watch.ts) and its reads between transactions
+    // (store.ts query, on the writer while no transaction is open) may run meanwhile; they are no part of a write.
+    if (sql !== "PRAGMA data_version" && writer.inTransaction) seen.push(sql.replace(/\s+/g, " ").trim());
     return execute.call(writer, sql, args);
   }) as typeof writer.execute;
   writer.exec = (sql: string) => {
@@ -78,8 +79,15 @@ describe("a resume's statements", () => {
     expect(statements.filter((s) => s.includes("match_path IS NULL"))).toHaveLength(1);
     expect(statements[0]).toBe("BEGIN IMMEDIATE");
     expect(statements.at(-1)).toBe("COMMIT");
+    // The event's INSERT reads no row back (its seq is its rowid): only the pending op's DELETE and the lease return rows.
+    expect(statements.find((s) => s.startsWith("INSERT INTO executor_events"))).not.toMatch(/RETURNING/);
+    expect(statements.filter((s) => s.includes("RETURNING"))).toHaveLength(2);
 
     const [done] = await waitForRuns("gate");
+    // The wait's entry is numbered by the event that resolved it.
+    const [approve] = await query<{ seq: number }>("SELECT seq FROM executor_events WHERE name = 'cost/approve'");
+    const entries = await query<{ event_seq: number; result: string }>("SELECT event_seq, result FROM executor_steps WHERE run_id = ? ORDER BY seq", [run!.id]);
+    expect(entries.filter((e) => JSON.parse(e.result)?.name === "cost/approve").map((e) => e.event_seq)).toEqual([approve!.seq]);
     expect(done).toMatchObject({ status: "completed", output: { k: "a", got: "a" } });
   });
 
