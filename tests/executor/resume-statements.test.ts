@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getNative } from "@/lib/db";
 import { sendEvents } from "@/lib/executor";
 import { WAIT_SQL } from "@/lib/executor/events";
-import { query } from "@/lib/executor/store";
+import { LEASED_COLUMNS, query } from "@/lib/executor/store";
 import { listRuns, startApp, waitFor, waitForRuns } from "./harness";
 
 /*
@@ -81,6 +81,8 @@ describe("a resume's statements", () => {
     expect(statements.at(-1)).toBe("COMMIT");
     // No write reads rows back but the lease's (its seq is the event's rowid; the wait's `race` comes with the wait's row).
     expect(statements.filter((s) => s.includes("RETURNING"))).toEqual([expect.stringMatching(/^UPDATE executor_runs SET lease_owner/)]);
+    // The lease reads back only the columns the drive reads of the run, not the whole row.
+    expect(statements.find((s) => s.startsWith("UPDATE executor_runs SET lease_owner"))).toMatch(new RegExp(`RETURNING ${LEASED_COLUMNS.join(", ")}$`));
 
     const [done] = await waitForRuns("gate");
     // The wait's entry is numbered by the event that resolved it.
