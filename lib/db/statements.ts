@@ -6,10 +6,11 @@ import Database from "libsql";
  * `raw()`; Drizzle builds the SQL text on every call as well. A profile of a 100-step run put those at about a third of
  * the executor's CPU. Here each SQL text is prepared once per connection and reused.
  *
- * Two connections per database, opened beside the client's pool (lib/db/index.ts): `writer`, used only inside the
- * process's write queue (serialize()), and `reader`, for reads outside it. Every call on them is synchronous, so one of
- * each is enough: no two statements of this process ever run on one connection at once, and the writer's open
- * transaction is never seen by a read.
+ * Two connections per database, opened beside the client's pool (lib/db/index.ts): `writer`, for the process's write
+ * queue (serialize()) and, while it has no transaction open, the executor's reads (lib/executor/store.ts query: its
+ * page cache survives its own commits, the reader's does not), and `reader`, for the other reads. Every call on them is
+ * synchronous, so one of each is enough: no two statements of this process ever run on one connection at once, and
+ * the writer's open transaction is never seen by a read.
  */
 
 export type SqlValue = string | number | bigint | boolean | null | Date | Uint8Array;
