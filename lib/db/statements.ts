@@ -6,16 +6,18 @@ import Database from "libsql";
  * `raw()`; Drizzle builds the SQL text on every call as well. A profile of a 100-step run put those at about a third of
  * the executor's CPU. Here each SQL text is prepared once per connection and reused.
  *
- * Two connections per database, opened beside the client's pool (lib/db/index.ts): `writer`, used only inside the
- * process's write queue (serialize()), and `reader`, for reads outside it. Every call on them is synchronous, so one of
- * each is enough: no two statements of this process ever run on one connection at once, and the writer's open
- * transaction is never seen by a read.
+ * Two connections per database, opened beside the client's pool (lib/db/index.ts): `writer`, for the process's write
+ * queue (serialize()) and, while it has no transaction open, the executor's reads (lib/executor/store.ts query: its
+ * page cache survives its own commits, the reader's does not), and `reader`, for the other reads. Every call on them is
+ * synchronous, so one of each is enough: no two statements of this process ever run on one connection at once, and
+ * the writer's open transaction is never seen by a read.
  */
 
 export type SqlValue = string | number | bigint | boolean | null | Date | Uint8Array;
 export type SqlArgs = readonly SqlValue[];
 export type Row = Record<string, unknown>;
-export type Result<T = Row> = { rows: T[]; rowsAffected: number };
+/** `lastInsertRowid`: for a write, the rowid of the connection's latest INSERT (meaningful when `rowsAffected` > 0). */
+export type Result<T = Row> = { rows: T[]; rowsAffected: number; lastInsertRowid?: number | bigint };
 
 /** Distinct SQL texts kept prepared per connection (texts with a variable list of `?` come and go). */
 const CACHE_LIMIT = 256;
@@ -40,12 +42,17 @@ export class NativeConnection {
     return entry;
   }
 
-  /** Run one statement: the rows it returns (objects by column name), or how many rows it changed. */
+  /**
+   * Run one statement: the rows it returns (objects by column name), or how many rows it changed and the rowid it
+   * inserted. A write with RETURNING takes the row-reading path, which costs this binding about 45 µs more per
+   * statement than a write without (tests/executor/hot-path-returning.test.ts keeps the hot paths off it).
+   */
   execute<T = Row>(sql: string, args: SqlArgs = []): Result<T> {
     const { stmt, reader } = this.prepared(sql);
     const bound = args.map(toSql);
     if (reader) return { rows: stmt.all(bound) as T[], rowsAffected: 0 };
-    return { rows: [], rowsAffected: stmt.run(bound).changes };
+    const info = stmt.run(bound);
+    return { rows: [], rowsAffected: info.changes, lastInsertRowid: info.lastInsertRowid };
   }
 
   /** Statements without arguments or results (BEGIN, COMMIT, ROLLBACK, SAVEPOINT), prepared once like the rest. */

@@ -165,47 +165,73 @@ async function handleCheckpoint(href: string, method: string, source: Request | 
   if (checkpointHooks.beforeStore) await checkpointHooks.beforeStore(runId);
   const now = Date.now();
   const outcome = await tx(async (t) => {
-    // Four statements per one-step checkpoint (BEGIN, INSERT, UPDATE, COMMIT) on the hot path; a refusal is classified after.
+    // Four statements per one-step checkpoint (BEGIN, INSERT, UPDATE, COMMIT) on the hot path, none of them reading rows
+    // back (a write with RETURNING costs the native binding about 45 µs more); a refusal is classified after.
     let added = 0;
     for (const r of results) {
-      // One prepared INSERT per step (a checkpoint usually carries one), in the order reported.
+      // One prepared INSERT per step (a checkpoint usually carries one), in the order reported; a step stored before
+      // (a repeated report) changes nothing and adds nothing.
+      const result = `{"data":${r.json}}`;
       const inserted = await t.execute({
         sql: `INSERT INTO executor_steps (run_id, hashed_id, result, event_seq, created_at)
               VALUES (?1, ?2, ?3, coalesce((SELECT watermark FROM executor_runs WHERE id = ?1), 0), ?4)
-              ON CONFLICT DO NOTHING RETURNING length(result) AS n`,
-        args: [runId, r.id, `{"data":${r.json}}`, now],
+              ON CONFLICT DO NOTHING`,
+        args: [runId, r.id, result, now],
       });
-      for (const row of inserted.rows) added += Number(row.n);
+      if (inserted.rowsAffected > 0) added += sqlTextLength(result);
     }
-    // The fence, the run state size, a fresh retry budget (Inngest's ResetAttemptsByJobID) and the history watermark
-    // (recordEntry's "step" entries) in one statement.
+    // The fence, the run state limit, the run state size, a fresh retry budget (Inngest's ResetAttemptsByJobID) and the
+    // history watermark (recordEntry's "step" entries) in one statement.
     const updated = await t.execute({
       sql: `UPDATE executor_runs SET attempt = 0, state_bytes = state_bytes + ?1,
               watermark = CASE WHEN ?1 > 0 THEN (SELECT coalesce(max(seq), 0) FROM executor_events) ELSE watermark END
             WHERE id = ?2 AND fn_id = ?3 AND status = 'running' AND lease_owner = ?4 AND lease_until >= ?5 AND generation = ?6
-            RETURNING state_bytes`,
-      args: [added, runId, body.fn_id, dispatch.workerId, now, dispatch.generation],
+              AND state_bytes + ?1 <= ?7`,
+      args: [added, runId, body.fn_id, dispatch.workerId, now, dispatch.generation, MAX_RUN_STATE_BYTES],
     });
-    const row = updated.rows[0];
-    if (!row) return { refused: await classify(t, runId, body) };
-    if (Number(row.state_bytes) > MAX_RUN_STATE_BYTES) {
-      return { refused: fail(413, `Run ${runId} state would exceed ${MAX_RUN_STATE_BYTES} bytes (Inngest's run state limit)`) };
-    }
+    if (updated.rowsAffected === 0) return { refused: await classify(t, runId, body, dispatch, now) };
     checkpointStats.stored += results.length;
     return { refused: null };
   }, { rollbackIf: refusedOutcome });
   return outcome.refused ?? new Response(null, { status: 200 });
 }
 
-/** Why the fence refused a checkpoint: no such run, another function's run, or a dispatch that has moved on (409). */
-async function classify(t: Tx, runId: string, body: CheckpointBody): Promise<Response> {
-  const [run] = await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [runId]);
+/**
+ * Why the checkpoint's UPDATE changed nothing: no such run, another function's run, a dispatch that has moved on
+ * (409), or, for the current dispatch, a run state the new steps would take past Inngest's limit (413).
+ */
+async function classify(
+  t: Tx,
+  runId: string,
+  body: CheckpointBody,
+  dispatch: { workerId: string; generation: number },
+  now: number,
+): Promise<Response> {
+  const [run] = await rows<{ fn_id: string; current: number }>(
+    t,
+    `SELECT fn_id, (status = 'running' AND lease_owner = ? AND lease_until >= ? AND generation = ?) AS current
+       FROM executor_runs WHERE id = ?`,
+    [dispatch.workerId, now, dispatch.generation, runId],
+  );
   if (!run) return fail(404, `Run ${runId} not found`);
   if (run.fn_id !== body.fn_id) return fail(400, `Run ${runId} belongs to function ${run.fn_id}, not ${body.fn_id}`);
+  if (Number(run.current) === 1) return fail(413, `Run ${runId} state would exceed ${MAX_RUN_STATE_BYTES} bytes (Inngest's run state limit)`);
   // Not current: no longer running, another worker's lease, a lapsed lease (another worker may take it at any
   // moment), or a write has acted on a newer call since (the generation).
   checkpointStats.stale++;
   return fail(409, `Stale dispatch: run ${runId} has moved on from ${body.qi_id}`);
+}
+
+/** A surrogate pair: one character to SQLite's `length()`, two code units to JavaScript's. */
+const SURROGATE_PAIR = /[\uD800-\uDBFF][\uDC00-\uDFFF]/g;
+
+/**
+ * SQLite's `length()` of a text without NUL characters (JSON text never has one: JSON.stringify escapes it): its
+ * characters, which is what the run's state size has always counted for a checkpointed step (`length(result)`).
+ */
+export function sqlTextLength(text: string): number {
+  const pairs = text.match(SURROGATE_PAIR);
+  return text.length - (pairs?.length ?? 0);
 }
 
 /**

@@ -4,7 +4,7 @@ import { resolvePending } from "./events";
 import { callFunction, protocolError, syncApp, type AppTarget, type CallBody, type CallOutcome } from "./protocol";
 import { checkFunctionConfig, getRegistry, invalidateRegistry, UnsupportedOptionError, type RegisteredFunction, type StoredEvent } from "./registry";
 import { ACQUIRE_SQL, acquireArgs, guarded, LeaseLost, unblock, wakeAt, type Ctx, type State } from "./scheduling";
-import { query, rows, tx, type PendingRow, type RunRow } from "./store";
+import { query, rows, tx, type LeasedRun, type PendingRow, type RunRow } from "./store";
 import { cloudError, finish, functionError, handleOps, park, release, stepFailedAttempt } from "./waits";
 import type { Executor } from "./executor";
 
@@ -55,17 +55,18 @@ export async function syncOne(ex: Executor, target: AppTarget): Promise<boolean>
   }
 }
 
-async function acquire(ex: Executor, runId: string): Promise<{ run: RunRow; fn: RegisteredFunction } | null> {
+async function acquire(ex: Executor, runId: string): Promise<{ run: LeasedRun; fn: RegisteredFunction } | null> {
   const registry = await getRegistry();
   const now = Date.now();
-  // Only what deciding needs: the whole row (its event and events JSON among them) comes back from the UPDATE.
+  // Only what deciding needs: what the drive reads of the run (its event and events JSON among them) comes back from
+  // the UPDATE.
   const candidate = await query<Pick<RunRow, "fn_id" | "status" | "next_at">>("SELECT fn_id, status, next_at FROM executor_runs WHERE id = ?", [runId]);
   const row = candidate[0];
   if (!row) return null;
   const fn = registry.byId.get(row.fn_id);
   const limited = (fn?.concurrency[0]?.limit ?? null) !== null || (fn?.concurrency[1]?.limit ?? null) !== null;
   const prioritized = fn?.flow.priority !== undefined;
-  const acquired = await tx((t) => rows<RunRow>(t, ACQUIRE_SQL, acquireArgs(ex, fn, runId, now)));
+  const acquired = await tx((t) => rows<LeasedRun>(t, ACQUIRE_SQL, acquireArgs(ex, fn, runId, now)));
   const run = acquired[0];
   if (!run) {
     // A throttled, debounced or batching run woken by its event before it is due: its timer, not the next poll.

@@ -137,13 +137,14 @@ export async function ingestInTx(
     // A re-sent id within 24 h is a duplicate; an older row with that id is forgotten first. An id made here is new.
     if (raw.id != null) await t.execute({ sql: "DELETE FROM executor_events WHERE id = ? AND received_at <= ?", args: [event.id, now - DEDUPE_MS] });
     const payload = JSON.stringify(event);
+    // `seq` is the table's rowid: the INSERT's own rowid, without RETURNING (a row-reading write, slower on the native
+    // binding). A duplicate changes no row.
     const inserted = await t.execute({
-      sql: "INSERT INTO executor_events (id, name, payload, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING RETURNING seq",
+      sql: "INSERT INTO executor_events (id, name, payload, received_at) VALUES (?, ?, ?, ?) ON CONFLICT(id) DO NOTHING",
       args: [event.id, event.name, payload, now],
     });
-    const seqRow = inserted.rows[0];
-    if (!seqRow) continue;
-    const seq = Number(seqRow.seq);
+    if (inserted.rowsAffected === 0) continue;
+    const seq = Number(inserted.lastInsertRowid);
 
     const cancelled: string[] = [];
     for (const fn of registry.byEvent.get(event.name) ?? []) {
@@ -162,8 +163,8 @@ export async function ingestInTx(
 }
 
 /** What resolveWaits reads of a wait and its run. */
-type WaitRow = { run_id: string; hashed_id: string; expression: string | null; trigger: string; fn_id: string };
-const WAIT_COLUMNS = `SELECT p.run_id, p.hashed_id, p.expression, r.event AS trigger, r.fn_id FROM executor_pending p
+type WaitRow = { run_id: string; hashed_id: string; expression: string | null; race: number; trigger: string; fn_id: string };
+const WAIT_COLUMNS = `SELECT p.run_id, p.hashed_id, p.expression, p.race, r.event AS trigger, r.fn_id FROM executor_pending p
   JOIN executor_runs r ON r.id = p.run_id`;
 
 /** resolveWaits' queries (tests/executor/run-indexes.test.ts holds them to executor_pending_wait_idx). */
@@ -201,8 +202,9 @@ async function resolveWaits(t: Tx, event: StoredEvent, payload: string, seq: num
   for (const w of waits) {
     // A keyed wait is checked with CEL all the same: the key found it, the expression decides.
     if (w.expression && !celMatches(w.expression, { event: JSON.parse(w.trigger), async: event })) continue;
-    // The wait's result is the event as stored: its JSON is the payload's, not serialised again.
-    await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, json: payload, seq });
+    // The wait's result is the event as stored: its JSON is the payload's, not serialised again; whether it races is
+    // known from the row just read.
+    await resolvePending(t, { runId: w.run_id, hashedId: w.hashed_id, result: event, json: payload, seq, race: Number(w.race) });
     waitStats.byIncomingEvent++;
     woken.push(w.run_id);
     fns.set(w.run_id, w.fn_id);
@@ -278,14 +280,33 @@ export async function resolvePending(
     json = JSON.stringify(result ?? null),
     kind = "resume",
     seq,
-  }: { runId: string; hashedId: string; result: unknown; /** `result`'s JSON, if the caller has it. */ json?: string; kind?: EntryKind; seq?: number },
+    race: known,
+  }: {
+    runId: string;
+    hashedId: string;
+    result: unknown;
+    /** `result`'s JSON, if the caller has it. */
+    json?: string;
+    kind?: EntryKind;
+    seq?: number;
+    /** The pending row's `race`, if the caller read it in this transaction: the DELETE then reads no row back. */
+    race?: number;
+  },
 ): Promise<boolean> {
-  const del = await t.execute({
-    sql: "DELETE FROM executor_pending WHERE run_id = ? AND hashed_id = ? RETURNING race",
-    args: [runId, hashedId],
-  });
-  if (del.rows.length === 0) return false;
-  if (Number(del.rows[0]!.race) !== 1) {
+  let race: number;
+  if (known === undefined) {
+    const del = await t.execute({
+      sql: "DELETE FROM executor_pending WHERE run_id = ? AND hashed_id = ? RETURNING race",
+      args: [runId, hashedId],
+    });
+    if (del.rows.length === 0) return false;
+    race = Number(del.rows[0]!.race);
+  } else {
+    const del = await t.execute({ sql: "DELETE FROM executor_pending WHERE run_id = ? AND hashed_id = ?", args: [runId, hashedId] });
+    if (del.rowsAffected === 0) return false;
+    race = known;
+  }
+  if (race !== 1) {
     // The usual case: the entry, then recordEntry's UPDATE of the run (history watermark, state size) and its wake-up
     // in one statement.
     const recorded = await insertEntry(t, { runId, hashedId, json, kind, seq });

@@ -6,7 +6,7 @@ import { driveRun, syncOne } from "./dispatch";
 import type { AppTarget } from "./protocol";
 import { getRegistry, type RegisteredFunction, type Registry } from "./registry";
 import { localExecutors, pollDue, renewLeases, schedulePoll, takeInTx, wake } from "./scheduling";
-import { onForeignCommit, query, tx, type RunRow, type Tx } from "./store";
+import { onForeignCommit, query, tx, type LeasedRun, type Tx } from "./store";
 import { release } from "./waits";
 
 export { ACQUIRE_SQL, DUE_SQL, localHandoff, wakeLocal } from "./scheduling";
@@ -122,7 +122,7 @@ export class Executor {
   /** @internal Runs being driven here: called when wake() names one (a wait of it resolved elsewhere, a cancel). */
   readonly signals = new Map<string, () => void>();
   /** @internal Runs whose lease this executor took in an ingest's transaction (localHandoff), to drive without acquire(). */
-  readonly handedOff = new Map<string, { run: RunRow; fn: RegisteredFunction }>();
+  readonly handedOff = new Map<string, { run: LeasedRun; fn: RegisteredFunction }>();
   /** @internal */
   readonly blocked = new Map<string, Set<string>>();
   /** @internal */

@@ -2,7 +2,7 @@ import { newUlid as ulid } from "@/lib/ids";
 import { cancelRunInTx, DEDUPE_MS } from "./events";
 import type { AppTarget } from "./protocol";
 import { createRun, CRON_EVENT, getRegistry, nextCronTime, type RegisteredFunction, type Registry, type StoredEvent } from "./registry";
-import { query, rows, TERMINAL_SQL, tx, type PendingRow, type RunRow, type Tx } from "./store";
+import { LEASED_COLUMNS, query, rows, TERMINAL_SQL, tx, type LeasedRun, type PendingRow, type Tx } from "./store";
 import type { Executor } from "./executor";
 
 /**
@@ -42,7 +42,7 @@ export const ACQUIRE_SQL = `UPDATE executor_runs SET lease_owner = ?1, lease_unt
            AND r3.generation = 0 AND r3.lease_until < ?4 AND r3.next_at <= ?4
            AND (r3.created_at - r3.priority < executor_runs.created_at - executor_runs.priority
                 OR (r3.created_at - r3.priority = executor_runs.created_at - executor_runs.priority AND r3.id < executor_runs.id))))
-    RETURNING *`;
+    RETURNING ${LEASED_COLUMNS.join(", ")}`;
 
 /** Executors started in this process: events ingested here wake their runs at once instead of at the next poll. */
 export const localExecutors = new Set<Executor>();
@@ -73,7 +73,7 @@ export const localHandoff = {
 
 /** A run this executor holds the lease of, as dispatch and waits act on it. */
 export type Ctx = {
-  run: RunRow;
+  run: LeasedRun;
   fn: RegisteredFunction;
   target: AppTarget;
   event: StoredEvent;
@@ -319,7 +319,7 @@ export async function takeInTx(
     const fnId = fns?.get(id) ?? (await rows<{ fn_id: string }>(t, "SELECT fn_id FROM executor_runs WHERE id = ?", [id]))[0]?.fn_id;
     const fn = fnId === undefined ? undefined : registry.byId.get(fnId);
     if (!fn) continue;
-    const [run] = await rows<RunRow>(t, ACQUIRE_SQL, acquireArgs(ex, fn, id, now));
+    const [run] = await rows<LeasedRun>(t, ACQUIRE_SQL, acquireArgs(ex, fn, id, now));
     if (!run) continue;
     ex.handedOff.set(id, { run, fn });
     taken.push(id);

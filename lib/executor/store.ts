@@ -11,8 +11,11 @@ import type { NativeConnection, SqlArgs } from "@/lib/db/statements";
  * connections (lib/db/statements.ts: each SQL text is prepared once); otherwise on the client.
  */
 
-/** What a statement gives back: its rows (objects by column name) and, for a write without RETURNING, the rows changed. */
-export type ExecResult = Pick<ResultSet, "rows" | "rowsAffected">;
+/**
+ * What a statement gives back: its rows (objects by column name) and, for a write without RETURNING, the rows changed
+ * and the rowid of the connection's latest INSERT (read it only when the INSERT changed a row).
+ */
+export type ExecResult = Pick<ResultSet, "rows" | "rowsAffected"> & { lastInsertRowid?: number | bigint };
 export type Stmt = string | { sql: string; args?: InArgs };
 export type Tx = { execute(stmt: Stmt): Promise<ExecResult> };
 
@@ -79,9 +82,17 @@ export async function tx<T>(fn: (t: Tx) => Promise<T>, { rollbackIf }: { rollbac
   });
 }
 
+/**
+ * A read outside a transaction. On a file database it runs on the writer when no write transaction is open on it
+ * (every call is synchronous, so none can open meanwhile and nothing uncommitted is seen): SQLite drops a connection's
+ * page cache when another connection commits, so the reader, after each of this process's commits, reads its pages
+ * again, while the writer's cache still holds what it just wrote (a resumed run's state, read right after the commit
+ * that resumed it: p50 113 µs on the writer against 180 µs on the reader, alternating in one referee run). Inside a
+ * write transaction (a group waiting on an await) the reader answers (tests/executor/hot-path-returning.test.ts).
+ */
 export async function query<T = Record<string, unknown>>(sql: string, args: InArgs = []): Promise<T[]> {
   const native = await getNative();
-  if (native) return native.reader.execute<T>(sql, args as SqlArgs).rows;
+  if (native) return (native.writer.inTransaction ? native.reader : native.writer).execute<T>(sql, args as SqlArgs).rows;
   const client = await executorClient();
   const rs = await client.execute({ sql, args });
   return rs.rows as unknown as T[];
@@ -119,6 +130,14 @@ export type RunRow = {
   created_at: number;
   ended_at: number | null;
 };
+
+/**
+ * What a lease gives the drive of a run (ACQUIRE_SQL's RETURNING): the columns the executor reads of a leased run. A
+ * row comes back through the native binding's row-reading path at a cost per column; all 27 of executor_runs cost
+ * about 40 µs more than these (tests/executor/hot-path-returning.test.ts).
+ */
+export const LEASED_COLUMNS = ["id", "fn_id", "app_url", "event", "events", "generation", "parent_run_id", "parent_step", "created_at"] as const;
+export type LeasedRun = Pick<RunRow, (typeof LEASED_COLUMNS)[number]>;
 
 export type PendingRow = {
   run_id: string;

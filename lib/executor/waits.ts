@@ -5,7 +5,7 @@ import { hasListeners, ingestInTx, recordEntry, resolvePending, resolveWaitFromH
 import { deadline, protocolError, sleepUntil, toSerializedError, type OutgoingOp, type SerializedError } from "./protocol";
 import { createRun, FAILURE_EVENT, FINISHED_EVENT, getRegistry, INVOKE_EVENT, type StoredEvent } from "./registry";
 import { FAR_FUTURE, guarded, LeaseLost, unblock, wake, wakeAt, type Ctx, type State } from "./scheduling";
-import { rows, TERMINAL_SQL, tx, type PendingRow, type RunRow, type Tx } from "./store";
+import { rows, TERMINAL_SQL, tx, type LeasedRun, type PendingRow, type Tx } from "./store";
 import type { Executor } from "./executor";
 
 /**
@@ -281,7 +281,7 @@ export async function park(ex: Executor, ctx: Ctx, state: State): Promise<boolea
   return true;
 }
 
-export async function release(ex: Executor, run: RunRow, status: string, nextAt: number): Promise<void> {
+export async function release(ex: Executor, run: LeasedRun, status: string, nextAt: number): Promise<void> {
   await tx((t) =>
     t.execute({
       sql: "UPDATE executor_runs SET status = ?, next_at = ?, lease_owner = NULL, lease_until = 0 WHERE id = ? AND lease_owner = ? AND status = 'running'",
@@ -292,7 +292,7 @@ export async function release(ex: Executor, run: RunRow, status: string, nextAt:
 }
 
 /** Complete or fail a run; tell an invoking parent, and announce failures for onFailure handlers. */
-export async function finish(ex: Executor, run: RunRow, status: "completed" | "failed", output: unknown, error: SerializedError | null): Promise<void> {
+export async function finish(ex: Executor, run: LeasedRun, status: "completed" | "failed", output: unknown, error: SerializedError | null): Promise<void> {
   const registry = await getRegistry();
   const now = Date.now();
   const woken = await tx(async (t) => {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getNative } from "@/lib/db";
 import { sendEvents } from "@/lib/executor";
 import { WAIT_SQL } from "@/lib/executor/events";
-import { query } from "@/lib/executor/store";
+import { LEASED_COLUMNS, query } from "@/lib/executor/store";
 import { listRuns, startApp, waitFor, waitForRuns } from "./harness";
 
 /*
@@ -42,8 +42,9 @@ async function statementsOf(fn: () => Promise<unknown>): Promise<string[]> {
   const seen: string[] = [];
   const { execute, exec } = writer;
   writer.execute = ((sql: string, args?: never) => {
-    // The executor's look for other processes' commits (lib/db/commit-watch.ts) may run meanwhile; it is no part of a write.
-    if (sql !== "PRAGMA data_version") seen.push(sql.replace(/\s+/g, " ").trim());
+    // The executor's look for other processes' commits (lib/db/commit-watch.ts) and its reads between transactions
+    // (store.ts query, on the writer while no transaction is open) may run meanwhile; they are no part of a write.
+    if (sql !== "PRAGMA data_version" && writer.inTransaction) seen.push(sql.replace(/\s+/g, " ").trim());
     return execute.call(writer, sql, args);
   }) as typeof writer.execute;
   writer.exec = (sql: string) => {
@@ -78,8 +79,16 @@ describe("a resume's statements", () => {
     expect(statements.filter((s) => s.includes("match_path IS NULL"))).toHaveLength(1);
     expect(statements[0]).toBe("BEGIN IMMEDIATE");
     expect(statements.at(-1)).toBe("COMMIT");
+    // No write reads rows back but the lease's (its seq is the event's rowid; the wait's `race` comes with the wait's row).
+    expect(statements.filter((s) => s.includes("RETURNING"))).toEqual([expect.stringMatching(/^UPDATE executor_runs SET lease_owner/)]);
+    // The lease reads back only the columns the drive reads of the run, not the whole row.
+    expect(statements.find((s) => s.startsWith("UPDATE executor_runs SET lease_owner"))).toMatch(new RegExp(`RETURNING ${LEASED_COLUMNS.join(", ")}$`));
 
     const [done] = await waitForRuns("gate");
+    // The wait's entry is numbered by the event that resolved it.
+    const [approve] = await query<{ seq: number }>("SELECT seq FROM executor_events WHERE name = 'cost/approve'");
+    const entries = await query<{ event_seq: number; result: string }>("SELECT event_seq, result FROM executor_steps WHERE run_id = ? ORDER BY seq", [run!.id]);
+    expect(entries.filter((e) => JSON.parse(e.result)?.name === "cost/approve").map((e) => e.event_seq)).toEqual([approve!.seq]);
     expect(done).toMatchObject({ status: "completed", output: { k: "a", got: "a" } });
   });
 
