@@ -136,6 +136,34 @@ async function debugFailure(
   return { state: applyVerifyFailure(current, { failure: failed, verdict, note: decision.notes ?? null }), replanned: false };
 }
 
+/**
+ * Whether a parallel task's turn step makes the session's next turn too, keyed as that turn (`<task key>:turn:<n+1>`):
+ * when the turn finished the task — its one todo done and checkpointed, nothing left running — and nothing the session
+ * does between two turns is due (no verify step: no finished task with an acceptance command; no budget check or stop;
+ * the stage's time not over), the next turn is the model's closing word (its summary), which would otherwise follow at
+ * once in a step of its own. Each of a parallel task's steps is a race-mode step — two calls of the run, each replaying
+ * it — on its lane's way to its next task and, for the round's last tasks, to the round's last merge: a single session
+ * (limit 1) has no such turn per task and pays nothing for it. Decided from memoized inputs, so a replay takes the
+ * closing turn from the step's result. A re-run of the step (after a crash) makes both turns again, each keyed as
+ * before: the task's checkpoint is found, not committed twice, and the events and model calls are recorded once. A turn
+ * step memoized before this (no closing turn in it) leaves the next turn to a step of its own.
+ */
+function closes(
+  flow: RunFlow,
+  plan: PlanDocument,
+  result: TurnStepResult,
+  { before, unverified, deadline: until, budgetStop }: { before: Map<string, string>; unverified: string[]; deadline: number; budgetStop: unknown },
+): result is Extract<TurnStepResult, { kind: "continue" }> {
+  if (result.kind !== "continue" || result.state.pendingCommand || result.now > until) return false;
+  if (flow.config.budgets?.implementation || budgetStop) return false;
+  const todos = result.state.todos;
+  if (!todos.length || todos.some((t) => t.status !== "done")) return false;
+  const finished = todos.filter((t) => before.get(t.id) !== "done").map((t) => t.id);
+  if (!finished.length) return false;
+  const checked = (id: string) => (plan.tasks.find((t) => t.id === id)?.checks ?? []).length > 0;
+  return flow.config.verification?.enabled === false || ![...unverified, ...finished].some(checked);
+}
+
 export type Implemented = {
   state: ImplementerState;
   /** Why the attempt failed (the implementer gave up, or its turns ran out), or null. */
@@ -219,20 +247,33 @@ export async function converse(
   let failure: string | null = null;
   /** Tasks finished and not verified yet (their checks run after the next turn that leaves nothing pending). */
   const unverified: string[] = [];
+  /** This turn's result, made already by the step of the turn before (a parallel task's closing turn: see closes). */
+  let made: TurnStepResult | null = first;
   for (let turn = 0; ; turn++) {
     let result: TurnStepResult;
     const todosBefore = new Map(state.todos.map((t) => [t.id, t.status]));
+    const carried = made;
+    made = null;
     for (let t = 0; ; t++) {
       const key = `${prefix}:turn:${turn}${t ? `:retry:${t}` : ""}`;
       const current = state;
       const approvedPlan = plans.approved;
       const stageDeadline = deadline(flow, flow.stageStart, "implementation");
+      const pending = [...unverified];
+      const closingKey = `${prefix}:turn:${turn + 1}`;
       result =
-        turn === 0 && t === 0 && first
-          ? first
-          : ((await runStep(key, () =>
-              implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace }),
-            )) as TurnStepResult);
+        t === 0 && carried
+          ? carried
+          : ((await runStep(key, async () => {
+              const stepStartedAt = Date.now();
+              const turned = await implementTurn({ runId, stepKey: key, state: current, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace, stepStartedAt });
+              if (!taskId || !closes(flow, approvedPlan, turned, { before: todosBefore, unverified: pending, deadline: stageDeadline, budgetStop })) return turned;
+              // The session's next turn — the model's closing word on its one task — in this same step (see closes).
+              const closing = await implementTurn({ runId, stepKey: closingKey, state: turned.state, plan: approvedPlan, attempt, deadline: stageDeadline, taskId, workspace, stepStartedAt });
+              return { ...turned, closing };
+            })) as TurnStepResult & { closing?: TurnStepResult });
+      const closing = (result as { closing?: TurnStepResult }).closing;
+      if (closing) made = closing;
       if (result.kind === "pause_requested") {
         // Paused by a person between turns: the work so far is committed, the sandbox freed; the same turn
         // runs once the run is resumed.

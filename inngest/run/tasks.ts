@@ -178,6 +178,17 @@ async function runLane(
   },
 ): Promise<Lane> {
   const lane: Lane = { ran: [], flow: null };
+  /**
+   * The lane's task whose session ended, handed to the round's merges (onEnded) once the lane has begun its next task
+   * or stops: the step that begins the next task is on the lane's way, the merge is not (nothing of the round waits for
+   * it before the round's end, and the next task is cut from the lane's own start), so the merge's git work runs beside
+   * the next task's turns rather than beside its begin. The lane's last task is handed over at once.
+   */
+  let ending: Ran | null = null;
+  const hand = () => {
+    if (ending) onEnded(ending);
+    ending = null;
+  };
   for (const task of tasks) {
     const taskFlow = taskFlowOf(flow, task.id, { race });
     const previous = lane.flow;
@@ -200,6 +211,7 @@ async function runLane(
         const decided = await nextInLane({ runId: flow.runId, previousTaskId: before.task.id, previousWorkspace: before.workspace, halt });
         return decided.take ? { ...decided, begun: await begin(taskFlow, plans, input, previous) } : decided;
       })) as Awaited<ReturnType<typeof nextInLane>> & { begun?: Begun };
+      hand();
       if (!next.take) return lane;
       begun = next.begun ?? null;
     }
@@ -207,15 +219,19 @@ async function runLane(
     const { begun: started, ...outcome } = await runTask(taskFlow, plans, converse, input, begun);
     const ran: Ran = { task, run, outcome, workspace: started.workspace ?? null, baseSha: started.baseSha };
     lane.ran.push(ran);
-    onEnded(ran);
+    ending = ran;
     // This lane takes no task of the old plan after an approved re-plan; a failure or a budget stop ends the attempt,
     // and the other lanes see it at their next task boundary.
-    if (outcome.replanned) return lane;
+    if (outcome.replanned) {
+      hand();
+      return lane;
+    }
     if (outcome.failure || outcome.budgetStopped) {
       shared.halt ??= outcome.failure ? "failure" : "budget";
       break;
     }
   }
+  hand();
   // The lane's last task's sandbox goes now, while other lanes may still work (its session ended at a re-plan: dropped).
   const final = lane.ran.at(-1);
   if (final) {

@@ -141,7 +141,8 @@ export async function commitOnto({
   message,
 }: {
   repoPath: string;
-  parent: string;
+  /** The parent commit; it may still be being made (a promise) when `parentTree` is given: only the commit waits for it. */
+  parent: string | Promise<string>;
   parentTree?: string;
   files: Record<string, string | null>;
   message: string;
@@ -151,18 +152,19 @@ export async function commitOnto({
   try {
     const entries = Object.entries(files);
     const written = entries.filter(([, content]) => content !== null);
-    // Independent: the index filled from the parent, the new blobs written, the parent's tree read.
+    // Independent: the index filled from the parent's tree, the new blobs written, the parent's tree read.
+    const from = parentTree ?? (await parent);
     const [, ids, tipTree] = await Promise.all([
-      git(repoPath, ["read-tree", parent], { env }),
+      git(repoPath, ["read-tree", from], { env }),
       writeBlobs(repoPath, written.map(([, content]) => content!)),
-      parentTree ?? gitOut(repoPath, ["rev-parse", `${parent}^{tree}`]),
+      parentTree ?? gitOut(repoPath, ["rev-parse", `${from}^{tree}`]),
     ]);
     const blobOf = new Map(written.map(([file], i) => [file, ids[i]!]));
     const lines = entries.map(([file, content]) => (content === null ? `0 ${"0".repeat(40)}\t${file}` : `100644 ${blobOf.get(file)}\t${file}`));
     await git(repoPath, ["update-index", "--index-info"], { env, input: `${lines.join("\n")}\n` });
     const tree = await gitOut(repoPath, ["write-tree"], { env });
-    if (tree === tipTree) return { sha: parent, tree, changed: false };
-    const sha = await gitOut(repoPath, ["commit-tree", tree, "-p", parent, "-F", "-"], { input: message });
+    if (tree === tipTree) return { sha: await parent, tree, changed: false };
+    const sha = await gitOut(repoPath, ["commit-tree", tree, "-p", await parent, "-F", "-"], { input: message });
     return { sha, tree, changed: true };
   } finally {
     await fs.rm(index, { force: true });

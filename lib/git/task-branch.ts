@@ -114,8 +114,11 @@ async function mergeCommitsOf(repoPath: string, tip: string, heads: string[]): P
   return found;
 }
 
-/** What is committed on top of a step's merges, moved with them (see mergeTaskBranches' `onTop`). */
-export type OnTopOfMerges = (merged: { commit: string; results: TaskMergeResult[] }) => Promise<{ files: Record<string, string | null>; message: string } | null>;
+/**
+ * What is committed on top of a step's merges, moved with them (see mergeTaskBranches' `onTop`): read at `tree`, the
+ * merges' tree (their last commit may still be being made; its id is not given).
+ */
+export type OnTopOfMerges = (merged: { tree: string; results: TaskMergeResult[] }) => Promise<{ files: Record<string, string | null>; message: string } | null>;
 
 /**
  * Merge task branches into the run branch, one after another in the order given (plan order): for each, a merge
@@ -159,6 +162,8 @@ export async function mergeTaskBranches({
     const bringers = await mergeCommitsOf(repoPath, start.commit, tasks.filter((t) => contained.has(refOf(t.branch))).map(headOf));
     let commit = start.commit;
     let tree = start.tree;
+    /** The last merge's commit while it is being made: the next merge waits for it, what goes on top only at its commit. */
+    let making: Promise<string> | null = null;
     const results: TaskMergeResult[] = [];
     for (const task of tasks) {
       const head = headOf(task);
@@ -166,6 +171,8 @@ export async function mergeTaskBranches({
         results.push({ status: "up_to_date", sha: bringers.get(head) ?? start.commit });
         continue;
       }
+      if (making) commit = await making;
+      making = null;
       const merged = await git(repoPath, ["merge-tree", "--write-tree", "--name-only", "--no-messages", commit, head], { allowFailure: true });
       const [written = "", ...rest] = merged.stdout.split("\n");
       if (merged.code === 1) {
@@ -175,12 +182,17 @@ export async function mergeTaskBranches({
       }
       if (merged.code !== 0) throw new AppError("internal:git", `git merge-tree failed: ${merged.stderr.trim().slice(0, 500)}`);
       const message = commitMessage({ subject: `Merge task ${task.taskId}: ${task.title}`, runId, kind: "merge", taskId: task.taskId });
-      commit = await gitOut(repoPath, ["commit-tree", written.trim(), "-p", commit, "-p", head, "-F", "-"], { input: message });
+      const result = { status: "merged" as const, sha: "" };
+      results.push(result);
+      making = gitOut(repoPath, ["commit-tree", written.trim(), "-p", commit, "-p", head, "-F", "-"], { input: message }).then((sha) => (result.sha = sha));
+      // Awaited below; a failure meanwhile (while what goes on top is read) is not an unhandled rejection.
+      making.catch(() => null);
       tree = written.trim();
-      results.push({ status: "merged", sha: commit });
     }
-    const extra = onTop ? await onTop({ commit, results }) : null;
-    if (extra) commit = (await commitOnto({ repoPath, parent: commit, parentTree: tree, files: extra.files, message: extra.message })).sha;
+    // What goes on top is read from the merges' tree while their last commit is being made (one process fewer in a row).
+    const last = making ?? Promise.resolve(commit);
+    const extra = onTop ? await onTop({ tree, results }) : null;
+    commit = extra ? (await commitOnto({ repoPath, parent: last, parentTree: tree, files: extra.files, message: extra.message })).sha : await last;
     if (commit === start.commit) return results;
     const moved = await git(repoPath, ["update-ref", ref, commit, start.commit], { allowFailure: true });
     if (moved.code === 0) return results;

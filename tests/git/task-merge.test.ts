@@ -27,7 +27,7 @@ describe("merging task branches into the run branch", () => {
     const start = await gitOut(repo, ["rev-parse", "run"]);
     const tasks = ["T1", "T2", "T3", "T4"].map((id) => ({ taskId: id, branch: `run--${id}`, title: `Task ${id}` }));
     const onTopSaw: string[][] = [];
-    const onTop = async ({ results }: { commit: string; results: Array<{ status: string }> }) => {
+    const onTop = async ({ results }: { tree: string; results: Array<{ status: string }> }) => {
       onTopSaw.push(results.map((r) => r.status));
       return { files: { "done.txt": results.map((r, i) => `${tasks[i]!.taskId} ${r.status}`).join("\n") }, message: "boxes" };
     };

@@ -27,6 +27,12 @@ const seen = vi.hoisted(() => ({
   /** Tasks whose beginTask has just returned (the step that began one makes its first turn next). */
   justBegun: new Set<string>(),
   turnsOutsideBegin: [] as string[],
+  /** Each task's last turn call: its key and the start of the step it ran in (a turn made in the same step shares it). */
+  lastTurn: new Map<string, { stepKey: string; stepStartedAt: number | undefined }>(),
+  /** Turns made in the step of the turn before them (the closing turn, made by the step of the turn that finished the task). */
+  foldedTurns: [] as string[],
+  /** Make each turn step memoized as a run from before recorded it: without the closing turn. */
+  closeTheOldWay: false,
 }));
 vi.mock("@/lib/git/spawner", async (importOriginal) => {
   const { commandOf, recordingSpawner } = await import("../git/spawn-record");
@@ -66,6 +72,14 @@ vi.mock("@/lib/runs/steps/implement", async (importOriginal) => {
       // A begin step as a run from before memoized it: no first turn in it (undefined is left out of its JSON).
       if (inBegin && seen.beganTheOldWay.has(input.taskId!)) return Promise.resolve(undefined as unknown as Awaited<ReturnType<typeof original.implementTurn>>);
       if (!inBegin && /:turn:0$/.test(input.stepKey)) seen.turnsOutsideBegin.push(input.stepKey);
+      const before = seen.lastTurn.get(input.taskId!);
+      seen.lastTurn.set(input.taskId!, { stepKey: input.stepKey, stepStartedAt: input.stepStartedAt });
+      const folded = !!before && before.stepStartedAt !== undefined && before.stepStartedAt === input.stepStartedAt && before.stepKey !== input.stepKey;
+      if (folded) {
+        seen.foldedTurns.push(input.stepKey);
+        // A turn step as a run from before memoized it: no closing turn in it (undefined is left out of its JSON).
+        if (seen.closeTheOldWay) return Promise.resolve(undefined as unknown as Awaited<ReturnType<typeof original.implementTurn>>);
+      }
       return seen.context!.run(input.stepKey, () => original.implementTurn(input));
     },
   };
@@ -165,6 +179,77 @@ describe("a parallel task's last turns", () => {
     // The turn keeps its key: its events and its model call are the first turn's, as before.
     const started = events.filter((e) => e.type === "TASK_STARTED").map((e) => [e.payload.taskId, (e.payload as { stepKey?: string }).stepKey]);
     expect(started).toEqual(expect.arrayContaining([["T1", "impl:1:task:T1:1:turn:0"], ["T2", "impl:1:task:T2:1:turn:0"], ["T3", "impl:1:task:T3:1:turn:0"]]));
+  });
+});
+
+/** The turn that finished a task (its TASK_COMPLETED's step key) and the session's next turn, the closing one. */
+function lastTurnsOf(events: Ev[], taskId: string): { finishing: string; closing: string } {
+  const finishing = (events.find((e) => e.type === "TASK_COMPLETED" && e.payload.taskId === taskId)!.payload as { stepKey: string }).stepKey;
+  const [, prefix, n] = /^(.*:turn:)(\d+)$/.exec(finishing)!;
+  return { finishing, closing: `${prefix}${Number(n) + 1}` };
+}
+
+describe("a parallel task's closing turn", () => {
+  it("is made by the step of the turn that finished the task when nothing comes between them — a task with a check gets its verify step between them, and its closing turn's own step", { timeout: 180_000 }, async () => {
+    seen.foldedTurns = [];
+    const { project } = await newProject(h.user);
+    const run = await launch(h.user, project.id, ["Three, closing", "", "```tasks.md", TASKS, "```"].join("\n"), {
+      trustMode: { planning: "auto" },
+      limits: { maxConcurrentTasks: 2 },
+    });
+    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    await waitForWorkflow(run.id);
+    await expectRunConsistent(run.id);
+    const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+    const steps = await memoized(run.id);
+    const stored = (id: string) => {
+      const value = steps.get(sha1(id));
+      return value === undefined ? undefined : (JSON.parse(value) as { data: { kind: string; closing?: { kind: string } } }).data;
+    };
+    for (const task of ["T2", "T3"]) {
+      const { finishing, closing } = lastTurnsOf(events, task);
+      // The finishing turn's step carries the closing turn's result; the closing turn has no step of its own.
+      expect(stored(finishing)).toMatchObject({ kind: "continue", closing: { kind: "done" } });
+      expect(steps.has(sha1(closing))).toBe(false);
+      expect(seen.foldedTurns).toContain(closing);
+    }
+    // T1's check runs between its finishing turn and its closing turn (a verify step of its own): no fold.
+    const t1 = lastTurnsOf(events, "T1");
+    expect(stored(t1.finishing)?.closing).toBeUndefined();
+    expect(steps.has(sha1(`${t1.finishing}:verify`))).toBe(true);
+    expect(stored(t1.closing)?.kind).toBe("done");
+    expect(seen.foldedTurns).not.toContain(t1.closing);
+    expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => e.payload.taskId)).toEqual(["T1", "T2", "T3"]);
+    // The closing turn's model call is recorded once, under its own key.
+    const calls = await query<{ step_key: string }>("SELECT step_key FROM model_calls WHERE workflow_run_id = ? AND step_key LIKE ?", [run.id, `%${lastTurnsOf(events, "T2").closing}#%`]);
+    expect(calls.length).toBe(1);
+  });
+
+  it("of a run whose turn steps were memoized without it (a run from before) is made in a step of its own, and the run completes", { timeout: 180_000 }, async () => {
+    seen.closeTheOldWay = true;
+    seen.foldedTurns = [];
+    try {
+      const { project, repo } = await newProject(h.user);
+      const run = await launch(h.user, project.id, ["Three, closing the old way", "", "```tasks.md", TASKS, "```"].join("\n"), {
+        trustMode: { planning: "auto" },
+        limits: { maxConcurrentTasks: 2 },
+      });
+      expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+      await waitForWorkflow(run.id);
+      await expectRunConsistent(run.id);
+      const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+      const steps = await memoized(run.id);
+      for (const task of ["T2", "T3"]) {
+        const { finishing, closing } = lastTurnsOf(events, task);
+        expect(seen.foldedTurns).toContain(closing);
+        expect((JSON.parse(steps.get(sha1(finishing))!) as { data: { closing?: unknown } }).data.closing).toBeUndefined();
+        expect((JSON.parse(steps.get(sha1(closing))!) as { data: { kind: string } }).data.kind).toBe("done");
+      }
+      expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => e.payload.taskId)).toEqual(["T1", "T2", "T3"]);
+      expect(git(repo, "show", `${run.branch}:three.txt`)).toBe("T3: Write three");
+    } finally {
+      seen.closeTheOldWay = false;
+    }
   });
 });
 

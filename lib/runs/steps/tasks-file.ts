@@ -49,7 +49,7 @@ export async function planFromTasksFile(run: RunContext): Promise<{ kind: "plan"
 }
 
 /**
- * The run's tasks.md with tasks checked, as it would be committed on top of `at` (a commit id: default the run branch),
+ * The run's tasks.md with tasks checked, as it would be committed on top of `at` (a commit or tree id: default the run branch),
  * or null when there is nothing to change (no tasks.md, already checked, or made unparseable by the implementer).
  */
 export async function checkedTasksFile(run: RunContext, doc: PlanDocument, taskIds: string[], at?: string): Promise<{ files: Record<string, string>; message: string } | null> {

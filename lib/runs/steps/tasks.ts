@@ -195,9 +195,9 @@ export async function mergeTasks({
     runId,
     tasks: toMerge,
     // The merged tasks' tasks.md boxes, checked in one commit on top of the merges.
-    onTop: async ({ commit, results }) => {
+    onTop: async ({ tree, results }) => {
       const merged = withBranch.filter((t) => resultOf(results, t.taskId).status !== "conflict").map((t) => t.taskId);
-      return checkedTasksFile(run, doc, merged, commit);
+      return checkedTasksFile(run, doc, merged, tree);
     },
   });
   const outcomes = withBranch.map((t) => ({ ...t, merged: resultOf(results, t.taskId) }));
