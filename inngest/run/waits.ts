@@ -151,13 +151,16 @@ export async function pauseUntilResumed(
   const due = reason === "timeout" && stage && stage !== "delivery" ? flow.stageStart + flow.config.timeoutMinutes[stage] * 60_000 : null;
   const join =
     reason === "storage"
-      ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null } : null)
+      ? async () => ((await pausedForStorage({ runId, failedAt })) ? { tree: null, joined: true } : null)
       : due !== null
-        ? async () => ((await pausedForTimeout({ runId, due })) ? { tree: null } : null)
+        ? async () => ((await pausedForTimeout({ runId, due })) ? { tree: null, joined: true } : null)
         : undefined;
   const parked = await openWhenFree(flow, `${key}:pause`, () => pause({ runId, stepKey: `${key}:pause`, reason, message, stage, plan, taskId: flow.task?.id ?? null }), join);
   await releaseSlot(flow, `${key}:pause`);
-  const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId }), runResumed.name);
+  // A task that joined another's pause reads the resume without acknowledging it: the re-announcer repeats the resume
+  // until the opener's own wait has taken it (its wait may have been stored just after the first announcement).
+  const joined = "joined" in parked && parked.joined === true;
+  const resumed = await waitFor(flow, `${key}:resume`, () => readResume({ runId, acknowledge: !joined }), runResumed.name);
   flow.stageStart = resumed.now;
   await announceWaitClosed(flow, `${key}:resume`);
   await reacquireSlot(flow, `${key}:resume`);

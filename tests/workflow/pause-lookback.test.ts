@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { appendEvents } from "@/lib/db/event-store";
+import { appendEvents, listEventsOfTypes } from "@/lib/db/event-store";
+import { decisionKey, decisionSettled } from "@/lib/runs/gates/acks";
 import { createRun } from "@/lib/db/queries/runs";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { createProject } from "@/lib/projects/queries";
@@ -54,5 +55,20 @@ describe("a pause's resume, read long after it", () => {
     const runId = await pausedAndResumed("timeout", 5_000);
     await appendEvents(runId, busyWork(100));
     expect(await readResume({ runId })).toMatchObject({ state: "done", action: "extend", by: userId });
+  });
+});
+
+describe("a resume read by a task that joined another task's pause", () => {
+  it("is not acknowledged by the joiner: the re-announcer goes on until the task that opened the pause reads it", async () => {
+    // Found in CI: two lanes over the stage's time; one opened the pause and its wait was stored just after the
+    // resume's first announcement (Inngest's waits do not look back), the other joined the resume and acknowledged it
+    // first, so the re-announcer stopped and the opener waited for its 6-hour recheck.
+    const runId = await pausedAndResumed("timeout", 5_000);
+    const [resume] = await listEventsOfTypes({ runId, types: ["RUN_RESUMED"] });
+    const key = decisionKey.resume(resume!.sequence);
+    expect(await readResume({ runId, acknowledge: false })).toMatchObject({ state: "done", action: "extend" });
+    expect(await decisionSettled({ runId, key })).toBe(false);
+    expect(await readResume({ runId })).toMatchObject({ state: "done", action: "extend" });
+    expect(await decisionSettled({ runId, key })).toBe(true);
   });
 });

@@ -51,8 +51,15 @@ export async function pauseRequested({ runId }: { runId: string }): Promise<{ me
 
 export async function readResume({
   runId,
+  acknowledge = true,
 }: {
   runId: string;
+  /**
+   * Whether this read takes the resume's announcement off the re-announcer (decisionKey.resume). False for a parallel
+   * task that joined another task's pause (pauseUntilResumed): the task that opened the pause waits for that
+   * announcement, and a joiner's acknowledgement would stop its repeats before the opener's wait took one.
+   */
+  acknowledge?: boolean;
 }): Promise<WaitResult<{ action: "retry" | "extend"; editedPlan: PlanDocument | null; by: string | null; now: number }>> {
   const run = await getRunState({ id: runId });
   if (!run) throw new AppError("not_found:run", `Run ${runId} does not exist.`);
@@ -63,7 +70,7 @@ export async function readResume({
   }
   // By type, not among the last N events: a parallel run's other tasks may have written many since the resume.
   const resumed = (await listEventsOfTypes({ runId, types: ["RUN_RESUMED"] })).at(-1);
-  if (resumed) await acknowledgeDecision({ runId, key: decisionKey.resume(resumed.sequence) });
+  if (resumed && acknowledge) await acknowledgeDecision({ runId, key: decisionKey.resume(resumed.sequence) });
   const action = resumed?.type === "RUN_RESUMED" ? (resumed.payload.action ?? "retry") : "retry";
   const editedPlan = resumed?.type === "RUN_RESUMED" ? (resumed.payload.editedPlan ?? null) : null;
   const by = resumed?.type === "RUN_RESUMED" ? resumed.payload.by : null;
