@@ -14,7 +14,8 @@ export function mayOpenWait(state: RunState, taskId: string | null): boolean {
 /**
  * In the transaction that opens a parallel task's wait for a person: refused (nothing written) unless `mayOpenWait`.
  * The task looked before (openWhenFree), but another task's re-plan or wait may have been written since; the refusal
- * is an IllegalTransitionError, which the task reads as "busy" (it looks again after a durable sleep).
+ * is an IllegalTransitionError, which the task reads as "busy" (it looks again once the wait under way ends: see
+ * untilWaitCloses in inngest/run/waits.ts).
  */
 export function refuseUnlessMayOpenWait(state: RunState, taskId: string, eventType: string) {
   if (!mayOpenWait(state, taskId)) throw new IllegalTransitionError(eventType, state.status, "the run waits for a person, or another task's re-plan is under way");

@@ -16,7 +16,7 @@ import { IllegalTransitionError } from "@/lib/workflow";
  * The race between a parallel task's "nobody is waiting" check and its opening a wait for a person (inngest/run/waits.ts
  * openWhenFree): the check is one read, the open a later write. Another task may get in between — its re-plan claimed
  * (REPLAN_PROPOSED, the planning stage started), its question asked. The open must then refuse in the transaction that
- * would write it (an IllegalTransitionError, which openWhenFree reads as "busy": it sleeps and looks again), and write
+ * would write it (an IllegalTransitionError, which openWhenFree reads as "busy": it waits and looks again), and write
  * nothing. Otherwise:
  * - a question opened while another task's re-plan is drafted leaves the run awaiting_clarification, and the re-plan's
  *   PLAN_CREATED (legal only while the run is running) fails: the proposing task's step errors until the run fails;

@@ -92,7 +92,7 @@ export async function waitsForNoOne({ runId, taskId }: { runId: string; taskId?:
  * Whether a parallel task over the stage's time (its deadline `due`, on the workflow clock) is covered by a timeout
  * pause a person resumed at or after `due`: that extend was given while this task was over too, so the task goes on
  * without a pause of its own. The stage's timeout covers all its tasks: one overrun, one pause, one extend. While such
- * a pause is open the task's own open is busy (it tries again after a durable sleep), and so meets the extend here; it
+ * a pause is open the task's own open is busy (it tries again once that wait ends), and so meets the extend here; it
  * does not wait for the resume itself (two waits of one run for one announcement would take it once). A resume is
  * compared by the workflow-clock time it records (`at`); one without it (written before it was recorded) covers nothing.
  */
