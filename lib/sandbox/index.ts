@@ -109,6 +109,18 @@ export async function createSandbox(options: CreateSandboxOptions): Promise<RunS
 
 const attached = new Map<string, RunSandbox>();
 
+type SandboxOptions = CreateSandboxOptions & { branch: string };
+
+/**
+ * A run's sandbox named by its id, with the options to make it read only if one must be made: an open sandbox is
+ * used as it is (its options were applied when it was made), and reading them (the repository's
+ * `.autonomous/config.json`) is a git process. `diffBase` is what attachSandbox matches an open sandbox by.
+ */
+export type SandboxRequest = { runId: string; diffBase?: string; read: () => Promise<SandboxOptions> };
+
+const optionsOf = (options: SandboxOptions | SandboxRequest): Promise<SandboxOptions> | SandboxOptions =>
+  "read" in options ? options.read() : options;
+
 /** What a process restart does to open sandboxes (tests): they are forgotten, and the next step reattaches from disk. */
 export function forgetAttachedSandboxes() {
   attached.clear();
@@ -119,14 +131,14 @@ export function forgetAttachedSandboxes() {
  * it is (uncommitted work included — it survives a crash), else a new one on the run branch. E2B sandboxes live only as
  * long as this process; after a restart the run continues from the branch.
  */
-export async function attachSandbox(options: CreateSandboxOptions & { branch: string }): Promise<RunSandbox> {
+export async function attachSandbox(options: SandboxOptions | SandboxRequest): Promise<RunSandbox> {
   const open = attached.get(options.runId);
   // A local sandbox diffs against the commit it was attached at unless told otherwise: the one a step attached without
   // a diff base (e.g. implementation after a gate) must not answer a step that asks for the run's base (validation),
   // or work committed before the attach would drop out of the diff — and out of the scope check. Reattached (the same
   // worktree, reused) with the base asked for.
   if (open && !(options.diffBase && open.kind === "local" && open.baseSha !== options.diffBase)) return open;
-  const sandbox = await createSandbox({ ...options, reuse: true });
+  const sandbox = await createSandbox({ ...(await optionsOf(options)), reuse: true });
   attached.set(options.runId, sandbox);
   return sandbox;
 }
@@ -153,12 +165,9 @@ export async function startTaskSandbox(options: CreateSandboxOptions & { branch:
  * `startSha`, and cleaned. `from`: the sandbox as the lane's previous task had it. Null when it cannot be handed on —
  * not a local sandbox, nothing on disk, or the git work failed: the caller releases it and starts the task afresh.
  */
-export async function repointSandbox(
-  from: CreateSandboxOptions & { branch: string },
-  to: { branch: string; startSha: string },
-): Promise<LocalSandbox | null> {
-  if (pickKind(from.kind) !== "local") return null;
-  const open = attached.get(from.runId) ?? (runWorktreeOnDisk(from.runId) ? await createSandbox({ ...from, reuse: true }).catch(() => null) : null);
+export async function repointSandbox(from: SandboxOptions | SandboxRequest, to: { branch: string; startSha: string }): Promise<LocalSandbox | null> {
+  if (pickKind("read" in from ? undefined : from.kind) !== "local") return null;
+  const open = attached.get(from.runId) ?? (runWorktreeOnDisk(from.runId) ? await reopen(from) : null);
   if (!(open instanceof LocalSandbox)) return null;
   attached.delete(from.runId);
   for (const hook of releaseHooks) await hook(open).catch(() => null);
@@ -175,6 +184,15 @@ export function hasWorkspace(runId: string): boolean {
   return attached.has(runId) || runWorktreeOnDisk(runId);
 }
 
+/** The run's worktree on disk, opened as it is (null when that fails). */
+async function reopen(options: SandboxOptions | SandboxRequest): Promise<RunSandbox | null> {
+  try {
+    return await createSandbox({ ...(await optionsOf(options)), reuse: true });
+  } catch {
+    return null;
+  }
+}
+
 const releaseHooks = new Set<(sandbox: Sandbox) => Promise<void>>();
 
 /**
@@ -186,11 +204,10 @@ export function onSandboxRelease(hook: (sandbox: Sandbox) => Promise<void>): voi
 }
 
 /** Destroy the run's sandbox (before a pause, at the end, on cancel); the branch and its commits stay. */
-export async function releaseSandbox(options: CreateSandboxOptions & { branch: string }): Promise<void> {
+export async function releaseSandbox(options: SandboxOptions | SandboxRequest): Promise<void> {
   // Not open here and nothing on disk (a run that never needed one, e.g. triage without checks): nothing to release,
   // rather than a worktree checked out only to be removed.
-  const open =
-    attached.get(options.runId) ?? (runWorktreeOnDisk(options.runId) ? await createSandbox({ ...options, reuse: true }).catch(() => null) : null);
+  const open = attached.get(options.runId) ?? (runWorktreeOnDisk(options.runId) ? await reopen(options) : null);
   attached.delete(options.runId);
   if (open) for (const hook of releaseHooks) await hook(open).catch(() => null);
   await open?.destroy();

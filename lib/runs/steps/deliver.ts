@@ -9,7 +9,7 @@ import { readMemorySnapshot, squashMerge, updateMemory } from "@/lib/git";
 import { append, firstLine, loadRun, type RunContext } from "./context";
 import { mergePullRequestByDecision } from "./github";
 import { decisionsOf, lastValidationReport, writeRecords } from "./records";
-import { sandboxOptions } from "./workspace";
+import { runSandbox } from "./workspace";
 import { emitRunNotice } from "./notices";
 
 /* Delivery on the local repository (GitHub's is ./github.ts), a person's merge decision, and the run's completion. */
@@ -17,7 +17,7 @@ import { emitRunNotice } from "./notices";
 /** Commit the run's records and memory on its branch, then squash-merge when the config allows. */
 export async function deliver({ runId, stepKey, merge }: { runId: string; stepKey: string; merge: boolean }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(await sandboxOptions(run));
+  await releaseSandbox(runSandbox(run));
   const report = await lastValidationReport(runId);
   await writeRecords(run, report, { completing: merge });
   const state = await getRunState({ id: runId });

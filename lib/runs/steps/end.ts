@@ -5,7 +5,7 @@ import { git } from "@/lib/git";
 import { TERMINAL_STATUSES } from "@/lib/workflow";
 import { append, loadRun, RunEndedError, workflowClock } from "./context";
 import { lastValidationReport, writeRecords } from "./records";
-import { releaseTaskSandboxes, sandboxOptions } from "./workspace";
+import { releaseTaskSandboxes, runSandbox } from "./workspace";
 import { emitRunNotice } from "./notices";
 
 /*
@@ -74,7 +74,7 @@ export async function cleanUpCancelled({ runId }: { runId: string }) {
 export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: string; reason: string | null; stepKey: string }) {
   const run = await loadRun({ runId }).catch(() => null);
   if (!run) return { userId: null };
-  await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+  await releaseSandbox(runSandbox(run)).catch(() => null);
   const state = await getRunState({ id: runId });
   // A cancelled run's task branches go with it (a merged task's went at its merge); a failed run's stay to be read.
   await releaseTaskSandboxes(run, { deleteBranches: state?.status === "cancelled" }).catch(() => null);

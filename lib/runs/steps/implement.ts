@@ -31,7 +31,7 @@ import { listMcpSession } from "./mcp";
 
 export { callMcpTool } from "./mcp";
 import { checkTasksFile } from "./tasks-file";
-import { restoreFromCheckpoint, sandboxOptions } from "./workspace";
+import { restoreFromCheckpoint, runSandbox } from "./workspace";
 import { describeLeaks, scanChangesForSecrets } from "../secret-scan";
 
 /*
@@ -72,7 +72,7 @@ export async function beginImplementation({
   const instructions = await stageInstructions({ run, stage: "implementation", touched });
   const state = startImplementer({ plan: await toAgentPlan(doc), request, memory: memory.raw ?? undefined, instructions, feedback: feedback ?? undefined, maxIterations, skip, task });
   // MCP servers: their tools are listed once for the session (a stdio server starts in the session's sandbox to say them).
-  const mcp = await listMcpSession({ run, sandbox: sessionSandbox ?? (async () => attachSandbox(await sandboxOptions(run, task?.id ?? null))) });
+  const mcp = await listMcpSession({ run, sandbox: sessionSandbox ?? (async () => attachSandbox(runSandbox(run, task?.id ?? null))) });
   const messages = mcp.note ? [...state.messages, { role: "user" as const, content: section("mcp-servers", mcp.note) }] : state.messages;
   return { ...state, messages, ...(mcp.session ? { mcp: mcp.session } : {}) };
 }
@@ -148,7 +148,7 @@ export async function implementTurn({
     return { kind: "pause_requested", by: pauseRequest.by, message, now: workflowClock.now() };
   }
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run, taskId, workspace));
+  const sandbox = await attachSandbox(runSandbox(run, taskId, workspace));
   // A cancellation stops the turn where it is: the model call and any command it runs are aborted within a poll.
   const cancelled = watchForEnd(runId);
   // The stage deadline cuts a hung model call or command where it is, instead of after it returns.
@@ -211,7 +211,7 @@ export async function implementTurn({
   const ended = cancelled.signal.aborted ? "cancelled" : await endedStatus(runId);
   if (ended || !result) {
     await sandbox.destroy().catch(() => null);
-    await releaseSandbox(await sandboxOptions(run, taskId, workspace)).catch(() => null);
+    await releaseSandbox(runSandbox(run, taskId, workspace)).catch(() => null);
     throw new RunEndedError((await endedStatus(runId)) ?? ended ?? "cancelled");
   }
   const events: NewRunEvent[] = [];
@@ -331,7 +331,7 @@ export async function pollCommand({
   const pending = state.pendingCommand;
   if (!pending) return { kind: "continue", state, now: workflowClock.now() };
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run, taskId, workspace));
+  const sandbox = await attachSandbox(runSandbox(run, taskId, workspace));
   if (!sandbox.detachedStatus || !sandbox.killDetached) {
     throw new AppError("internal:sandbox", "The run's sandbox cannot look up a command left running detached.");
   }

@@ -1,7 +1,7 @@
 import { releaseSandbox } from "@/lib/sandbox";
 import { loadRun, workflowClock } from "./context";
 import { pendingPauseRequest } from "@/lib/db/queries/runs";
-import { sandboxOptions } from "./workspace";
+import { runSandbox } from "./workspace";
 
 /*
  * Parallel tasks in lanes (inngest/run/tasks.ts): the steps between a lane's tasks. A task's work is committed on its
@@ -16,7 +16,7 @@ import { sandboxOptions } from "./workspace";
  */
 export async function releaseTask({ runId, taskId, workspace = null }: { runId: string; taskId: string; workspace?: string | null }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(await sandboxOptions(run, taskId, workspace)).catch(() => null);
+  await releaseSandbox(runSandbox(run, taskId, workspace)).catch(() => null);
   return { now: workflowClock.now() };
 }
 

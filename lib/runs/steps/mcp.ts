@@ -11,7 +11,7 @@ import { log } from "@/lib/log";
 import { projectMcpServersOf } from "@/lib/projects/mcp-servers";
 import { attachSandbox, type Sandbox } from "@/lib/sandbox";
 import { append, baseShaOf, loadRun, stepBudget, workflowClock, type RunContext, type WithNow } from "./context";
-import { sandboxOptions } from "./workspace";
+import { runSandbox } from "./workspace";
 
 /*
  * MCP servers as the implementer's tools: the servers a run may use (the repository's `.mcp.json` or
@@ -124,7 +124,7 @@ export async function callMcpTool({
     const server = servers.find((s) => s.name === call.server);
     try {
       if (!server) throw new Error(`The MCP server "${call.server}" is no longer declared.`);
-      const sandbox = await attachSandbox(await sandboxOptions(run, taskId, workspace));
+      const sandbox = await attachSandbox(runSandbox(run, taskId, workspace));
       result = await withSessionMcpClient({ server, sandbox, timeoutMs: callTimeout() }, (client, options) => callServerTool(client, { tool: call.tool, args: call.args }, options));
     } catch (error) {
       result = { text: `The MCP call failed: ${(error as Error).message}`, isError: true };

@@ -7,7 +7,7 @@ import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, workflowClock, type WithNow } from "./context";
 import { beginImplementation } from "./implement";
 import { checkedTasksFile } from "./tasks-file";
-import { sandboxOptions, taskSandboxId } from "./workspace";
+import { runSandbox, sandboxOptions, taskSandboxId } from "./workspace";
 
 /*
  * Parallel tasks (limits.maxConcurrentTasks): the steps around one task's own session — its branch cut from the run
@@ -22,7 +22,7 @@ import { sandboxOptions, taskSandboxId } from "./workspace";
 export async function prepareTasks({ runId }: { runId: string }) {
   const run = await loadRun({ runId });
   // Usually none (planning needs no workspace): then the project's config is not read for its options either.
-  if (hasWorkspace(run.runId)) await releaseSandbox(await sandboxOptions(run)).catch(() => null);
+  if (hasWorkspace(run.runId)) await releaseSandbox(runSandbox(run)).catch(() => null);
   const memory = await readLatestMemory({ repoPath: run.repoPath, ref: run.branch });
   return { memory: memory.raw, now: workflowClock.now() };
 }
@@ -94,19 +94,17 @@ export async function beginTask({
   const sandbox = (async (): Promise<{ baseSha: string; workspace: string | null; sandbox: Sandbox | null }> => {
     if (previousTaskId && local && previous?.workspace === lane) {
       // The lane's worktree, handed on: one checkout (the branch cut at the round's start) and one clean.
-      const from = await sandboxOptions(run, previousTaskId, lane);
+      const from = runSandbox(run, previousTaskId, lane);
       const handed = await repointSandbox(from, { branch, startSha: previous.baseSha });
       if (handed) return { baseSha: previous.baseSha, workspace: lane, sandbox: handed };
       await releaseSandbox(from).catch(() => null);
     } else if (previousTaskId) {
       // Not handed on: the task before's sandbox goes side by side with this task's start (another worktree, another
       // branch); the step ends only once it is gone (quiet when it is gone already).
-      released = sandboxOptions(run, previousTaskId, previous?.workspace ?? null)
-        .then((o) => releaseSandbox(o))
-        .catch(() => null);
+      released = releaseSandbox(runSandbox(run, previousTaskId, previous?.workspace ?? null)).catch(() => null);
     }
     // A run after a conflict starts afresh: the first run's worktree goes before the branch is cut again.
-    if (n > 1) await releaseSandbox(await sandboxOptions(run, taskId)).catch(() => null);
+    if (n > 1) await releaseSandbox(runSandbox(run, taskId)).catch(() => null);
     if (local) {
       const fresh = await startTaskSandbox(await sandboxOptions(run, taskId, lane));
       return { baseSha: fresh.baseSha, workspace: lane, sandbox: fresh };
@@ -130,7 +128,7 @@ export async function beginTask({
       memory,
       sandbox: async () => {
         const made = await sandbox;
-        return made.sandbox ?? attachSandbox(await sandboxOptions(run, taskId, made.workspace));
+        return made.sandbox ?? attachSandbox(runSandbox(run, taskId, made.workspace));
       },
     });
     const [{ baseSha, workspace }, state] = await Promise.all([sandbox, starting]);
@@ -232,7 +230,7 @@ export async function mergeTasks({
  */
 export async function dropTask({ runId, taskId, workspace = null }: { runId: string; taskId: string; workspace?: string | null }) {
   const run = await loadRun({ runId });
-  await releaseSandbox(await sandboxOptions(run, taskId, workspace)).catch(() => null);
+  await releaseSandbox(runSandbox(run, taskId, workspace)).catch(() => null);
   await deleteTaskBranch({ repoPath: run.repoPath, branch: taskBranchName(run.branch, taskId) });
   return { now: workflowClock.now() };
 }

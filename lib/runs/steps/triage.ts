@@ -10,7 +10,7 @@ import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, type RunContext } from "./context";
 import { checkTasksFile } from "./tasks-file";
 import { filesInBranch, filesPresent, workspaceChanged } from "./triage-files";
-import { sandboxOptions } from "./workspace";
+import { runSandbox } from "./workspace";
 
 /* Triage, once before the first implementation: tasks the repository already does are skipped. */
 
@@ -57,7 +57,7 @@ export async function triage({
   } else {
     // The tree cannot tell (a symbolic link on a path's way), or there is something to run: the sandbox is asked.
     results = [];
-    const sandbox = await attachSandbox(await sandboxOptions(run));
+    const sandbox = await attachSandbox(runSandbox(run));
     for (const task of candidates) {
       const checks: TriageEvidence["checks"] = [];
       for (const command of task.checks ?? []) {

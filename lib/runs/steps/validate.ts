@@ -13,7 +13,7 @@ import { append, baseShaOf, loadRun, modelCallKey, RunEndedError, stepBudget, wo
 import { endedStatus, stageSignal } from "./end";
 import { toAgentPlan } from "./plan";
 import { stageInstructions } from "./instructions";
-import { sandboxOptions } from "./workspace";
+import { runSandbox } from "./workspace";
 
 /* Validation: the work checked against the plan in the sandbox, in steps that each fit the host's duration limit. */
 
@@ -96,7 +96,7 @@ export async function validate({
   const left = deadline === undefined ? undefined : deadline - workflowClock.now();
   const run = await loadRun({ runId });
   const base = await baseShaOf(runId);
-  const sandbox = await attachSandbox({ ...(await sandboxOptions(run)), diffBase: base ?? undefined });
+  const sandbox = await attachSandbox(runSandbox(run, null, null, base ?? undefined));
   if (left !== undefined && left <= 0) {
     // Past the deadline, a check still running detached is killed, as an inline one would be.
     if (progress?.pending) await sandbox.killDetached?.(progress.pending.id).catch(() => null);
@@ -163,7 +163,7 @@ export async function revertOutOfScope({ runId, stepKey, files, attempt }: { run
   const run = await loadRun({ runId });
   const base = await baseShaOf(runId);
   if (!base) throw new RunEndedError("failed");
-  const sandbox = await attachSandbox({ ...(await sandboxOptions(run)), diffBase: base });
+  const sandbox = await attachSandbox(runSandbox(run, null, null, base));
   const commit = await restoreFilesToBase({
     sandbox,
     runId,

@@ -6,7 +6,7 @@ import { attachSandbox } from "@/lib/sandbox";
 import type { NewRunEvent, PlanDocument } from "@/lib/workflow";
 import { append, loadRun, modelCallKey, stepBudget, workflowClock, type WithNow } from "./context";
 import { toAgentPlan } from "./plan";
-import { sandboxOptions } from "./workspace";
+import { runSandbox } from "./workspace";
 
 /* Per-task verification and the debug step (seed 003): a finished task's own checks, and a failure classified. */
 
@@ -47,7 +47,7 @@ export async function verifyTasks({
   const tasks = taskIds.map((id) => doc.tasks.find((t) => t.id === id)).filter((t) => t && (t.checks ?? []).length) as PlanDocument["tasks"];
   if (!tasks.length) return { verified: [], failed: null, now: workflowClock.now() };
   const run = await loadRun({ runId });
-  const sandbox = await attachSandbox(await sandboxOptions(run, sandboxOf, workspace));
+  const sandbox = await attachSandbox(runSandbox(run, sandboxOf, workspace));
   const started = Date.now();
   const events: NewRunEvent[] = [];
   const verified: string[] = [];

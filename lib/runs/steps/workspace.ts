@@ -2,7 +2,7 @@ import { getEnv } from "@/lib/env";
 import { redact } from "@/lib/redact";
 import { scanChangesForSecrets, withheldPaths } from "../secret-scan";
 import { log } from "@/lib/log";
-import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions } from "@/lib/sandbox";
+import { attachSandbox, releaseSandbox, restoreSandbox, type CreateSandboxOptions, type SandboxRequest } from "@/lib/sandbox";
 import { commitWorkInProgress, deleteTaskBranches, git, lastCheckpoint, readProjectConfig, taskBranchName } from "@/lib/git";
 import { listEvents } from "@/lib/db/event-store";
 import { append, loadRun, type RunContext } from "./context";
@@ -22,6 +22,22 @@ export async function sandboxOptions(run: RunContext, taskId?: string | null, wo
   return optionsWith(run, await projectSandboxConfig(run), taskId, workspace);
 }
 
+/**
+ * The run's sandbox (a task's: its lane's `workspace`, else its own) as a step attaches or releases it: the options
+ * above are read only when no sandbox is open in this process (an open one was made with them, and reading the
+ * repository's config is a git process: once per turn, before this, on every lane's way to its next task).
+ */
+export function runSandbox(run: RunContext, taskId?: string | null, workspace?: string | null, diffBase?: string): SandboxRequest {
+  return {
+    runId: sandboxIdOf(run, taskId, workspace),
+    ...(diffBase ? { diffBase } : {}),
+    read: async () => ({ ...(await sandboxOptions(run, taskId, workspace)), ...(diffBase ? { diffBase } : {}) }),
+  };
+}
+
+const sandboxIdOf = (run: RunContext, taskId?: string | null, workspace?: string | null) =>
+  taskId ? (workspace ?? taskSandboxId(run.runId, taskId)) : run.runId;
+
 function projectSandboxConfig(run: RunContext): Promise<{ excludePaths: string[]; allowInternet: boolean }> {
   return readProjectConfig({ repoPath: run.repoPath, ref: run.branch }).catch(() => ({ excludePaths: [] as string[], allowInternet: false }));
 }
@@ -35,7 +51,7 @@ function optionsWith(
   return {
     // A parallel task's sandbox: its lane's (`workspace`, laneSandboxId), else its own — a worktree on the task's own
     // branch (cut from the run branch).
-    runId: taskId ? (workspace ?? taskSandboxId(run.runId, taskId)) : run.runId,
+    runId: sandboxIdOf(run, taskId, workspace),
     repoPath: run.repoPath,
     ref: run.branch,
     branch: taskId ? taskBranchName(run.branch, taskId) : run.branch,
@@ -81,7 +97,7 @@ export async function parkSandbox(run: RunContext, reason: string, stepKey: stri
   const dir = `${getEnv().dataDir}/workspaces/${runIdDir(run.runId)}`;
   const exists = await import("node:fs/promises").then((fs) => fs.stat(dir).then(() => true).catch(() => false));
   if (!exists) return null;
-  const sandbox = await attachSandbox(await sandboxOptions(run));
+  const sandbox = await attachSandbox(runSandbox(run));
   // The work in progress is committed like a checkpoint, so it gets the same guard: a file whose changes hold a secret
   // (a command or a check copied a key file before the wait) is left out of the commit — and so out of the branch and
   // the restored workspace — and the run says which.
@@ -92,7 +108,7 @@ export async function parkSandbox(run: RunContext, reason: string, stepKey: stri
     log.warn("secret withheld from a work-in-progress commit", { runId: run.runId, files });
     await append(run.runId, `${stepKey}:withheld`, [{ type: "SECRET_WITHHELD", payload: { files, when: reason } }]);
   }
-  await releaseSandbox(await sandboxOptions(run));
+  await releaseSandbox(runSandbox(run));
   return wip.tree;
 }
 
