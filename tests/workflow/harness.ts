@@ -17,7 +17,7 @@ import type { RunStatus } from "@/lib/workflow";
 import { expect } from "vitest";
 
 /** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process (signed). */
-export async function startWorkflowHarness(options: Pick<ExecutorOptions, "waitLookBack"> = {}) {
+export async function startWorkflowHarness(options: Pick<ExecutorOptions, "waitLookBack" | "limits"> = {}) {
   const executor = new Executor({
     ...options,
     // Gatehouse's own app in signed mode, in-process: every call signed and verified as on Inngest Cloud.

@@ -1,4 +1,4 @@
-import { getRunState } from "@/lib/db/event-store";
+import { getRunState, listEvents } from "@/lib/db/event-store";
 import { redact } from "@/lib/redact";
 import { releaseSandbox } from "@/lib/sandbox";
 import { git } from "@/lib/git";
@@ -79,7 +79,8 @@ export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: 
   // A cancelled run's task branches go with it (a merged task's went at its merge); a failed run's stay to be read.
   await releaseTaskSandboxes(run, { deleteBranches: state?.status === "cancelled" }).catch(() => null);
   if (state && !TERMINAL_STATUSES.has(state.status) && reason !== null) {
-    await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(reason).slice(0, 2000), stage: state.currentStage } }]).catch(
+    const explained = await explainFailure(runId, run.branch, reason);
+    await append(runId, stepKey, [{ type: "RUN_FAILED", payload: { reason: redact(explained).slice(0, 2000), stage: state.currentStage } }]).catch(
       (error) => {
         if (!(error instanceof RunEndedError)) throw error;
       },
@@ -89,4 +90,27 @@ export async function finishUnsuccessfully({ runId, reason, stepKey }: { runId: 
   const branchExists = await git(run.repoPath, ["rev-parse", "--verify", "--quiet", `refs/heads/${run.branch}`], { allowFailure: true });
   if (branchExists.code === 0) await writeRecords(run, await lastValidationReport(runId));
   return { userId: run.userId };
+}
+
+/** Inngest's error for a function run past its steps per run (lib/executor's strict mode gives the same text). */
+const STEP_LIMIT = /exceeded the step limit of (\d+) steps/;
+
+/**
+ * A failure reason as a person can act on it. Inngest ends a function run at 1,000 steps, and a run's steps grow with
+ * its tasks and their turns: the reason then says so, how far the run got and what to do, after Inngest's own words.
+ */
+export async function explainFailure(runId: string, branch: string, reason: string): Promise<string> {
+  const limit = STEP_LIMIT.exec(reason);
+  if (!limit) return reason;
+  const events = await listEvents({ runId, limit: 100_000 });
+  const taskIds = (type: string) => new Set(events.flatMap((e) => (e.type === type ? [(e.payload as { taskId?: unknown }).taskId] : [])).filter((id) => typeof id === "string")).size;
+  const completed = taskIds("TASK_COMPLETED");
+  const started = taskIds("TASK_STARTED");
+  const progress = started
+    ? ` It completed ${completed} of the ${started} tasks it started; their work stays on the branch ${branch}.`
+    : ` Its work so far stays on the branch ${branch}.`;
+  return (
+    `${reason} Inngest ends one function run at ${limit[1]} steps, and every model turn of every task is a step.${progress}` +
+    " Split the request into smaller runs, or allow fewer turns per task (limits.maxIterations)."
+  );
 }
