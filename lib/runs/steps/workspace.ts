@@ -24,8 +24,8 @@ export async function sandboxOptions(run: RunContext, taskId?: string | null, wo
 
 /**
  * The run's sandbox (a task's: its lane's `workspace`, else its own) as a step attaches or releases it: the options
- * above are read only when no sandbox is open in this process (an open one was made with them, and reading the
- * repository's config is a git process: once per turn, before this, on every lane's way to its next task).
+ * above are read only when no sandbox is open in this process. An open one was made with them, and reading the
+ * repository's config is a git process, which every turn of every task paid on its way to the model.
  */
 export function runSandbox(run: RunContext, taskId?: string | null, workspace?: string | null, diffBase?: string): SandboxRequest {
   return {
