@@ -14,7 +14,7 @@ import type { SessionUser } from "@/lib/auth/guard";
 import { inngest } from "@/inngest";
 import { runStarted } from "@/inngest/events";
 import type { RunStatus } from "@/lib/workflow";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 
 /** The real workflow on the embedded executor, driving Gatehouse's own serve handler in-process (signed). */
 export async function startWorkflowHarness(options: Pick<ExecutorOptions, "waitLookBack" | "limits"> = {}) {
@@ -31,6 +31,20 @@ export async function startWorkflowHarness(options: Pick<ExecutorOptions, "waitL
   const owner = await ensureLocalOwner();
   const user: SessionUser = { id: owner.id, name: owner.name, via: "admin-token" };
   return { executor, user, close: () => executor.stop() };
+}
+
+type WorkflowHarness = Awaited<ReturnType<typeof startWorkflowHarness>>;
+
+/** One harness for a test file: started before its tests and closed after them (its fields are set once beforeAll has run). */
+export function useWorkflowHarness(): WorkflowHarness {
+  const h = {} as WorkflowHarness;
+  beforeAll(async () => {
+    Object.assign(h, await startWorkflowHarness());
+  });
+  afterAll(async () => {
+    await h.close();
+  });
+  return h;
 }
 
 export function git(repo: string, ...args: string[]): string {

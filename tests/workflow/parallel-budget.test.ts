@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { modelCalls } from "@/lib/db/schema";
@@ -7,7 +7,7 @@ import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budg
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 4: "Budgets and costs add up over tasks." The implementation budget is the stage's, whichever task
@@ -16,13 +16,7 @@ import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, w
  * own only if it is still over). Through the real workflow on the embedded executor, in strict cloud mode.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: unknown; sequence: number };
 const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
@@ -6,7 +6,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runWaitClosed } from "@/inngest/events";
 import { BUSY_RECHECK_MAX_S, busyRecheckSeconds } from "@/inngest/run/waits";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, items 2 and 5: a run waits for one person's decision at a time, so a parallel task that needs a person
@@ -16,13 +16,7 @@ import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, unt
  * mode; the order is forced by the test's decisions, never by timing.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: unknown; sequence: number };
 const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;

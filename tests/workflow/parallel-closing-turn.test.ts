@@ -1,9 +1,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * A lane's way from a task's last turn to its next task (inngest/run/tasks.ts) is paid only by parallel runs, once per
@@ -86,13 +86,7 @@ vi.mock("@/lib/runs/steps/implement", async (importOriginal) => {
 });
 seen.context = new AsyncLocalStorage<string>();
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: Record<string, unknown> };
 

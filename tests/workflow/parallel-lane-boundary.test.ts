@@ -1,11 +1,11 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { getEnv } from "@/lib/env";
 import { listEvents } from "@/lib/db/event-store";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
-import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { git, launch, makeRepo, newProject, useWorkflowHarness, waitForStatus } from "./harness";
 
 /**
  * Between two tasks of a lane (inngest/run/tasks.ts), the finished task's worktree used to be removed and pruned, the
@@ -57,13 +57,7 @@ vi.mock("@/lib/runs/steps/implement", async (importOriginal) => {
 seen.context = new AsyncLocalStorage<string>();
 seen.onDisk = (workspace) => fs.existsSync(path.join(getEnv().dataDir, "workspaces", workspace));
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
 

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
 import { listEvents } from "@/lib/db/event-store";
@@ -9,7 +9,7 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runResumed } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Parallel tasks in lanes (inngest/run/tasks.ts): a round takes every ready task and deals them into
@@ -17,13 +17,7 @@ import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, unt
  * the round. Through the real workflow on the embedded executor, in strict cloud mode.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 

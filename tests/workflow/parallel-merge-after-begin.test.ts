@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * A lane's way from one task to the next is the step that begins the next task (its branch, its worktree handed on, its
@@ -37,13 +37,7 @@ vi.mock("@/lib/runs/steps/tasks", async (importOriginal) => {
   };
 });
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: Record<string, unknown>; sequence: number };
 

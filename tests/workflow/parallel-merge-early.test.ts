@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * A round's merges as its tasks end (inngest/run/tasks.ts mergeAsTheyEnd): a finished task is merged into the run
@@ -9,13 +9,7 @@ import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, unt
  * the embedded executor, in strict cloud mode.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
-import { git, launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { git, launch, newProject, useWorkflowHarness, waitForStatus } from "./harness";
 
 /**
  * The merge steps of parallel tasks (lib/runs/steps/tasks.ts mergeTasks) sit on the run's critical path: the round's
@@ -34,13 +34,7 @@ vi.mock("@/lib/runs/steps/tasks", async (importOriginal) => {
 });
 inMerge.storage = new AsyncLocalStorage<Call>();
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
 

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 4: "A pause stops at task boundaries." A person's pause asked for while parallel tasks run does not
@@ -10,13 +10,7 @@ import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, unt
  * starts. Resumed, the remaining tasks run.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 async function post(route: typeof pauseRoute, runId: string, body?: unknown) {
   const response = await route(

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, processesRunning, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 2: "policy gates … work inside a task as they do today; [a wait for a person in] one task does not stop
@@ -13,13 +13,7 @@ import { expectRunConsistent, git, launch, newProject, processesRunning, startWo
  * cloud mode.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: unknown; sequence: number };
 const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
@@ -7,7 +7,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, processesRunning, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 2: "a question from one task does not stop the others" — nor does another task's work hold up the
@@ -21,13 +21,7 @@ import { expectRunConsistent, git, launch, newProject, processesRunning, startWo
  * so the asking task stood still — its wait for the answer not even stored — until T2's command ended.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: unknown; sequence: number };
 const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
@@ -11,7 +11,7 @@ import * as decide from "@/inngest/decide";
 import { announceDecision } from "@/inngest/announce";
 import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
-import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * A re-plan proposed from inside a parallel task (limits.maxConcurrentTasks) reaches the plan gate as a single
@@ -20,13 +20,7 @@ import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowH
  * debug step's or the implementer's) that a person sends back to planning.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Ev = { type: string; payload: unknown; sequence: number };
 const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;

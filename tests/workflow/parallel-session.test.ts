@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { implementerChunks } from "@/lib/db/schema";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 2: each parallel task has its own implementer conversation — "the request, the plan, its task, what
@@ -10,13 +10,7 @@ import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForS
  * never shortened). Through the real workflow on the embedded executor, in strict cloud mode.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const TASKS = [
   "# Sessions",

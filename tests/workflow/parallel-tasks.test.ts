@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { costBreakdownForRun } from "@/lib/runs/costs";
 import { stageSpend } from "@/lib/runs/budget";
@@ -21,8 +21,8 @@ import {
   launch,
   newProject,
   processesRunning,
-  startWorkflowHarness,
   until,
+  useWorkflowHarness,
   waitForPendingGate,
   waitForStatus,
   waitForWorkflow,
@@ -33,13 +33,7 @@ import {
  * a pasted tasks.md whose independent tasks run side by side, each on its own branch, merged in plan order.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { listEvents } from "@/lib/db/event-store";
 import { workflowClock } from "@/lib/runs/steps/context";
@@ -9,7 +9,7 @@ import { resumeRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { runResumed } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, processesRunning, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 4: "The stage timeout covers all tasks." timeoutMinutes.implementation counts the implementation
@@ -19,16 +19,10 @@ import { expectRunConsistent, git, launch, newProject, processesRunning, startWo
  * test, so no test waits minutes.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
+const h = useWorkflowHarness();
 const realNow = workflowClock.now;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
 afterEach(() => {
   workflowClock.now = realNow;
-});
-afterAll(async () => {
-  await h.close();
 });
 
 type Ev = { type: string; payload: unknown; sequence: number };

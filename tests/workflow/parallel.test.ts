@@ -1,19 +1,13 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { and, eq, inArray } from "drizzle-orm";
 import { getEnv } from "@/lib/env";
 import { getDb } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
-import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const ACTIVE = ["running", "awaiting_approval", "awaiting_clarification", "awaiting_fix_decision", "paused"];
 

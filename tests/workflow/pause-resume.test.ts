@@ -1,20 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { appendEvents, listEvents } from "@/lib/db/event-store";
 import { startRun } from "@/lib/runs/service";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
-import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 async function post(route: typeof pauseRoute, runId: string, body?: unknown) {
   const response = await route(

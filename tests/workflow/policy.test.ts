@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, makeRepo, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** The policy for risky actions, through the real workflow: the demo model's tool calls meet it like a model's would. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 

@@ -1,20 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/projects/queries";
 import type { PlanDocument } from "@/lib/workflow";
 import { startRun } from "@/lib/runs/service";
-import { expectRunConsistent, fileBlock, git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, makeRepo, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Runs whose plan is a tasks.md (pasted into the request, or in the repository), through the real workflow. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 const TASKS = [

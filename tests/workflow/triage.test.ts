@@ -1,18 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/projects/queries";
-import { expectRunConsistent, fileBlock, git, launch, makeRepo, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, makeRepo, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Triage through the real workflow: a task whose own checks already pass is skipped, unless below the threshold. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 // The demo implementer writes a line naming the task into each of its Files: (issue #31 item 7), so T1's title says
 // "hello": a task implemented anyway still passes its own check.
