@@ -8,6 +8,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "Budgets and costs add up over tasks." The implementation budget is the stage's, whichever task
@@ -17,9 +18,6 @@ import { expectRunConsistent, launch, newProject, until, useWorkflowHarness, wai
  */
 
 const h = useWorkflowHarness();
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
 
 describe("the implementation budget with parallel tasks", () => {
   it("two tasks over the budget at once open one budget gate; raised there, both go on and the run completes with no second gate", { timeout: 240_000 }, async () => {
@@ -43,7 +41,7 @@ describe("the implementation budget with parallel tasks", () => {
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "raise" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     const budgetGates = events.filter((e) => e.type === "APPROVAL_REQUESTED" && (e.payload as { kind: string }).kind === "budget");
     expect(budgetGates).toHaveLength(1);
     expect(events.filter((e) => e.type === "TASK_COMPLETED").map(taskOf).sort()).toEqual(["T1", "T2"]);

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
@@ -7,6 +6,7 @@ import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runWaitClosed } from "@/inngest/events";
 import { BUSY_RECHECK_MAX_S, busyRecheckSeconds } from "@/inngest/run/waits";
 import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, items 2 and 5: a run waits for one person's decision at a time, so a parallel task that needs a person
@@ -17,10 +17,6 @@ import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness
  */
 
 const h = useWorkflowHarness();
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000 })) as Ev[];
 
 type Pending = { run_id: string; hashed_id: string; kind: string; event_name: string | null; due_at: number | null };
 /** The run workflow's ops that wait (sleeps, waits for events) in the executor, for Gatehouse run `runId`. */
@@ -72,7 +68,7 @@ describe("a parallel task that needs a person while another task's gate is open"
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: second.id, decision: "approve" }), key: decisionKey.gate(second.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     const requested = events.filter((e) => e.type === "APPROVAL_REQUESTED");
     expect(requested.map((e) => (e.payload as { kind: string }).kind)).toEqual(["policy", "policy"]);
     expect(requested.map(taskOf).sort()).toEqual(["T1", "T2"]);

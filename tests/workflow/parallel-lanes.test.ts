@@ -3,13 +3,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
-import { listEvents } from "@/lib/db/event-store";
 import { requestPause, resumeRun } from "@/lib/runs/gates/decide-run";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runResumed } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Parallel tasks in lanes (inngest/run/tasks.ts): a round takes every ready task and deals them into
@@ -20,11 +20,6 @@ import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness
 const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const seqOf = (events: Ev[], type: string, taskId: string) => events.find((e) => e.type === type && taskOf(e) === taskId)?.sequence ?? -1;
-const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000 })) as Ev[];
 
 /**
  * A `[run: …]` command that waits until the test creates `ref` in the repository (the sandbox reads it), then writes
@@ -59,7 +54,7 @@ describe("parallel tasks in lanes", () => {
     git(repo, "update-ref", go, "HEAD");
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     // T2's command was released by T3's start: T3 (T1's lane) began before T2 (the other lane) completed.
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
@@ -122,7 +117,7 @@ describe("parallel tasks in lanes", () => {
     await announceDecision({ event: runResumed.create({ runId: run.id, action: "retry" }), key: decisionKey.resume(resumed.lastSequence) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    events = (await expectRunConsistent(run.id)) as Ev[];
+    events = (await expectRunConsistent(run.id)) as RunEvent[];
     // T3 ran in the next round, after the pause, on top of T1's and T2's merges.
     const t3 = events.find((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T3")!;
     expect((t3.payload as { round: number; run: number })).toMatchObject({ round: 2, run: 1 });
@@ -163,7 +158,7 @@ describe("parallel tasks in lanes", () => {
     git(repo, "update-ref", go, "HEAD");
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     const approved = events.find((e) => e.type === "APPROVAL_GRANTED" && e.sequence > seqOf(events, "TASK_BRANCH_CREATED", "T2"))!.sequence;
     const branches = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => ({ ...(e.payload as { taskId: string; round: number; run: number }), sequence: e.sequence }));

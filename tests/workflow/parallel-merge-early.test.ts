@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/event-store";
 import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * A round's merges as its tasks end (inngest/run/tasks.ts mergeAsTheyEnd): a finished task is merged into the run
@@ -13,11 +13,7 @@ const h = useWorkflowHarness();
 
 const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const seqOf = (events: Ev[], type: string, taskId: string) => events.find((e) => e.type === type && taskOf(e) === taskId)?.sequence ?? -1;
-const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000 })) as Ev[];
-const seen = (events: Ev[], type: string, taskId: string) => events.some((e) => e.type === type && taskOf(e) === taskId);
+const seen = (events: RunEvent[], type: string, taskId: string) => events.some((e) => e.type === type && taskOf(e) === taskId);
 
 /**
  * A `[run: …]` command that waits until the test creates `ref` in the repository (the sandbox reads it), then writes
@@ -42,7 +38,7 @@ describe("a round's merges as its tasks end", () => {
     git(repo, "update-ref", go, "HEAD");
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
     expect(seqOf(events, "TASK_MERGED", "T1")).toBeLessThan(seqOf(events, "TASK_COMPLETED", "T2"));
@@ -84,7 +80,7 @@ describe("a round's merges as its tasks end", () => {
     git(repo, "update-ref", go, "HEAD");
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha\nreleased");
     const merged = events.filter((e) => e.type === "TASK_MERGED");

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/event-store";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
 import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "A pause stops at task boundaries." A person's pause asked for while parallel tasks run does not
@@ -23,10 +23,6 @@ async function post(route: typeof pauseRoute, runId: string, body?: unknown) {
   );
   return { status: response.status, body: (await response.json()) as { run?: { status: string }; error?: { message: string } } };
 }
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const seqOf = (events: Ev[], type: string, taskId: string) => events.find((e) => e.type === type && taskOf(e) === taskId)?.sequence ?? -1;
 
 describe("a pause in a run of parallel tasks", () => {
   it("is honoured at the tasks' boundary: the task under way finishes and merges, the next task starts only after the resume", { timeout: 240_000 }, async () => {
@@ -50,7 +46,7 @@ describe("a pause in a run of parallel tasks", () => {
       trustMode: { planning: "auto", fixes: "manual" },
       limits: { maxConcurrentTasks: 3 },
     });
-    const events = async () => (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+    const events = () => eventsOf(run.id);
     await until(async () => (await events()).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to complete while T1's command is held", 120_000);
     expect((await events()).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1")).toBe(false);
 
@@ -72,7 +68,7 @@ describe("a pause in a run of parallel tasks", () => {
     expect((await post(resumeRoute, run.id)).status).toBe(200);
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const all = (await expectRunConsistent(run.id)) as Ev[];
+    const all = (await expectRunConsistent(run.id)) as RunEvent[];
     const resumed = all.find((e) => e.type === "RUN_RESUMED")!.sequence;
     expect(seqOf(all, "TASK_BRANCH_CREATED", "T3")).toBeGreaterThan(resumed);
     expect(all.filter((e) => e.type === "RUN_PAUSED")).toHaveLength(1);

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 2: "policy gates … work inside a task as they do today; [a wait for a person in] one task does not stop
@@ -14,10 +14,6 @@ import { expectRunConsistent, git, launch, newProject, processesRunning, until, 
  */
 
 const h = useWorkflowHarness();
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000 })) as Ev[];
 
 describe("a policy gate in one parallel task", () => {
   it("is opened by that task with the exact action; the other task works on and completes while it waits; approved, the write lands once", { timeout: 240_000 }, async () => {
@@ -45,7 +41,7 @@ describe("a policy gate in one parallel task", () => {
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind: string }).kind)).toEqual(["policy"]);
     const granted = events.find((e) => e.type === "APPROVAL_GRANTED")!.sequence;
     expect(events.find((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2")!.sequence).toBeLessThan(granted);

@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
-import { listEvents } from "@/lib/db/event-store";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 2: "a question from one task does not stop the others" — nor does another task's work hold up the
@@ -22,11 +22,6 @@ import { expectRunConsistent, git, launch, newProject, processesRunning, until, 
  */
 
 const h = useWorkflowHarness();
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const seqOf = (events: Ev[], type: string, taskId?: string) => events.find((e) => e.type === type && (taskId === undefined || taskOf(e) === taskId))?.sequence ?? -1;
-const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000 })) as Ev[];
 
 /**
  * A `[run: …]` command that waits until the test creates `ref` in the repository (at most `seconds`), then writes whether
@@ -82,7 +77,7 @@ describe("a question in one parallel task while another task's command runs", ()
 
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval", "awaiting_clarification"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    events = (await expectRunConsistent(run.id)) as Ev[];
+    events = (await expectRunConsistent(run.id)) as RunEvent[];
     // From the run's record: T3 began after T1 completed (T1's lane), asked, was answered and completed; T2 completed
     // only after that — its command released by the test, not given up on.
     const asked = events.find((e) => e.type === "CLARIFICATION_REQUESTED")!;

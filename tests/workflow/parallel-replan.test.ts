@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
@@ -12,6 +11,7 @@ import { announceDecision } from "@/inngest/announce";
 import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { expectRunConsistent, fileBlock, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, taskOf } from "./parallel-fixtures";
 
 /**
  * A re-plan proposed from inside a parallel task (limits.maxConcurrentTasks) reaches the plan gate as a single
@@ -21,9 +21,6 @@ import { expectRunConsistent, fileBlock, git, launch, newProject, until, useWork
  */
 
 const h = useWorkflowHarness();
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
 
 describe("re-plan from a parallel task", () => {
   it("a task's re-plan proposal goes to the plan gate while the other task finishes; approved, the new plan's tasks run and merge", { timeout: 240_000 }, async () => {
@@ -41,13 +38,13 @@ describe("re-plan from a parallel task", () => {
     });
     expect((gate.context as { plan: PlanDocument }).plan.tasks.map((t) => t.id)).toEqual(["T1", "T2", "T3", "R1"]);
     // The other task of the round works on to its end while the gate waits.
-    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to finish while the plan gate waits", 120_000);
+    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to finish while the plan gate waits", 120_000);
 
     await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     const plans = events.filter((e) => e.type === "PLAN_CREATED").map((e) => e.payload as { version: number; feedback: string | null });
     expect(plans.map((p) => p.version)).toEqual([1, 2]);
@@ -91,7 +88,7 @@ describe("re-plan from a parallel task", () => {
     await announceDecision({ event: gateDecided.create({ runId, gateId, decision: "approve" }), key: decisionKey.gate(gateId) });
     expect((await waitForStatus(runId, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "awaiting_clarification"], 180_000)).status).toBe("completed");
     await waitForWorkflow(runId);
-    const events = (await expectRunConsistent(runId)) as Ev[];
+    const events = (await expectRunConsistent(runId)) as RunEvent[];
     expect(events.filter((e) => e.type === "PLAN_CREATED").map((e) => (e.payload as { version: number }).version)).toEqual([1, 2]);
     // Not the fix gate: the only gate is the plan gate.
     expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind?: string }).kind ?? "plan")).toEqual(["plan"]);
@@ -118,7 +115,7 @@ describe("re-plan from a parallel task", () => {
       replan: expect.stringMatching(/^Re-plan proposed by the debug step \(in task T1\)\. Observation: task T1's acceptance command `test -f beta\.txt` failed and the failure is the plan's/),
     });
     // The other task of the round works on to its end while the gate waits.
-    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to finish while the plan gate waits", 120_000);
+    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to finish while the plan gate waits", 120_000);
     const events = await approveAndComplete(run.id, gate.id, repo, run.branch!);
     expect(events.filter((e) => e.type === "DEBUG_CLASSIFIED").map((e) => e.payload)).toMatchObject([{ taskId: "T1", category: "plan", action: "escalate" }]);
   });
@@ -133,7 +130,7 @@ describe("re-plan from a parallel task", () => {
     await cancelRun({ user: h.user, runId: run.id });
     await inngest.send(runCancelled.create({ runId: run.id }));
     await waitForWorkflow(run.id);
-    expect(((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).filter((e) => e.type === "PLAN_CREATED")).toHaveLength(1);
+    expect((await eventsOf(run.id)).filter((e) => e.type === "PLAN_CREATED")).toHaveLength(1);
   });
 
   it("a debug step's question in a task, sent back to planning by a person, re-plans through the plan gate; approved, the task runs afresh", { timeout: 240_000 }, async () => {
@@ -181,7 +178,7 @@ describe("re-plan from a parallel task", () => {
     await decide.answer({ user: h.user, clarificationId: second.id, response: "Hi" });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind?: string }).kind ?? "plan")).toEqual(["plan"]);
     expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2"]);
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T2").map((e) => (e.payload as { run: number }).run)).toEqual([1, 2]);
@@ -213,7 +210,7 @@ describe("re-plan from a parallel task", () => {
     // The second task's proposal joins the open gate instead of drafting a plan and queueing a gate of its own.
     const proposals = await until(
       async () => {
-        const found = ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).filter((e) => e.type === "REPLAN_PROPOSED");
+        const found = (await eventsOf(run.id)).filter((e) => e.type === "REPLAN_PROPOSED");
         return found.length === 2 ? found.map((e) => e.payload as { taskId: string; outcome: string; reason: string }) : null;
       },
       "both tasks' re-plan proposals on record (one leading, one joining the gate)",
@@ -240,7 +237,7 @@ describe("re-plan from a parallel task", () => {
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate!.id, decision: "approve" }), key: decisionKey.gate(gate!.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "awaiting_clarification"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     expect(events.filter((e) => e.type === "APPROVAL_REQUESTED").map((e) => (e.payload as { kind?: string }).kind)).toEqual(["plan"]);
     // The plan changed once: the drafted re-plan (v2) and its edit (v3).

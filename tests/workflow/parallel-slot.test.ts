@@ -8,6 +8,7 @@ import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "A run holds one slot of its person's concurrency limit, however many tasks run." While one of
@@ -24,8 +25,7 @@ afterAll(async () => {
   await h.close();
 });
 
-type Ev = { type: string; payload: unknown; sequence: number; timestamp: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
+type Ev = RunEvent & { timestamp: number };
 
 describe("a run of parallel tasks and its user's concurrency limit", () => {
   it("keeps its one slot while a task waits for a person and another computes: a run limited to computing alone stays queued", { timeout: 240_000 }, async () => {

@@ -4,7 +4,6 @@ import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { costBreakdownForRun } from "@/lib/runs/costs";
 import { stageSpend } from "@/lib/runs/budget";
-import { listEvents } from "@/lib/db/event-store";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
@@ -27,6 +26,7 @@ import {
   waitForStatus,
   waitForWorkflow,
 } from "./harness";
+import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Parallel tasks (limits.maxConcurrentTasks) through the real workflow on the embedded executor, in strict cloud mode:
@@ -56,10 +56,6 @@ const TASKS = [
 
 const request = ["Parallel tasks", "", "```tasks.md", TASKS, "```"].join("\n");
 
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const seqOf = (events: Ev[], type: string, taskId: string) => events.find((e) => e.type === type && taskOf(e) === taskId)?.sequence ?? -1;
-
 describe("parallel tasks", () => {
   it("independent tasks run at once on their own branches; every task's work is merged into the run branch in plan order", { timeout: 180_000 }, async () => {
     expect(getEnv().GATEHOUSE_EXECUTOR_STRICT).toBe("cloud");
@@ -67,7 +63,7 @@ describe("parallel tasks", () => {
     const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 3 } });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
 
     // Each of T1–T3 started before any of them completed: they ran at the same time.
     const firstDone = Math.min(...["T1", "T2", "T3"].map((id) => seqOf(events, "TASK_COMPLETED", id)));
@@ -126,11 +122,11 @@ describe("parallel tasks", () => {
     const tasks = ["# Pace", "- [ ] T1: Write alpha", "  Files: alpha.txt", "  [run: echo T1 ran >> alpha.txt]", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${wait}]`, ""].join("\n");
     const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, ["Own pace", "", "```tasks.md", tasks, "```"].join("\n"), auto);
-    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to complete", 120_000);
+    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to complete", 120_000);
     git(repo, "update-ref", go, "HEAD");
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     // T2's command ran on until the release, which came after T1 had completed (its turns after its own command).
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
     expect(seqOf(events, "TASK_COMPLETED", "T1")).toBeLessThan(seqOf(events, "TASK_COMPLETED", "T2"));
@@ -144,7 +140,7 @@ describe("parallel tasks", () => {
     const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 1 } });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     const order = events.filter((e) => e.type === "TASK_STARTED" || e.type === "TASK_COMPLETED").map((e) => `${e.type === "TASK_STARTED" ? "start" : "done"} ${taskOf(e)}`);
     expect(order).toEqual(["start T1", "done T1", "start T2", "done T2", "start T3", "done T3", "start T4", "done T4"]);
     expect(events.some((e) => e.type === "TASK_BRANCH_CREATED" || e.type === "TASK_MERGED")).toBe(false);
@@ -181,7 +177,7 @@ describe("parallel tasks", () => {
       files: ["shared.txt"],
       sides: [{ path: "shared.txt", runBranch: "T2: Second word\n", task: "Third\n" }],
     });
-    let events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
+    let events = await eventsOf(run.id);
     expect(events.filter((e) => e.type === "TASK_MERGE_CONFLICT").map((e) => [taskOf(e), (e.payload as { next: string }).next])).toEqual([
       ["T3", "rerun"],
       ["T3", "gate"],
@@ -191,7 +187,7 @@ describe("parallel tasks", () => {
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    events = (await expectRunConsistent(run.id)) as Ev[];
+    events = (await expectRunConsistent(run.id)) as RunEvent[];
     // T3's third run was alone, on top of T1's and T2's merges; its work is what the file now says.
     const t3 = events.filter((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T3").map((e) => (e.payload as { run: number; round: number }));
     expect(t3.map((r) => [r.run, r.round])).toEqual([[1, 1], [2, 2], [3, 3]]);
@@ -217,7 +213,7 @@ describe("parallel tasks", () => {
     await waitForWorkflow(run.id, 60_000);
     const workspaces = path.join(getEnv().dataDir, "workspaces");
     await until(async () => fs.readdirSync(workspaces).every((d) => !d.startsWith(run.id)), "every task's sandbox to be dropped", 60_000);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     expect(events.at(-1)!.type).toBe("RUN_CANCELLED");
     expect(events.filter((e) => e.type === "TASK_BRANCH_CREATED")).toHaveLength(3);
     expect(events.some((e) => e.type === "TASK_COMPLETED" || e.type === "TASK_MERGED" || e.type === "IMPLEMENTATION_SUCCEEDED")).toBe(false);
@@ -233,7 +229,7 @@ describe("parallel tasks", () => {
     const request = ["Ask in parallel [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n");
     const run = await launch(h.user, project.id, request, auto);
     await waitForStatus(run.id, ["awaiting_clarification"], 120_000);
-    await until(async () => ((await listEvents({ runId: run.id, limit: 1000 })) as Ev[]).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to finish while T2 waits", 120_000);
+    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to finish while T2 waits", 120_000);
     const db = await getDb();
     const [question] = await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id));
     expect(question).toMatchObject({ question: "Which greeting?", status: "pending" });
@@ -241,7 +237,7 @@ describe("parallel tasks", () => {
     await announceDecision({ event: clarificationAnswered.create({ runId: run.id, clarificationId: question!.id }), key: decisionKey.clarification(question!.id) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_fix_decision", "awaiting_approval"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     const asked = events.find((e) => e.type === "CLARIFICATION_REQUESTED")!.sequence;
     const answered = events.find((e) => e.type === "CLARIFICATION_ANSWERED")!.sequence;
     const t1Done = seqOf(events, "TASK_COMPLETED", "T1");

@@ -2,7 +2,6 @@ import fs from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
-import { listEvents } from "@/lib/db/event-store";
 import { workflowClock } from "@/lib/runs/steps/context";
 import { taskSandboxId } from "@/lib/runs/steps/workspace";
 import { resumeRun } from "@/lib/runs/gates/decide-run";
@@ -10,6 +9,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { runResumed } from "@/inngest/events";
 import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "The stage timeout covers all tasks." timeoutMinutes.implementation counts the implementation
@@ -24,11 +24,6 @@ const realNow = workflowClock.now;
 afterEach(() => {
   workflowClock.now = realNow;
 });
-
-type Ev = { type: string; payload: unknown; sequence: number };
-const taskOf = (e: Ev) => (e.payload as { taskId?: string }).taskId;
-const seqOf = (events: Ev[], type: string, taskId: string) => events.find((e) => e.type === type && taskOf(e) === taskId)?.sequence ?? -1;
-const eventsOf = async (runId: string) => (await listEvents({ runId, limit: 1000 })) as Ev[];
 
 /**
  * A `[run: …]` command that waits until the test creates `ref` in the repository, then writes whether it was released.
@@ -105,7 +100,7 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
     await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    events = (await expectRunConsistent(run.id)) as Ev[];
+    events = (await expectRunConsistent(run.id)) as RunEvent[];
     expect(events.filter((e) => e.type === "RUN_PAUSED")).toHaveLength(1);
     expect(events.filter((e) => e.type === "RUN_RESUMED").map((e) => (e.payload as { action: string }).action)).toEqual(["extend"]);
     expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2", "T3"]);
@@ -147,7 +142,7 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
     await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as Ev[];
+    const events = (await expectRunConsistent(run.id)) as RunEvent[];
     const pauses = events.filter((e) => e.type === "RUN_PAUSED");
     expect(pauses).toHaveLength(1);
     expect((pauses[0]!.payload as { stepKey: string }).stepKey).toMatch(/^impl:1:task:T[12]:1:turn:\d+:timeout:pause$/);
