@@ -72,6 +72,12 @@ export async function launch(user: SessionUser, projectId: string, request: stri
   return run;
 }
 
+/** The trust mode of most scenarios: the plan is approved by itself, a fix still waits for a person. */
+export const autoPlanning = { trustMode: { planning: "auto", fixes: "manual" } };
+
+/** A request whose plan is the pasted `tasks` (a tasks.md), followed by `more` lines. */
+export const tasksRequest = (title: string, tasks: string, ...more: string[]) => [title, "", "```tasks.md", tasks, "```", ...more].join("\n");
+
 export async function waitForStatus(runId: string, statuses: RunStatus[], timeoutMs = 60_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {

@@ -7,7 +7,7 @@ import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budg
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, taskOf } from "./parallel-fixtures";
 
 /**
@@ -23,7 +23,7 @@ describe("the implementation budget with parallel tasks", () => {
   it("two tasks over the budget at once open one budget gate; raised there, both go on and the run completes with no second gate", { timeout: 240_000 }, async () => {
     const tasks = ["# Budget in lanes", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt", ""].join("\n");
     const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Budget lanes", "", "```tasks.md", tasks, "```"].join("\n"), {
+    const run = await launch(h.user, project.id, tasksRequest("Budget lanes", tasks), {
       trustMode: { planning: "auto", fixes: "auto" },
       limits: { maxConcurrentTasks: 2 },
       budgets: { implementation: { tokens: 1 } },

@@ -5,7 +5,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runWaitClosed } from "@/inngest/events";
 import { BUSY_RECHECK_MAX_S, busyRecheckSeconds } from "@/inngest/run/waits";
-import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -31,8 +31,8 @@ describe("a parallel task that needs a person while another task's gate is open"
   it("waits for the run's wait-closed announcement and opens its own gate as soon as the other gate is decided", { timeout: 300_000 }, async () => {
     const tasks = ["# Two protected writes", "- [ ] T1: Write CI", "  Files: .github/workflows/ci.yml", "- [ ] T2: Write release", "  Files: .github/workflows/release.yml", ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Two protected writes", "", "```tasks.md", tasks, "```"].join("\n"), {
-      trustMode: { planning: "auto", fixes: "manual" },
+    const run = await launch(h.user, project.id, tasksRequest("Two protected writes", tasks), {
+      ...autoPlanning,
       limits: { maxConcurrentTasks: 2 },
     });
 

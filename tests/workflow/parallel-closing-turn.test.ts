@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
-import { expectRunConsistent, git, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * A lane's way from a task's last turn to its next task (inngest/run/tasks.ts) is paid only by parallel runs, once per
@@ -117,7 +117,7 @@ describe("a parallel task's last turns", () => {
   const done = async () => {
     if (ran) return ran;
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Three in two lanes", "", "```tasks.md", TASKS, "```"].join("\n"), {
+    const run = await launch(h.user, project.id, tasksRequest("Three in two lanes", TASKS), {
       trustMode: { planning: "auto" },
       limits: { maxConcurrentTasks: 2 },
     });
@@ -187,7 +187,7 @@ describe("a parallel task's closing turn", () => {
   it("is made by the step of the turn that finished the task when nothing comes between them — a task with a check gets its verify step between them, and its closing turn's own step", { timeout: 180_000 }, async () => {
     seen.foldedTurns = [];
     const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Three, closing", "", "```tasks.md", TASKS, "```"].join("\n"), {
+    const run = await launch(h.user, project.id, tasksRequest("Three, closing", TASKS), {
       trustMode: { planning: "auto" },
       limits: { maxConcurrentTasks: 2 },
     });
@@ -224,7 +224,7 @@ describe("a parallel task's closing turn", () => {
     seen.foldedTurns = [];
     try {
       const { project, repo } = await newProject(h.user);
-      const run = await launch(h.user, project.id, ["Three, closing the old way", "", "```tasks.md", TASKS, "```"].join("\n"), {
+      const run = await launch(h.user, project.id, tasksRequest("Three, closing the old way", TASKS), {
         trustMode: { planning: "auto" },
         limits: { maxConcurrentTasks: 2 },
       });
@@ -253,7 +253,7 @@ describe("a run whose begin steps were memoized without the first turn (a run fr
     seen.turnsOutsideBegin = [];
     try {
       const { project, repo } = await newProject(h.user);
-      const run = await launch(h.user, project.id, ["Three the old way", "", "```tasks.md", TASKS, "```"].join("\n"), {
+      const run = await launch(h.user, project.id, tasksRequest("Three the old way", TASKS), {
         trustMode: { planning: "auto" },
         limits: { maxConcurrentTasks: 2 },
       });

@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from "vitest";
 import { getEnv } from "@/lib/env";
 import { listEvents } from "@/lib/db/event-store";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
-import { git, launch, makeRepo, newProject, useWorkflowHarness, waitForStatus } from "./harness";
+import { git, launch, makeRepo, newProject, tasksRequest, useWorkflowHarness, waitForStatus } from "./harness";
 
 /**
  * Between two tasks of a lane (inngest/run/tasks.ts), the finished task's worktree used to be removed and pruned, the
@@ -65,7 +65,7 @@ describe("a lane's task boundary", () => {
   it("hands the lane's worktree to its next task with two git processes and no worktree command; the first turn finds it ready", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
     // Two lanes: [T1, T3] and [T2].
-    const run = await launch(h.user, project.id, ["Three in two lanes", "", "```tasks.md", TASKS, "```"].join("\n"), {
+    const run = await launch(h.user, project.id, tasksRequest("Three in two lanes", TASKS), {
       trustMode: { planning: "auto" },
       limits: { maxConcurrentTasks: 2 },
     });
@@ -126,7 +126,7 @@ describe("a lane's worktree handed on", () => {
       "  [run: for f in build build/out.o one.txt; do if test -e $f; then echo found $f; else echo no $f; fi; done >> three.txt]",
       "",
     ].join("\n");
-    const run = await launch(h.user, project.id, ["Leftovers", "", "```tasks.md", tasks, "```"].join("\n"), {
+    const run = await launch(h.user, project.id, tasksRequest("Leftovers", tasks), {
       trustMode: { planning: "auto" },
       limits: { maxConcurrentTasks: 2 },
     });

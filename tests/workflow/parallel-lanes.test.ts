@@ -8,7 +8,7 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runResumed } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -18,8 +18,6 @@ import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
  */
 
 const h = useWorkflowHarness();
-
-const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 
 /**
  * A `[run: …]` command that waits until the test creates `ref` in the repository (the sandbox reads it), then writes
@@ -45,7 +43,7 @@ describe("parallel tasks in lanes", () => {
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Lanes", "", "```tasks.md", tasks, "```"].join("\n"), { ...auto, limits: { maxConcurrentTasks: 2 } });
+    const run = await launch(h.user, project.id, tasksRequest("Lanes", tasks), { ...autoPlanning, limits: { maxConcurrentTasks: 2 } });
     await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_STARTED" && taskOf(e) === "T3"), "T3 to start", 120_000);
     // A lane holds one sandbox: T3 works in the one T1 worked in, handed on; T2's lane has its own, its command waiting.
     const workspaces = fs.readdirSync(path.join(getEnv().dataDir, "workspaces"));
@@ -95,7 +93,7 @@ describe("parallel tasks in lanes", () => {
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Pause lanes", "", "```tasks.md", tasks, "```"].join("\n"), { ...auto, limits: { maxConcurrentTasks: 2 } });
+    const run = await launch(h.user, project.id, tasksRequest("Pause lanes", tasks), { ...autoPlanning, limits: { maxConcurrentTasks: 2 } });
     await until(async () => {
       const events = await eventsOf(run.id);
       return ["T1", "T2"].every((id) => events.some((e) => e.type === "TASK_STARTED" && taskOf(e) === id));
@@ -146,9 +144,9 @@ describe("parallel tasks in lanes", () => {
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const request = ["Re-plan lanes [replan: The repository keeps a changelog that the plan forgot.]", "", "```tasks.md", tasks, "```"].join("\n");
+    const request = tasksRequest("Re-plan lanes [replan: The repository keeps a changelog that the plan forgot.]", tasks);
     // One re-plan (the demo's T1 would propose again under a pasted tasks.md's unchanged tasks: refused, it goes on).
-    const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 2, maxReplans: 1 } });
+    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 2, maxReplans: 1 } });
     await waitForStatus(run.id, ["awaiting_approval", "completed", "failed"], 120_000);
     const gate = await waitForPendingGate(run.id);
     expect(gate.kind).toBe("plan");

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -10,8 +10,6 @@ import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
  */
 
 const h = useWorkflowHarness();
-
-const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 
 const seen = (events: RunEvent[], type: string, taskId: string) => events.some((e) => e.type === type && taskOf(e) === taskId);
 
@@ -29,7 +27,7 @@ describe("a round's merges as its tasks end", () => {
     const go = "refs/merge-early-test/go";
     const tasks = ["# Early", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${waitFor(go, "beta.txt")}]`, ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Early", "", "```tasks.md", tasks, "```"].join("\n"), { ...auto, limits: { maxConcurrentTasks: 2 } });
+    const run = await launch(h.user, project.id, tasksRequest("Early", tasks), { ...autoPlanning, limits: { maxConcurrentTasks: 2 } });
     await until(async () => seen(await eventsOf(run.id), "TASK_MERGED", "T1"), "T1 to be merged", 120_000);
     // T1's work is on the run branch already, its box checked on top of its merge; T2's is not.
     expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha");
@@ -70,7 +68,7 @@ describe("a round's merges as its tasks end", () => {
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Order", "", "```tasks.md", tasks, "```"].join("\n"), { ...auto, limits: { maxConcurrentTasks: 3 } });
+    const run = await launch(h.user, project.id, tasksRequest("Order", tasks), { ...autoPlanning, limits: { maxConcurrentTasks: 3 } });
     await until(async () => {
       const events = await eventsOf(run.id);
       return seen(events, "TASK_COMPLETED", "T2") && seen(events, "TASK_COMPLETED", "T3");

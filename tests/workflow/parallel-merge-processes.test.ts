@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
-import { git, launch, newProject, useWorkflowHarness, waitForStatus } from "./harness";
+import { git, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus } from "./harness";
 
 /**
  * The merge steps of parallel tasks (lib/runs/steps/tasks.ts mergeTasks) sit on the run's critical path: the round's
@@ -41,7 +41,7 @@ const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: 
 describe("merging a round of parallel tasks", () => {
   it("runs two git processes per task and moves the run branch once, its tasks.md commit included", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Three at once", "", "```tasks.md", TASKS, "```"].join("\n"), { trustMode: { planning: "auto" } });
+    const run = await launch(h.user, project.id, tasksRequest("Three at once", TASKS), { trustMode: { planning: "auto" } });
     expect((await waitForStatus(run.id, ["completed", "failed"], 120_000)).status).toBe("completed");
     const events = await listEvents({ runId: run.id, limit: 1000 });
     expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1", "T2", "T3"]);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
-import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -42,8 +42,8 @@ describe("a pause in a run of parallel tasks", () => {
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Pause between tasks", "", "```tasks.md", tasks, "```"].join("\n"), {
-      trustMode: { planning: "auto", fixes: "manual" },
+    const run = await launch(h.user, project.id, tasksRequest("Pause between tasks", tasks), {
+      ...autoPlanning,
       limits: { maxConcurrentTasks: 3 },
     });
     const events = () => eventsOf(run.id);

@@ -3,7 +3,7 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -22,7 +22,7 @@ describe("a policy gate in one parallel task", () => {
     const wait = `n=0; until git rev-parse -q --verify ${go} >/dev/null || test $n -ge 1200; do sleep ${nap}; n=$((n+1)); done; if git rev-parse -q --verify ${go} >/dev/null; then echo released; else echo gave-up; fi >> beta.txt`;
     const tasks = ["# Policy in a task", "- [ ] T1: Write CI", "  Files: .github/workflows/ci.yml", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${wait}]`, ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Policy in a task", "", "```tasks.md", tasks, "```"].join("\n"), { trustMode: { planning: "auto", fixes: "manual" } });
+    const run = await launch(h.user, project.id, tasksRequest("Policy in a task", tasks), autoPlanning);
 
     await waitForStatus(run.id, ["awaiting_approval"], 120_000);
     const gate = await waitForPendingGate(run.id);

@@ -6,7 +6,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -52,8 +52,8 @@ describe("a question in one parallel task while another task's command runs", ()
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Ask while another works [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n"), {
-      trustMode: { planning: "auto", fixes: "manual" },
+    const run = await launch(h.user, project.id, tasksRequest("Ask while another works [ask: Which greeting? | Hello | Hi]", tasks), {
+      ...autoPlanning,
       limits: { maxConcurrentTasks: 2 },
     });
 

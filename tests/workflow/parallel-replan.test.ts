@@ -10,7 +10,7 @@ import * as decide from "@/inngest/decide";
 import { announceDecision } from "@/inngest/announce";
 import { inngest } from "@/inngest";
 import { gateDecided, runCancelled } from "@/inngest/events";
-import { expectRunConsistent, fileBlock, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, fileBlock, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -27,7 +27,7 @@ describe("re-plan from a parallel task", () => {
     const { project, repo } = await newProject(h.user);
     // The demo plans T1 (a.txt) and T2 (b.txt) side by side, then the note (T3); T1's session proposes the re-plan.
     const request = ["Two files [replan: The repository keeps a changelog that the plan forgot.]", "", fileBlock("a.txt", "alpha"), "", fileBlock("b.txt", "beta")].join("\n");
-    const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3 } });
+    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 3 } });
 
     await waitForStatus(run.id, ["awaiting_approval", "completed", "failed"], 120_000);
     const gate = await waitForPendingGate(run.id);
@@ -105,7 +105,7 @@ describe("re-plan from a parallel task", () => {
 
   it("a debug step's \"the plan is wrong\" on a task's failed check re-plans through the plan gate (not the fix gate); approved, the task runs afresh after the other task merged", { timeout: 240_000 }, async () => {
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, debugRequest("[debug: plan]"), { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 1 } });
+    const run = await launch(h.user, project.id, debugRequest("[debug: plan]"), { ...autoPlanning, limits: { maxConcurrentTasks: 3, maxReplans: 1 } });
 
     await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
     const gate = await waitForPendingGate(run.id);
@@ -122,7 +122,7 @@ describe("re-plan from a parallel task", () => {
 
   it("limits.maxReplans 0: the debug step's \"the plan is wrong\" in a task goes to the fix gate instead", { timeout: 180_000 }, async () => {
     const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, debugRequest("[debug: plan]"), { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 0 } });
+    const run = await launch(h.user, project.id, debugRequest("[debug: plan]"), { ...autoPlanning, limits: { maxConcurrentTasks: 3, maxReplans: 0 } });
     await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
     const gate = await waitForPendingGate(run.id);
     expect(gate.kind).toBe("fix");
@@ -136,7 +136,7 @@ describe("re-plan from a parallel task", () => {
   it("a debug step's question in a task, sent back to planning by a person, re-plans through the plan gate; approved, the task runs afresh", { timeout: 240_000 }, async () => {
     const { project, repo } = await newProject(h.user);
     // Sending back to planning is a person's choice: not counted in limits.maxReplans (0 here).
-    const run = await launch(h.user, project.id, debugRequest("[debug: environment]"), { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 0 } });
+    const run = await launch(h.user, project.id, debugRequest("[debug: environment]"), { ...autoPlanning, limits: { maxConcurrentTasks: 3, maxReplans: 0 } });
     await waitForStatus(run.id, ["awaiting_clarification", "awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
     const db = await getDb();
     const question = await until(
@@ -157,8 +157,8 @@ describe("re-plan from a parallel task", () => {
     const { project, repo } = await newProject(h.user);
     // The demo asks the request's question in the plan's last task's session (T2); T1 works on meanwhile.
     const tasks = ["# Ask", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt"].join("\n");
-    const request = ["Ask in parallel [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n");
-    const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3 } });
+    const request = tasksRequest("Ask in parallel [ask: Which greeting? | Hello | Hi]", tasks);
+    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 3 } });
     const db = await getDb();
     const pending = () =>
       until(async () => (await db.select().from(clarificationRequests).where(eq(clarificationRequests.workflowRunId, run.id))).find((c) => c.status === "pending"), "a question", 120_000);
@@ -202,7 +202,7 @@ describe("re-plan from a parallel task", () => {
       "```",
     ].join("\n");
     // maxReplans 1: both proposals are answered by one gate, counted once (a second counted re-plan would be refused).
-    const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" }, limits: { maxConcurrentTasks: 3, maxReplans: 1 } });
+    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 3, maxReplans: 1 } });
 
     await waitForStatus(run.id, ["awaiting_approval", "awaiting_fix_decision", "completed", "failed"], 120_000);
     const first = await waitForPendingGate(run.id);

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { implementerChunks } from "@/lib/db/schema";
-import { expectRunConsistent, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Issue #31, item 2: each parallel task has its own implementer conversation — "the request, the plan, its task, what
@@ -34,7 +34,7 @@ function textOf(message: unknown): string {
 describe("a parallel task's own implementer session", () => {
   it("opens with the request, the plan, its one task, and — for a task with dependencies — what their merges changed", { timeout: 180_000 }, async () => {
     const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Own sessions", "", "```tasks.md", TASKS, "```"].join("\n"), { trustMode: { planning: "auto", fixes: "manual" } });
+    const run = await launch(h.user, project.id, tasksRequest("Own sessions", TASKS), autoPlanning);
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 150_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     await expectRunConsistent(run.id);

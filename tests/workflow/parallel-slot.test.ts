@@ -7,7 +7,7 @@ import { decisionKey, waitCheckHooks } from "@/lib/runs/gates/acks";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, startWorkflowHarness, tasksRequest, until, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, taskOf } from "./parallel-fixtures";
 
 /**
@@ -34,8 +34,8 @@ describe("a run of parallel tasks and its user's concurrency limit", () => {
     const wait = `n=0; until git rev-parse -q --verify ${go} >/dev/null || test $n -ge 900; do sleep 0.1; n=$((n+1)); done; echo released >> alpha.txt`;
     const tasks = ["# Slot", "- [ ] T1: Write alpha", "  Files: alpha.txt", `  [run: ${wait}]`, "- [ ] T2: Write beta", "  Files: beta.txt", ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const first = await launch(h.user, project.id, ["One slot [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n"), {
-      trustMode: { planning: "auto", fixes: "manual" },
+    const first = await launch(h.user, project.id, tasksRequest("One slot [ask: Which greeting? | Hello | Hi]", tasks), {
+      ...autoPlanning,
       limits: { maxConcurrentTasks: 3 },
     });
     await waitForStatus(first.id, ["awaiting_clarification"], 120_000);

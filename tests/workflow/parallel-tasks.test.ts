@@ -15,11 +15,13 @@ import { announceDecision } from "@/inngest/announce";
 import { inngest } from "@/inngest";
 import { clarificationAnswered, gateDecided, runCancelled } from "@/inngest/events";
 import {
+  autoPlanning,
   expectRunConsistent,
   git,
   launch,
   newProject,
   processesRunning,
+  tasksRequest,
   until,
   useWorkflowHarness,
   waitForPendingGate,
@@ -34,8 +36,6 @@ import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
  */
 
 const h = useWorkflowHarness();
-
-const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 
 /** Three independent tasks, each writing its own file and running its own command, then one that needs all three. */
 const TASKS = [
@@ -54,13 +54,13 @@ const TASKS = [
   "",
 ].join("\n");
 
-const request = ["Parallel tasks", "", "```tasks.md", TASKS, "```"].join("\n");
+const request = tasksRequest("Parallel tasks", TASKS);
 
 describe("parallel tasks", () => {
   it("independent tasks run at once on their own branches; every task's work is merged into the run branch in plan order", { timeout: 180_000 }, async () => {
     expect(getEnv().GATEHOUSE_EXECUTOR_STRICT).toBe("cloud");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 3 } });
+    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 3 } });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     const events = (await expectRunConsistent(run.id)) as RunEvent[];
@@ -121,7 +121,7 @@ describe("parallel tasks", () => {
     const wait = `n=0; until git rev-parse -q --verify ${go} >/dev/null || test $n -ge 300; do sleep 0.1; n=$((n+1)); done; if git rev-parse -q --verify ${go} >/dev/null; then echo released; else echo gave-up; fi >> beta.txt`;
     const tasks = ["# Pace", "- [ ] T1: Write alpha", "  Files: alpha.txt", "  [run: echo T1 ran >> alpha.txt]", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${wait}]`, ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Own pace", "", "```tasks.md", tasks, "```"].join("\n"), auto);
+    const run = await launch(h.user, project.id, tasksRequest("Own pace", tasks), autoPlanning);
     await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to complete", 120_000);
     git(repo, "update-ref", go, "HEAD");
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
@@ -137,7 +137,7 @@ describe("parallel tasks", () => {
 
   it("maxConcurrentTasks 1 keeps one session doing the tasks in plan order, on the run branch", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, request, { ...auto, limits: { maxConcurrentTasks: 1 } });
+    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 1 } });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     const events = (await expectRunConsistent(run.id)) as RunEvent[];
@@ -167,7 +167,7 @@ describe("parallel tasks", () => {
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Conflicting tasks", "", "```tasks.md", tasks, "```"].join("\n"), auto);
+    const run = await launch(h.user, project.id, tasksRequest("Conflicting tasks", tasks), autoPlanning);
     await waitForStatus(run.id, ["awaiting_approval", "completed", "failed", "awaiting_fix_decision"], 180_000);
     const gate = await waitForPendingGate(run.id);
     expect(gate.kind).toBe("conflict");
@@ -203,7 +203,7 @@ describe("parallel tasks", () => {
     const sleepers = [["sleep", "471"], ["sleep", "472"], ["sleep", "473"]];
     const tasks = ["# Slow", ...sleepers.flatMap((cmd, i) => [`- [ ] T${i + 1}: Slow ${i + 1}`, `  Files: slow${i + 1}.txt`, `  [run: ${cmd.join(" ")}]`]), ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Slow tasks", "", "```tasks.md", tasks, "```"].join("\n"), auto);
+    const run = await launch(h.user, project.id, tasksRequest("Slow tasks", tasks), autoPlanning);
     await until(async () => sleepers.every((cmd) => processesRunning(cmd).length > 0), "all three tasks' commands to run at once", 120_000);
 
     await cancelRun({ user: h.user, runId: run.id });
@@ -226,8 +226,8 @@ describe("parallel tasks", () => {
     // The demo asks the request's question in the plan's last task's session (T2); T1 works on meanwhile.
     const tasks = ["# Ask", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt", ""].join("\n");
     const { project, repo } = await newProject(h.user);
-    const request = ["Ask in parallel [ask: Which greeting? | Hello | Hi]", "", "```tasks.md", tasks, "```"].join("\n");
-    const run = await launch(h.user, project.id, request, auto);
+    const request = tasksRequest("Ask in parallel [ask: Which greeting? | Hello | Hi]", tasks);
+    const run = await launch(h.user, project.id, request, autoPlanning);
     await waitForStatus(run.id, ["awaiting_clarification"], 120_000);
     await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to finish while T2 waits", 120_000);
     const db = await getDb();

@@ -8,7 +8,7 @@ import { resumeRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { runResumed } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, processesRunning, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -55,8 +55,8 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Timeout lanes", "", "```tasks.md", tasks, "```"].join("\n"), {
-      trustMode: { planning: "auto", fixes: "manual" },
+    const run = await launch(h.user, project.id, tasksRequest("Timeout lanes", tasks), {
+      ...autoPlanning,
       limits: { maxConcurrentTasks: 2 },
       timeoutMinutes: { implementation: 10 },
     });
@@ -123,8 +123,8 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Timeout both", "", "```tasks.md", tasks, "```"].join("\n"), {
-      trustMode: { planning: "auto", fixes: "manual" },
+    const run = await launch(h.user, project.id, tasksRequest("Timeout both", tasks), {
+      ...autoPlanning,
       limits: { maxConcurrentTasks: 2 },
       timeoutMinutes: { implementation: 10 },
     });

@@ -3,15 +3,13 @@ import { listEvents } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { approveGate, rejectGate } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, git, launch, makeRepo, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, makeRepo, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 
 /** The policy for risky actions, through the real workflow: the demo model's tool calls meet it like a model's would. */
 
 const h = useWorkflowHarness();
-
-const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 
 describe("risky actions wait for a person", () => {
   it("a protected path and a recursive delete each open a policy gate with the exact action; approved runs once, refused never", { timeout: 120_000 }, async () => {
@@ -28,7 +26,7 @@ describe("risky actions wait for a person", () => {
       "[run: sh -c 'mkdir -p old && echo keep > old/x.txt']",
       "[run: rm -r old]",
     ].join("\n");
-    const run = await launch(h.user, project.id, request, auto);
+    const run = await launch(h.user, project.id, request, autoPlanning);
 
     await waitForStatus(run.id, ["awaiting_approval"]);
     const first = await waitForPendingGate(run.id);
@@ -64,7 +62,7 @@ describe("risky actions wait for a person", () => {
       repository: { type: "local", path: repo },
       defaultConfig: { policy: { commands: { deny: ["touch"] } } },
     });
-    const run = await launch(h.user, project.id, "Try a denied command\n[run: touch denied.txt]", auto);
+    const run = await launch(h.user, project.id, "Try a denied command\n[run: touch denied.txt]", autoPlanning);
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     expect(git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n")).not.toContain("denied.txt");
@@ -88,7 +86,7 @@ describe("risky actions wait for a person", () => {
       "[run: rm -rf old1]",
       "[run: rm -rf old2]",
     ].join("\n");
-    const run = await launch(h.user, project.id, request, auto);
+    const run = await launch(h.user, project.id, request, autoPlanning);
 
     await waitForStatus(run.id, ["awaiting_approval"], 120_000);
     const first = await waitForPendingGate(run.id);
@@ -126,7 +124,7 @@ describe("risky actions wait for a person", () => {
     });
     // a.txt (task T1) and the request note (T2) are the run's two files; the command's extra.txt would be a third.
     const request = ["Cap the files", "```file:a.txt", "a", "```", "[run: echo x > extra.txt]"].join("\n");
-    const run = await launch(h.user, project.id, request, auto);
+    const run = await launch(h.user, project.id, request, autoPlanning);
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     const files = git(repo, "ls-tree", "-r", "--name-only", run.branch!).split("\n");

@@ -4,13 +4,12 @@ import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/projects/queries";
 import type { PlanDocument } from "@/lib/workflow";
 import { startRun } from "@/lib/runs/service";
-import { expectRunConsistent, fileBlock, git, launch, makeRepo, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, fileBlock, git, launch, makeRepo, newProject, tasksRequest, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Runs whose plan is a tasks.md (pasted into the request, or in the repository), through the real workflow. */
 
 const h = useWorkflowHarness();
 
-const auto = { trustMode: { planning: "auto", fixes: "manual" } };
 const TASKS = [
   "# Farewell",
   "- [x] T1: Write the greeting",
@@ -30,8 +29,8 @@ function planOf(events: Array<{ type: string; payload: unknown }>): PlanDocument
 describe("tasks.md runs", () => {
   it("a pasted tasks.md is the plan: the checked task is skipped, each finished task's checkbox is committed", { timeout: 120_000 }, async () => {
     const { project, repo } = await newProject(h.user);
-    const request = ["Tasks run", "", "```tasks.md", TASKS, "```", fileBlock("bye.txt", "bye")].join("\n");
-    const run = await launch(h.user, project.id, request, auto);
+    const request = tasksRequest("Tasks run", TASKS, fileBlock("bye.txt", "bye"));
+    const run = await launch(h.user, project.id, request, autoPlanning);
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
 
@@ -64,7 +63,7 @@ describe("tasks.md runs", () => {
     git(repo, "add", ".");
     git(repo, "commit", "-q", "-m", "tasks");
     const project = await createProject({ name: "tasks", ownerId: h.user.id, repository: { type: "local", path: repo } });
-    const run = await launch(h.user, project.id, ["Tasks run", fileBlock("bye.txt", "bye")].join("\n"), { ...auto, tasks: { source: "repository" } });
+    const run = await launch(h.user, project.id, ["Tasks run", fileBlock("bye.txt", "bye")].join("\n"), { ...autoPlanning, tasks: { source: "repository" } });
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     const events = await expectRunConsistent(run.id);

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { createProject } from "@/lib/projects/queries";
-import { expectRunConsistent, fileBlock, git, launch, makeRepo, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, fileBlock, git, launch, makeRepo, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Triage through the real workflow: a task whose own checks already pass is skipped, unless below the threshold. */
 
@@ -29,7 +29,7 @@ async function triageRun(config: Record<string, unknown>) {
   git(repo, "commit", "-q", "-m", "greeting");
   const project = await createProject({ name: "triage", ownerId: h.user.id, repository: { type: "local", path: repo } });
   const request = ["Triage run", "```tasks.md", TASKS, "```", fileBlock("bye.txt", "bye")].join("\n");
-  const run = await launch(h.user, project.id, request, { trustMode: { planning: "auto", fixes: "manual" }, ...config });
+  const run = await launch(h.user, project.id, request, { ...autoPlanning, ...config });
   expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision"], 120_000)).status).toBe("completed");
   await waitForWorkflow(run.id);
   return { repo, run, events: await expectRunConsistent(run.id) };
