@@ -9,7 +9,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runResumed } from "@/inngest/events";
 import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
+import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Parallel tasks in lanes (inngest/run/tasks.ts): a round takes every ready task and deals them into
@@ -23,9 +23,6 @@ const h = useWorkflowHarness();
  * A `[run: …]` command that waits until the test creates `ref` in the repository (the sandbox reads it), then writes
  * whether it was released or gave up waiting (after about `seconds`) into `file`.
  */
-const waitFor = (ref: string, file: string, seconds = 30) =>
-  `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge ${seconds * 10}; do sleep 0.1; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
-
 describe("parallel tasks in lanes", () => {
   it("a lane starts its next task as soon as its own task ends, while another lane's first task still runs", { timeout: 180_000 }, async () => {
     // Limit 2, three independent tasks: lanes [T1, T3] and [T2]. T2's command is released only once T3 has started,
@@ -37,7 +34,7 @@ describe("parallel tasks in lanes", () => {
       "  Files: alpha.txt",
       "- [ ] T2: Write beta",
       "  Files: beta.txt",
-      `  [run: ${waitFor(go, "beta.txt")}]`,
+      `  [run: ${heldUntilRef(go, "beta.txt")}]`,
       "- [ ] T3: Write gamma",
       "  Files: gamma.txt",
       "",
@@ -84,10 +81,10 @@ describe("parallel tasks in lanes", () => {
       "# Pause in lanes",
       "- [ ] T1: Write alpha",
       "  Files: alpha.txt",
-      `  [run: ${waitFor(go1, "alpha.txt")}]`,
+      `  [run: ${heldUntilRef(go1, "alpha.txt")}]`,
       "- [ ] T2: Write beta",
       "  Files: beta.txt",
-      `  [run: ${waitFor(go2, "beta.txt")}]`,
+      `  [run: ${heldUntilRef(go2, "beta.txt")}]`,
       "- [ ] T3: Write gamma",
       "  Files: gamma.txt",
       "",
@@ -136,7 +133,7 @@ describe("parallel tasks in lanes", () => {
       "  Files: alpha.txt",
       "- [ ] T2: Write beta",
       "  Files: beta.txt",
-      `  [run: ${waitFor(go, "beta.txt", 150)}]`,
+      `  [run: ${heldUntilRef(go, "beta.txt", 150)}]`,
       "- [ ] T3: Write gamma",
       "  Files: gamma.txt",
       "- [ ] T4: Write delta",

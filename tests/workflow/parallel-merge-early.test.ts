@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
+import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * A round's merges as its tasks end (inngest/run/tasks.ts mergeAsTheyEnd): a finished task is merged into the run
@@ -17,15 +17,12 @@ const seen = (events: RunEvent[], type: string, taskId: string) => events.some((
  * A `[run: …]` command that waits until the test creates `ref` in the repository (the sandbox reads it), then writes
  * whether it was released or gave up waiting (after about `seconds`) into `file`.
  */
-const waitFor = (ref: string, file: string, seconds = 30) =>
-  `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge ${seconds * 10}; do sleep 0.1; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
-
 describe("a round's merges as its tasks end", () => {
   it("a finished task is merged into the run branch while another task of the round still runs", { timeout: 180_000 }, async () => {
     // Limit 2: T1 and T2 at once. T2's command is released only once the test has seen T1 merged, which, when the round
     // merges only after its last task, never happens before T2 ends (T2 gives up waiting).
     const go = "refs/merge-early-test/go";
-    const tasks = ["# Early", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${waitFor(go, "beta.txt")}]`, ""].join("\n");
+    const tasks = ["# Early", "- [ ] T1: Write alpha", "  Files: alpha.txt", "- [ ] T2: Write beta", "  Files: beta.txt", `  [run: ${heldUntilRef(go, "beta.txt")}]`, ""].join("\n");
     const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, tasksRequest("Early", tasks), { ...autoPlanning, limits: { maxConcurrentTasks: 2 } });
     await until(async () => seen(await eventsOf(run.id), "TASK_MERGED", "T1"), "T1 to be merged", 120_000);
@@ -60,7 +57,7 @@ describe("a round's merges as its tasks end", () => {
       "# Order",
       "- [ ] T1: Write alpha",
       "  Files: alpha.txt",
-      `  [run: ${waitFor(go, "alpha.txt")}]`,
+      `  [run: ${heldUntilRef(go, "alpha.txt")}]`,
       "- [ ] T2: Write beta",
       "  Files: beta.txt",
       "- [ ] T3: Write gamma",

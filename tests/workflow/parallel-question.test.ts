@@ -7,7 +7,7 @@ import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
 import { autoPlanning, expectRunConsistent, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
+import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 2: "a question from one task does not stop the others" — nor does another task's work hold up the
@@ -23,14 +23,6 @@ import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 const h = useWorkflowHarness();
 
-/**
- * A `[run: …]` command that waits until the test creates `ref` in the repository (at most `seconds`), then writes whether
- * it was released or gave up into `file`. `nap`: the seconds of each sleep between looks, a number no other command
- * uses, so the test can see the command running.
- */
-const held = (ref: string, file: string, nap: string, seconds: number) =>
-  `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge ${seconds * 10}; do sleep ${nap}; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
-
 describe("a question in one parallel task while another task's command runs", () => {
   it("is asked, and its answer resumes the asking task at once: it completes while the other task's command still runs", { timeout: 300_000 }, async () => {
     // Limit 2: lanes [T1, T3] and [T2]. T1 is held until T2's command runs, so T3 (the plan's last task, which asks the
@@ -43,10 +35,10 @@ describe("a question in one parallel task while another task's command runs", ()
       "# Ask while another works",
       "- [ ] T1: Write alpha",
       "  Files: alpha.txt",
-      `  [run: ${held(goT1, "alpha.txt", napT1, 120)}]`,
+      `  [run: ${heldUntilRef(goT1, "alpha.txt", 120, napT1)}]`,
       "- [ ] T2: Write beta",
       "  Files: beta.txt",
-      `  [run: ${held(goT2, "beta.txt", napT2, 240)}]`,
+      `  [run: ${heldUntilRef(goT2, "beta.txt", 240, napT2)}]`,
       "- [ ] T3: Write gamma",
       "  Files: gamma.txt",
       "",

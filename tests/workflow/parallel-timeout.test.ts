@@ -9,7 +9,7 @@ import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { runResumed } from "@/inngest/events";
 import { autoPlanning, expectRunConsistent, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
+import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "The stage timeout covers all tasks." timeoutMinutes.implementation counts the implementation
@@ -25,12 +25,7 @@ afterEach(() => {
   workflowClock.now = realNow;
 });
 
-/**
- * A `[run: …]` command that waits until the test creates `ref` in the repository, then writes whether it was released.
- * `nap`: the seconds of each sleep between looks, a number no other command uses, so the test can see it running.
- */
-const waitFor = (ref: string, file: string, seconds: number, nap = "0.1") =>
-  `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge ${seconds * 10}; do sleep ${nap}; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
+// T3's command's nap (heldUntilRef): a number no other command uses, so the test can see it running.
 const T3_NAP = "0.1037";
 
 const MINUTE = 60_000;
@@ -46,12 +41,12 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
       "# Timeout in lanes",
       "- [ ] T1: Write alpha",
       "  Files: alpha.txt",
-      `  [run: ${waitFor(go1, "alpha.txt", 150)}]`,
+      `  [run: ${heldUntilRef(go1, "alpha.txt", 150)}]`,
       "- [ ] T2: Write beta",
       "  Files: beta.txt",
       "- [ ] T3: Write gamma",
       "  Files: gamma.txt",
-      `  [run: ${waitFor(go3, "gamma.txt", 300, T3_NAP)}]`,
+      `  [run: ${heldUntilRef(go3, "gamma.txt", 300, T3_NAP)}]`,
       "",
     ].join("\n");
     const { project, repo } = await newProject(h.user);
@@ -111,7 +106,7 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
     // Limit 2, two independent tasks, each holding its lane with a command until the test creates its ref. Both
     // commands run when the clock passes the stage's 10 minutes: both tasks are over, the run pauses once.
     const go = "refs/timeout-test/go-both";
-    const nap = (n: string) => waitFor(go, n === "1" ? "alpha.txt" : "beta.txt", 300, `0.10${n}9`);
+    const nap = (n: string) => heldUntilRef(go, n === "1" ? "alpha.txt" : "beta.txt", 300, `0.10${n}9`);
     const tasks = [
       "# Both over",
       "- [ ] T1: Write alpha",
