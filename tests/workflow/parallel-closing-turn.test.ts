@@ -3,7 +3,8 @@ import { createHash } from "node:crypto";
 import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { query } from "@/lib/executor/store";
-import { expectRunConsistent, git, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, newProject, useWorkflowHarness, waitForWorkflow } from "./harness";
+import { completedInTwoLanes } from "./parallel-fixtures";
 
 /**
  * A lane's way from a task's last turn to its next task (inngest/run/tasks.ts) is paid only by parallel runs, once per
@@ -117,11 +118,7 @@ describe("a parallel task's last turns", () => {
   const done = async () => {
     if (ran) return ran;
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, tasksRequest("Three in two lanes", TASKS), {
-      trustMode: { planning: "auto" },
-      limits: { maxConcurrentTasks: 2 },
-    });
-    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Three in two lanes", tasks: TASKS });
     await waitForWorkflow(run.id);
     await expectRunConsistent(run.id);
     const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
@@ -187,11 +184,7 @@ describe("a parallel task's closing turn", () => {
   it("is made by the step of the turn that finished the task when nothing comes between them — a task with a check gets its verify step between them, and its closing turn's own step", { timeout: 180_000 }, async () => {
     seen.foldedTurns = [];
     const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, tasksRequest("Three, closing", TASKS), {
-      trustMode: { planning: "auto" },
-      limits: { maxConcurrentTasks: 2 },
-    });
-    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Three, closing", tasks: TASKS });
     await waitForWorkflow(run.id);
     await expectRunConsistent(run.id);
     const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
@@ -224,11 +217,7 @@ describe("a parallel task's closing turn", () => {
     seen.foldedTurns = [];
     try {
       const { project, repo } = await newProject(h.user);
-      const run = await launch(h.user, project.id, tasksRequest("Three, closing the old way", TASKS), {
-        trustMode: { planning: "auto" },
-        limits: { maxConcurrentTasks: 2 },
-      });
-      expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+      const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Three, closing the old way", tasks: TASKS });
       await waitForWorkflow(run.id);
       await expectRunConsistent(run.id);
       const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];
@@ -253,11 +242,7 @@ describe("a run whose begin steps were memoized without the first turn (a run fr
     seen.turnsOutsideBegin = [];
     try {
       const { project, repo } = await newProject(h.user);
-      const run = await launch(h.user, project.id, tasksRequest("Three the old way", TASKS), {
-        trustMode: { planning: "auto" },
-        limits: { maxConcurrentTasks: 2 },
-      });
-      expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+      const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Three the old way", tasks: TASKS });
       await waitForWorkflow(run.id);
       await expectRunConsistent(run.id);
       const steps = await memoized(run.id);

@@ -1,4 +1,7 @@
+import { expect } from "vitest";
+import type { SessionUser } from "@/lib/auth/guard";
 import { listEvents } from "@/lib/db/event-store";
+import { launch, tasksRequest, waitForStatus } from "./harness";
 
 /** What the parallel-task tests read of a stored run event. */
 export type RunEvent = { type: string; payload: unknown; sequence: number };
@@ -20,3 +23,13 @@ export const eventsOf = async (runId: string) => (await listEvents({ runId, limi
  */
 export const heldUntilRef = (ref: string, file: string, seconds = 30, nap = "0.1") =>
   `n=0; until git rev-parse -q --verify ${ref} >/dev/null || test $n -ge ${seconds * 10}; do sleep ${nap}; n=$((n+1)); done; if git rev-parse -q --verify ${ref} >/dev/null; then echo released; else echo gave-up; fi >> ${file}`;
+
+/** A tasks.md of three independent tasks, each writing one file (one.txt, two.txt, three.txt). */
+export const THREE_TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
+
+/** Launch a run of the pasted `tasks` (planning auto, two tasks at once) and expect it to complete within 150 s. */
+export async function completedInTwoLanes({ user, projectId, title, tasks }: { user: SessionUser; projectId: string; title: string; tasks: string }) {
+  const run = await launch(user, projectId, tasksRequest(title, tasks), { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks: 2 } });
+  expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+  return run;
+}

@@ -5,7 +5,8 @@ import { describe, expect, it, vi } from "vitest";
 import { getEnv } from "@/lib/env";
 import { listEvents } from "@/lib/db/event-store";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
-import { git, launch, makeRepo, newProject, tasksRequest, useWorkflowHarness, waitForStatus } from "./harness";
+import { git, makeRepo, newProject, useWorkflowHarness } from "./harness";
+import { THREE_TASKS, completedInTwoLanes } from "./parallel-fixtures";
 
 /**
  * Between two tasks of a lane (inngest/run/tasks.ts), the finished task's worktree used to be removed and pruned, the
@@ -59,17 +60,11 @@ seen.onDisk = (workspace) => fs.existsSync(path.join(getEnv().dataDir, "workspac
 
 const h = useWorkflowHarness();
 
-const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
-
 describe("a lane's task boundary", () => {
   it("hands the lane's worktree to its next task with two git processes and no worktree command; the first turn finds it ready", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
     // Two lanes: [T1, T3] and [T2].
-    const run = await launch(h.user, project.id, tasksRequest("Three in two lanes", TASKS), {
-      trustMode: { planning: "auto" },
-      limits: { maxConcurrentTasks: 2 },
-    });
-    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Three in two lanes", tasks: THREE_TASKS });
     const events = await listEvents({ runId: run.id, limit: 1000 });
     expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1", "T2", "T3"]);
     expect(git(repo, "show", `${run.branch}:three.txt`)).toBe("T3: Write three");
@@ -126,11 +121,7 @@ describe("a lane's worktree handed on", () => {
       "  [run: for f in build build/out.o one.txt; do if test -e $f; then echo found $f; else echo no $f; fi; done >> three.txt]",
       "",
     ].join("\n");
-    const run = await launch(h.user, project.id, tasksRequest("Leftovers", tasks), {
-      trustMode: { planning: "auto" },
-      limits: { maxConcurrentTasks: 2 },
-    });
-    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Leftovers", tasks });
     const events = await listEvents({ runId: run.id, limit: 1000 });
     const created = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => e.payload as { taskId: string; workspace?: string });
     // T3 did run in the worktree T1 left.

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
-import { expectRunConsistent, git, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, newProject, useWorkflowHarness, waitForWorkflow } from "./harness";
+import { completedInTwoLanes } from "./parallel-fixtures";
 
 /**
  * A lane's way from one task to the next is the step that begins the next task (its branch, its worktree handed on, its
@@ -57,11 +58,7 @@ const TASKS = [
 describe("a lane's finished task", () => {
   it("goes to the round's merges once its lane has begun its next task: its merge starts after that begin", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, tasksRequest("Merge after begin", TASKS), {
-      trustMode: { planning: "auto" },
-      limits: { maxConcurrentTasks: 2 },
-    });
-    expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
+    const run = await completedInTwoLanes({ user: h.user, projectId: project.id, title: "Merge after begin", tasks: TASKS });
     await waitForWorkflow(run.id);
     await expectRunConsistent(run.id);
     const events = (await listEvents({ runId: run.id, limit: 1000 })) as Ev[];

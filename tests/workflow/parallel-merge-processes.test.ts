@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { describe, expect, it, vi } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { git, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus } from "./harness";
+import { THREE_TASKS } from "./parallel-fixtures";
 
 /**
  * The merge steps of parallel tasks (lib/runs/steps/tasks.ts mergeTasks) sit on the run's critical path: the round's
@@ -36,12 +37,10 @@ inMerge.storage = new AsyncLocalStorage<Call>();
 
 const h = useWorkflowHarness();
 
-const TASKS = ["# Three", "- [ ] T1: Write one", "  Files: one.txt", "- [ ] T2: Write two", "  Files: two.txt", "- [ ] T3: Write three", "  Files: three.txt", ""].join("\n");
-
 describe("merging a round of parallel tasks", () => {
   it("runs two git processes per task and moves the run branch once, its tasks.md commit included", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
-    const run = await launch(h.user, project.id, tasksRequest("Three at once", TASKS), { trustMode: { planning: "auto" } });
+    const run = await launch(h.user, project.id, tasksRequest("Three at once", THREE_TASKS), { trustMode: { planning: "auto" } });
     expect((await waitForStatus(run.id, ["completed", "failed"], 120_000)).status).toBe("completed");
     const events = await listEvents({ runId: run.id, limit: 1000 });
     expect(events.filter((e) => e.type === "TASK_MERGED").map((e) => (e.payload as { taskId: string }).taskId)).toEqual(["T1", "T2", "T3"]);
@@ -49,7 +48,7 @@ describe("merging a round of parallel tasks", () => {
     const subjects = git(repo, "log", "--first-parent", "--format=%s", `main..${run.branch}`).split("\n");
     const merges = subjects.filter((s) => s.startsWith("Merge task ")).reverse();
     expect(merges).toEqual(["Merge task T1: Write one", "Merge task T2: Write two", "Merge task T3: Write three"]);
-    expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(TASKS.replace(/- \[ \]/g, "- [x]").trimEnd());
+    expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toBe(THREE_TASKS.replace(/- \[ \]/g, "- [x]").trimEnd());
 
     // Every task merged once, in plan order, by the steps together.
     expect(inMerge.calls.flatMap((c) => c.tasks)).toEqual(["T1", "T2", "T3"]);
