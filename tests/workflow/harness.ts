@@ -78,6 +78,22 @@ export const autoPlanning = { trustMode: { planning: "auto", fixes: "manual" } }
 /** A request whose plan is the pasted `tasks` (a tasks.md), followed by `more` lines. */
 export const tasksRequest = (title: string, tasks: string, ...more: string[]) => [title, "", "```tasks.md", tasks, "```", ...more].join("\n");
 
+/** A run's route handler (POST /api/runs/[id]/…), as Next calls it. */
+type RunRoute = (request: Request, context: { params: Promise<{ id: string }> }) => Promise<Response>;
+
+/** POST to a run's route (pause, resume, …) as the admin, with an optional JSON body: its status and parsed body. */
+export async function postRunRoute(route: RunRoute, runId: string, body?: unknown) {
+  const response = await route(
+    new Request(`http://127.0.0.1:3000/api/runs/${runId}/x`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }),
+    { params: Promise.resolve({ id: runId }) },
+  );
+  return { status: response.status, body: (await response.json()) as { run?: { status: string }; error?: { message: string } } };
+}
+
 export async function waitForStatus(runId: string, statuses: RunStatus[], timeoutMs = 60_000) {
   const until = Date.now() + timeoutMs;
   for (;;) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
-import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, postRunRoute, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
@@ -11,18 +11,6 @@ import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
  */
 
 const h = useWorkflowHarness();
-
-async function post(route: typeof pauseRoute, runId: string, body?: unknown) {
-  const response = await route(
-    new Request(`http://127.0.0.1:3000/api/runs/${runId}/x`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-    { params: Promise.resolve({ id: runId }) },
-  );
-  return { status: response.status, body: (await response.json()) as { run?: { status: string }; error?: { message: string } } };
-}
 
 describe("a pause in a run of parallel tasks", () => {
   it("is honoured at the tasks' boundary: the task under way finishes and merges, the next task starts only after the resume", { timeout: 240_000 }, async () => {
@@ -50,7 +38,7 @@ describe("a pause in a run of parallel tasks", () => {
     await until(async () => (await events()).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T2"), "T2 to complete while T1's command is held", 120_000);
     expect((await events()).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1")).toBe(false);
 
-    expect((await post(pauseRoute, run.id, { note: "between tasks" })).status).toBe(202);
+    expect((await postRunRoute(pauseRoute, run.id, { note: "between tasks" })).status).toBe(202);
     git(repo, "update-ref", go, "HEAD");
     const parked = await waitForStatus(run.id, ["paused", "completed", "failed"], 120_000);
     expect(parked.status).toBe("paused");
@@ -65,7 +53,7 @@ describe("a pause in a run of parallel tasks", () => {
     expect(seqOf(atPause, "TASK_MERGED", "T2")).toBeLessThan(paused);
     expect(atPause.some((e) => taskOf(e) === "T3")).toBe(false);
 
-    expect((await post(resumeRoute, run.id)).status).toBe(200);
+    expect((await postRunRoute(resumeRoute, run.id)).status).toBe(200);
     expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
     await waitForWorkflow(run.id);
     const all = (await expectRunConsistent(run.id)) as RunEvent[];

@@ -6,21 +6,9 @@ import { appendEvents, listEvents } from "@/lib/db/event-store";
 import { startRun } from "@/lib/runs/service";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
-import { expectRunConsistent, fileBlock, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, postRunRoute, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 const h = useWorkflowHarness();
-
-async function post(route: typeof pauseRoute, runId: string, body?: unknown) {
-  const response = await route(
-    new Request(`http://127.0.0.1:3000/api/runs/${runId}/x`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    }),
-    { params: Promise.resolve({ id: runId }) },
-  );
-  return { status: response.status, body: (await response.json()) as { run?: { status: string }; error?: { message: string } } };
-}
 
 describe("a person pauses a running run and resumes it later", () => {
   it("pause parks the run at the next turn (work committed, sandbox freed); resume finishes it", { timeout: 120_000 }, async () => {
@@ -29,9 +17,9 @@ describe("a person pauses a running run and resumes it later", () => {
     const run = await launch(h.user, project.id, `Four files\n${files}\n[run: sleep 2]`, { trustMode: { planning: "auto" } });
     await until(async () => (await listEvents({ runId: run.id })).some((e) => e.type === "TASK_STARTED"), "implementation");
 
-    const paused = await post(pauseRoute, run.id, { note: "lunch" });
+    const paused = await postRunRoute(pauseRoute, run.id, { note: "lunch" });
     expect(paused.status).toBe(202);
-    expect((await post(pauseRoute, run.id)).status).toBe(409);
+    expect((await postRunRoute(pauseRoute, run.id)).status).toBe(409);
     const parked = await waitForStatus(run.id, ["paused", "completed"]);
     expect(parked.status).toBe("paused");
     expect(parked.pauseReason).toMatchObject({ reason: "by_person", message: expect.stringContaining("lunch") });
@@ -40,7 +28,7 @@ describe("a person pauses a running run and resumes it later", () => {
     const log = git(repo, "log", "--format=%s", run.branch!);
     expect(log).toMatch(/WIP before pause|Task T/);
 
-    const resumed = await post(resumeRoute, run.id);
+    const resumed = await postRunRoute(resumeRoute, run.id);
     expect(resumed.status).toBe(200);
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     await waitForWorkflow(run.id);
@@ -50,7 +38,7 @@ describe("a person pauses a running run and resumes it later", () => {
     expect(types.indexOf("RUN_PAUSED")).toBeLessThan(types.indexOf("RUN_RESUMED"));
     expect(types.at(-1)).toBe("RUN_COMPLETED");
     // A finished run cannot be paused.
-    const late = await post(pauseRoute, run.id);
+    const late = await postRunRoute(pauseRoute, run.id);
     expect(late.status).toBe(409);
     expect(late.body.error?.message).toMatch(/only a running run can be paused/);
   });
@@ -62,7 +50,7 @@ describe("a person pauses a running run and resumes it later", () => {
       async () => (await listEvents({ runId: run.id })).some((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "validation"),
       "validation to start",
     );
-    const asked = await post(pauseRoute, run.id, { note: "review first" });
+    const asked = await postRunRoute(pauseRoute, run.id, { note: "review first" });
     expect(asked.status).toBe(202);
     const parked = await waitForStatus(run.id, ["paused", "completed", "failed"]);
     expect(parked.status).toBe("paused");
@@ -72,7 +60,7 @@ describe("a person pauses a running run and resumes it later", () => {
     expect(types.indexOf("VALIDATION_PASSED")).toBeLessThan(types.indexOf("RUN_PAUSED"));
     expect((await listEvents({ runId: run.id })).some((e) => e.type === "STAGE_STARTED" && (e.payload as { stage?: string }).stage === "delivery")).toBe(false);
 
-    expect((await post(resumeRoute, run.id)).status).toBe(200);
+    expect((await postRunRoute(resumeRoute, run.id)).status).toBe(200);
     expect((await waitForStatus(run.id, ["completed", "failed"])).status).toBe("completed");
     await waitForWorkflow(run.id);
     expect(git(repo, "show", `${run.branch}:src/checked.txt`)).toBe("ok");
@@ -89,7 +77,7 @@ describe("a person pauses a running run and resumes it later", () => {
       { type: "RUN_STARTED", payload: {} },
       { type: "STAGE_STARTED", payload: { stage: "delivery" } },
     ]);
-    const refused = await post(pauseRoute, run.id);
+    const refused = await postRunRoute(pauseRoute, run.id);
     expect(refused.status).toBe(409);
     expect(refused.body.error?.message).toMatch(/delivering its work .* cannot pause now; let it finish, or cancel it/);
     expect((await listEvents({ runId: run.id })).map((e) => e.type)).not.toContain("PAUSE_REQUESTED");
