@@ -7,8 +7,8 @@ import { budgetDecisionSchema, decideBudget } from "@/lib/runs/gates/decide-budg
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
-import { expectRunConsistent, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, taskOf } from "./parallel-fixtures";
+import { launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate } from "./harness";
+import { expectCompleted, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "Budgets and costs add up over tasks." The implementation budget is the stage's, whichever task
@@ -39,9 +39,7 @@ describe("the implementation budget with parallel tasks", () => {
     );
     await decideBudget({ user: h.user, runId: run.id, input: budgetDecisionSchema.parse({ gateId: gate.id, action: "raise", tokens: 1_000_000 }) });
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "raise" }), key: decisionKey.gate(gate.id) });
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 180_000);
     const budgetGates = events.filter((e) => e.type === "APPROVAL_REQUESTED" && (e.payload as { kind: string }).kind === "budget");
     expect(budgetGates).toHaveLength(1);
     expect(events.filter((e) => e.type === "TASK_COMPLETED").map(taskOf).sort()).toEqual(["T1", "T2"]);

@@ -1,7 +1,7 @@
 import { expect } from "vitest";
 import type { SessionUser } from "@/lib/auth/guard";
 import { listEvents } from "@/lib/db/event-store";
-import { launch, tasksRequest, waitForStatus } from "./harness";
+import { expectRunConsistent, launch, tasksRequest, waitForStatus, waitForWorkflow } from "./harness";
 
 /** What the parallel-task tests read of a stored run event. */
 export type RunEvent = { type: string; payload: unknown; sequence: number };
@@ -32,4 +32,11 @@ export async function completedInTwoLanes({ user, projectId, title, tasks }: { u
   const run = await launch(user, projectId, tasksRequest(title, tasks), { trustMode: { planning: "auto" }, limits: { maxConcurrentTasks: 2 } });
   expect((await waitForStatus(run.id, ["completed", "failed"], 150_000)).status).toBe("completed");
   return run;
+}
+
+/** Expect the run to complete within `timeoutMs` (not fail, nor stop at a gate or a pause); then, its workflow ended, its events checked consistent. */
+export async function expectCompleted(runId: string, timeoutMs: number) {
+  expect((await waitForStatus(runId, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], timeoutMs)).status).toBe("completed");
+  await waitForWorkflow(runId);
+  return (await expectRunConsistent(runId)) as RunEvent[];
 }

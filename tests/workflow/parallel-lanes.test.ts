@@ -8,8 +8,8 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided, runResumed } from "@/inngest/events";
-import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
+import { autoPlanning, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus } from "./harness";
+import { eventsOf, expectCompleted, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Parallel tasks in lanes (inngest/run/tasks.ts): a round takes every ready task and deals them into
@@ -47,9 +47,7 @@ describe("parallel tasks in lanes", () => {
     const taskDirs = workspaces.filter((w) => (w.startsWith(`${run.id}_`) || w.startsWith(`${run.id}--`)) && !w.endsWith(".home"));
     expect(taskDirs.sort()).toEqual([laneSandboxId(run.id, 1, 1), laneSandboxId(run.id, 1, 2)]);
     git(repo, "update-ref", go, "HEAD");
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 120_000);
 
     // T2's command was released by T3's start: T3 (T1's lane) began before T2 (the other lane) completed.
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
@@ -110,9 +108,7 @@ describe("parallel tasks in lanes", () => {
 
     const resumed = await resumeRun({ user: h.user, runId: run.id, action: "retry" });
     await announceDecision({ event: runResumed.create({ runId: run.id, action: "retry" }), key: decisionKey.resume(resumed.lastSequence) });
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    events = (await expectRunConsistent(run.id)) as RunEvent[];
+    events = await expectCompleted(run.id, 120_000);
     // T3 ran in the next round, after the pause, on top of T1's and T2's merges.
     const t3 = events.find((e) => e.type === "TASK_BRANCH_CREATED" && taskOf(e) === "T3")!;
     expect((t3.payload as { round: number; run: number })).toMatchObject({ round: 2, run: 1 });
@@ -151,9 +147,7 @@ describe("parallel tasks in lanes", () => {
     await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
     await until(async () => (await eventsOf(run.id)).some((e) => e.type === "APPROVAL_GRANTED"), "the re-plan's approval", 120_000);
     git(repo, "update-ref", go, "HEAD");
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 180_000);
 
     const approved = events.find((e) => e.type === "APPROVAL_GRANTED" && e.sequence > seqOf(events, "TASK_BRANCH_CREATED", "T2"))!.sequence;
     const branches = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => ({ ...(e.payload as { taskId: string; round: number; run: number }), sequence: e.sequence }));

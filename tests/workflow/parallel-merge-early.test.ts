@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
+import { autoPlanning, git, launch, newProject, tasksRequest, until, useWorkflowHarness } from "./harness";
+import { type RunEvent, eventsOf, expectCompleted, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * A round's merges as its tasks end (inngest/run/tasks.ts mergeAsTheyEnd): a finished task is merged into the run
@@ -31,9 +31,7 @@ describe("a round's merges as its tasks end", () => {
     expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toContain("- [x] T1: Write alpha");
     expect(git(repo, "show", `${run.branch}:.autonomous/tasks.md`)).toContain("- [ ] T2: Write beta");
     git(repo, "update-ref", go, "HEAD");
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 120_000);
 
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
     expect(seqOf(events, "TASK_MERGED", "T1")).toBeLessThan(seqOf(events, "TASK_COMPLETED", "T2"));
@@ -73,9 +71,7 @@ describe("a round's merges as its tasks end", () => {
     // Nothing merged before T1, the first task of the plan, ended.
     expect((await eventsOf(run.id)).filter((e) => e.type === "TASK_MERGED")).toEqual([]);
     git(repo, "update-ref", go, "HEAD");
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 120_000);
 
     expect(git(repo, "show", `${run.branch}:alpha.txt`)).toBe("T1: Write alpha\nreleased");
     const merged = events.filter((e) => e.type === "TASK_MERGED");

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { POST as pauseRoute } from "@/app/api/runs/[id]/pause/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
-import { autoPlanning, expectRunConsistent, git, launch, newProject, postRunRoute, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
+import { autoPlanning, git, launch, newProject, postRunRoute, tasksRequest, until, useWorkflowHarness, waitForStatus } from "./harness";
+import { eventsOf, expectCompleted, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "A pause stops at task boundaries." A person's pause asked for while parallel tasks run does not
@@ -54,9 +54,7 @@ describe("a pause in a run of parallel tasks", () => {
     expect(atPause.some((e) => taskOf(e) === "T3")).toBe(false);
 
     expect((await postRunRoute(resumeRoute, run.id)).status).toBe(200);
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const all = (await expectRunConsistent(run.id)) as RunEvent[];
+    const all = await expectCompleted(run.id, 120_000);
     const resumed = all.find((e) => e.type === "RUN_RESUMED")!.sequence;
     expect(seqOf(all, "TASK_BRANCH_CREATED", "T3")).toBeGreaterThan(resumed);
     expect(all.filter((e) => e.type === "RUN_PAUSED")).toHaveLength(1);

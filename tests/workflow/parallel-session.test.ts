@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { implementerChunks } from "@/lib/db/schema";
-import { autoPlanning, expectRunConsistent, launch, newProject, tasksRequest, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { autoPlanning, launch, newProject, tasksRequest, useWorkflowHarness } from "./harness";
+import { expectCompleted } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 2: each parallel task has its own implementer conversation — "the request, the plan, its task, what
@@ -35,9 +36,7 @@ describe("a parallel task's own implementer session", () => {
   it("opens with the request, the plan, its one task, and — for a task with dependencies — what their merges changed", { timeout: 180_000 }, async () => {
     const { project } = await newProject(h.user);
     const run = await launch(h.user, project.id, tasksRequest("Own sessions", TASKS), autoPlanning);
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 150_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    await expectRunConsistent(run.id);
+    await expectCompleted(run.id, 150_000);
 
     const db = await getDb();
     const chunks = await db.select().from(implementerChunks).where(eq(implementerChunks.workflowRunId, run.id));

@@ -28,7 +28,7 @@ import {
   waitForStatus,
   waitForWorkflow,
 } from "./harness";
-import { type RunEvent, eventsOf, seqOf, taskOf } from "./parallel-fixtures";
+import { type RunEvent, eventsOf, expectCompleted, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Parallel tasks (limits.maxConcurrentTasks) through the real workflow on the embedded executor, in strict cloud mode:
@@ -61,9 +61,7 @@ describe("parallel tasks", () => {
     expect(getEnv().GATEHOUSE_EXECUTOR_STRICT).toBe("cloud");
     const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 3 } });
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 180_000);
 
     // Each of T1–T3 started before any of them completed: they ran at the same time.
     const firstDone = Math.min(...["T1", "T2", "T3"].map((id) => seqOf(events, "TASK_COMPLETED", id)));
@@ -124,9 +122,7 @@ describe("parallel tasks", () => {
     const run = await launch(h.user, project.id, tasksRequest("Own pace", tasks), autoPlanning);
     await until(async () => (await eventsOf(run.id)).some((e) => e.type === "TASK_COMPLETED" && taskOf(e) === "T1"), "T1 to complete", 120_000);
     git(repo, "update-ref", go, "HEAD");
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 120_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 120_000);
     // T2's command ran on until the release, which came after T1 had completed (its turns after its own command).
     expect(git(repo, "show", `${run.branch}:beta.txt`)).toBe("T2: Write beta\nreleased");
     expect(seqOf(events, "TASK_COMPLETED", "T1")).toBeLessThan(seqOf(events, "TASK_COMPLETED", "T2"));
@@ -138,9 +134,7 @@ describe("parallel tasks", () => {
   it("maxConcurrentTasks 1 keeps one session doing the tasks in plan order, on the run branch", { timeout: 180_000 }, async () => {
     const { project, repo } = await newProject(h.user);
     const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 1 } });
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 180_000);
     const order = events.filter((e) => e.type === "TASK_STARTED" || e.type === "TASK_COMPLETED").map((e) => `${e.type === "TASK_STARTED" ? "start" : "done"} ${taskOf(e)}`);
     expect(order).toEqual(["start T1", "done T1", "start T2", "done T2", "start T3", "done T3", "start T4", "done T4"]);
     expect(events.some((e) => e.type === "TASK_BRANCH_CREATED" || e.type === "TASK_MERGED")).toBe(false);

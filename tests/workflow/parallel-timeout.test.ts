@@ -8,8 +8,8 @@ import { resumeRun } from "@/lib/runs/gates/decide-run";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
 import { runResumed } from "@/inngest/events";
-import { autoPlanning, expectRunConsistent, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
-import { type RunEvent, eventsOf, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
+import { autoPlanning, git, launch, newProject, processesRunning, tasksRequest, until, useWorkflowHarness, waitForStatus } from "./harness";
+import { eventsOf, expectCompleted, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Issue #31, item 4: "The stage timeout covers all tasks." timeoutMinutes.implementation counts the implementation
@@ -93,9 +93,7 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
     git(repo, "update-ref", go3, "HEAD");
     const resumed = await resumeRun({ user: h.user, runId: run.id, action: "extend" });
     await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    events = (await expectRunConsistent(run.id)) as RunEvent[];
+    events = await expectCompleted(run.id, 180_000);
     expect(events.filter((e) => e.type === "RUN_PAUSED")).toHaveLength(1);
     expect(events.filter((e) => e.type === "RUN_RESUMED").map((e) => (e.payload as { action: string }).action)).toEqual(["extend"]);
     expect(events.filter((e) => e.type === "TASK_MERGED").map(taskOf)).toEqual(["T1", "T2", "T3"]);
@@ -135,9 +133,7 @@ describe("the implementation stage's timeout with parallel tasks in lanes", () =
     git(repo, "update-ref", go, "HEAD");
     const resumed = await resumeRun({ user: h.user, runId: run.id, action: "extend" });
     await announceDecision({ event: runResumed.create({ runId: run.id, action: "extend" }), key: decisionKey.resume(resumed.lastSequence) });
-    expect((await waitForStatus(run.id, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], 180_000)).status).toBe("completed");
-    await waitForWorkflow(run.id);
-    const events = (await expectRunConsistent(run.id)) as RunEvent[];
+    const events = await expectCompleted(run.id, 180_000);
     const pauses = events.filter((e) => e.type === "RUN_PAUSED");
     expect(pauses).toHaveLength(1);
     expect((pauses[0]!.payload as { stepKey: string }).stepKey).toMatch(/^impl:1:task:T[12]:1:turn:\d+:timeout:pause$/);
