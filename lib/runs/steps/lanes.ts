@@ -1,6 +1,8 @@
 import { releaseSandbox } from "@/lib/sandbox";
 import { loadRun, workflowClock } from "./context";
 import { pendingPauseRequest } from "@/lib/db/queries/runs";
+import { getDb } from "@/lib/db";
+import { planChangedSince } from "./replan";
 import { runSandbox } from "./workspace";
 
 /*
@@ -22,7 +24,7 @@ export async function releaseTask({ runId, taskId, workspace = null }: { runId: 
 
 /**
  * Before a lane's next task: the lane takes the task unless the round is halting (`halt`: a failure, a budget stop or a
- * re-plan elsewhere in the round) or a person asked for a pause (the pause opens between rounds, and the task is left
+ * re-plan elsewhere in the round), a re-plan was approved while the lane's task ran, or a person asked for a pause (the pause opens between rounds, and the task is left
  * for the next one). A lane that takes it begins the task in the same step (beginTask), which hands the lane's sandbox
  * on to it (`previousWorkspace`); a lane that stops releases it here.
  */
@@ -37,7 +39,10 @@ export async function nextInLane({
   previousWorkspace?: string | null;
   halt: string | null;
 }) {
-  const why = halt ?? ((await pendingPauseRequest({ runId })) ? "pause" : null);
+  // A re-plan approved while the lane's task ran ends the lane even before the workflow has taken the approval in
+  // (the task that proposed it may still be on its way to its gate's answer): no task of the old plan is begun.
+  const why =
+    halt ?? ((await planChangedSince(await getDb(), runId, previousTaskId)) ? "replanned" : null) ?? ((await pendingPauseRequest({ runId })) ? "pause" : null);
   if (why !== null) await releaseTask({ runId, taskId: previousTaskId, workspace: previousWorkspace });
   return { take: why === null, why, now: workflowClock.now() };
 }

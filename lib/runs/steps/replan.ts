@@ -1,5 +1,5 @@
 import { and, eq, inArray } from "drizzle-orm";
-import { write } from "@/lib/db";
+import { write, type Db } from "@/lib/db";
 import { gates, workflowEvents, workflowRuns } from "@/lib/db/schema";
 import { appendEventsTx, findStepEvents, rowToState } from "@/lib/db/event-store";
 import { AppError } from "@/lib/errors";
@@ -27,8 +27,11 @@ export type ReplanClaim =
   /** Another re-plan is being drafted, or the run waits for a person: look again after a while (nothing recorded). */
   | { kind: "busy"; now: number };
 
-/** Whether a re-plan was approved after this task's current session began (its latest branch cut). */
-async function planChangedSince(tx: Parameters<Parameters<typeof write>[0]>[0], runId: string, taskId: string): Promise<boolean> {
+/**
+ * Whether a re-plan was approved after this task's current session began (its latest branch cut): read where the
+ * decision is stored, so it does not wait for the workflow to have taken in the approval.
+ */
+export async function planChangedSince(tx: Pick<Db, "select">, runId: string, taskId: string): Promise<boolean> {
   const rows = await tx
     .select({ type: workflowEvents.type, payload: workflowEvents.payload, sequence: workflowEvents.sequence })
     .from(workflowEvents)
