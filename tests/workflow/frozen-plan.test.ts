@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
-import { listEvents } from "@/lib/db/event-store";
 import { parseSpec, readFileAt, readRunContext } from "@/lib/git";
 import { planHash } from "@/lib/workflow/plan-hash";
 import type { PlanDocument } from "@/lib/workflow";

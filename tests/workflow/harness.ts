@@ -5,7 +5,6 @@ import path from "node:path";
 import { Executor, type ExecutorOptions } from "@/lib/executor";
 import { ownAppTarget } from "@/inngest/embedded";
 import { query } from "@/lib/executor/store";
-import { getEnv } from "@/lib/env";
 import { createProject } from "@/lib/projects/queries";
 import { ensureLocalOwner } from "@/lib/db/queries/users";
 import { getRunState, listEvents, replay } from "@/lib/db/event-store";
