@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { POST as budgetRoute } from "@/app/api/runs/[id]/budget/route";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as rejectRoute } from "@/app/api/runs/[id]/reject/route";
@@ -14,18 +14,12 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { gateDecided, runCancelled } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/gates/acks";
-import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { ADMIN, call } from "../api/helpers";
 
 /** budgets.implementation: crossing it opens a budget gate; raise it, or finish the task then stop. Never a failure. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const config = (budget: Record<string, number>) => ({ trustMode: { planning: "auto", fixes: "auto" }, budgets: { implementation: budget } });
 

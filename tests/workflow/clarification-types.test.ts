@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { and, eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { clarificationRequests } from "@/lib/db/schema";
 import { AppError } from "@/lib/errors";
 import { answerClarification } from "@/lib/runs/gates/decide-clarification";
 import { clarificationAnswered } from "@/inngest/events";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 /** The run's open question, as stored (polled: the run's status flips as the question is written). */
 async function pendingQuestion(runId: string) {

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { getDb } from "@/lib/db";
 import { workflowRuns } from "@/lib/db/schema";
@@ -10,20 +10,14 @@ import { cancelRun } from "@/lib/runs/gates/decide-run";
 import { sweepEndedRuns } from "@/lib/runs/cleanup";
 import { inngest } from "@/inngest";
 import { runCancelled } from "@/inngest/events";
-import { fileBlock, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { fileBlock, git, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /*
  * The cleanup sweep: GATEHOUSE_CLEANUP_AFTER_DAYS after a run failed or was cancelled, its branch and any worktree it
  * left are deleted, once, with RUN_CLEANED_UP; runs that ended more recently, and completed runs, keep theirs.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const DAY = 24 * 60 * 60_000;
 const branches = (repo: string) => git(repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/").split("\n").filter(Boolean);

@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import * as diffRoute from "@/app/api/runs/[id]/diff/route";
 import { ADMIN, call } from "../api/helpers";
-import { launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 it("GET /api/runs/:id/diff shows the branch's code changes against its starting commit, without .autonomous records", async () => {
   const { project } = await newProject(h.user);

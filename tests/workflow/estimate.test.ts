@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { GET as runRoute } from "@/app/api/runs/[id]/route";
 import type { EstimateReport, RunEstimate } from "@/lib/runs/estimate-model";
-import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Issue 18: an estimate shown on the plan card (kept with the gate), and compared with the actuals after the run. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const auth = { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}` };
 

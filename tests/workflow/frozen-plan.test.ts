@@ -1,19 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { parseSpec, readFileAt, readRunContext } from "@/lib/git";
 import { planHash } from "@/lib/workflow/plan-hash";
 import type { PlanDocument } from "@/lib/workflow";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /** Seed 003: the approved plan is frozen (its hash on the approval, in the spec and context.json); a change needs a new approval. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 /** Approve through the real route (auth, the decision, its announcement). */
 async function approve(runId: string, body: unknown) {

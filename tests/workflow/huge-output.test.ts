@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import type { LanguageModelV3CallOptions } from "@ai-sdk/provider";
 import * as diffRoute from "@/app/api/runs/[id]/diff/route";
 import { runValidator } from "@/lib/agents/validator";
@@ -10,7 +10,7 @@ import { ADMIN, call } from "../api/helpers";
 import { makeRepo as makeGitRepo } from "../git/helpers";
 import { planOf } from "../agents/helpers/plan";
 import { FAKE } from "../security/fake-secrets";
-import { git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { git, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /*
  * Issue #29, finding 5: a command's huge output is never read whole. A file over the diff's size limit is left out of
@@ -24,13 +24,7 @@ afterEach(() => Object.assign(DIFF_LIMITS, defaults));
 /** A shell command that writes `bytes` of ordinary text lines to `file`. */
 const bigFile = (file: string, bytes: number) => `mkdir -p "$(dirname ${file})" && yes 'a line of generated build output 0123456789' | head -c ${bytes} > ${file}`;
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 describe("hardening #29.5 huge command output", () => {
   const live: RunSandbox[] = [];

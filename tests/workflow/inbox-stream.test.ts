@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GET as inboxStream } from "@/app/api/inbox/stream/route";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as answerRoute } from "@/app/api/clarifications/[id]/answer/route";
 import { setMember } from "@/lib/db/queries/members";
 import type { InboxItem } from "@/lib/runs/inbox";
 import { makeUser } from "../auth/fixtures";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { expectRunConsistent, launch, newProject, useWorkflowHarness, waitForStatus } from "./harness";
 
 /*
  * The inbox stream against a real run on the embedded executor: the question the planner asks and the plan gate it
@@ -13,13 +13,7 @@ import { expectRunConsistent, launch, newProject, startWorkflowHarness, waitForS
  * carries them.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const ORIGIN = "http://127.0.0.1:3000";
 type Snapshot = { items: InboxItem[]; open: number; unread: number };

@@ -1,21 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import * as projectsRoute from "@/app/api/projects/route";
 import { inngest } from "@/inngest";
 import { mergeDecided } from "@/inngest/events";
 import { getRunState } from "@/lib/db/event-store";
 import { decideMerge } from "@/lib/runs/gates/decide-run";
 import { ADMIN, call } from "../api/helpers";
-import { fileBlock, git, launch, newProject, startWorkflowHarness, until, waitForStatus, waitForWorkflow } from "./harness";
+import { fileBlock, git, launch, newProject, until, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 // #32 finding 3: a local project's memory showed "No memory yet" after merges — only the GitHub webhook filled it.
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 async function listedMemory(projectId: string): Promise<string | null> {
   const res = await call(projectsRoute.GET, { headers: ADMIN });

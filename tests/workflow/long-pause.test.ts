@@ -1,17 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { query } from "@/lib/executor/store";
-import { launch, newProject, startWorkflowHarness, until, waitForStatus } from "./harness";
+import { launch, newProject, until, useWorkflowHarness, waitForStatus } from "./harness";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 it("runs waiting for a person hold no sandbox and no executing function: they are parked rows in the database", async () => {
   const { project } = await newProject(h.user);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
@@ -17,7 +17,7 @@ import { announceDecision } from "@/inngest/announce";
 import { clarificationAnswered } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { NOTIFY_RETRIES } from "@/inngest/notify";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { startHttpReceiver, startSmtp, webhookSecret } from "../notifications/receivers";
 
 /*
@@ -27,13 +27,7 @@ import { startHttpReceiver, startSmtp, webhookSecret } from "../notifications/re
  * working channel beside it is delivered; redelivery from the API sends the failed one again once the endpoint is back.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const admin = { authorization: `Bearer ${process.env.GATEHOUSE_ADMIN_TOKEN}`, "content-type": "application/json" };
 

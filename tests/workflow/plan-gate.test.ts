@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { POST as askBackRoute } from "@/app/api/runs/[id]/ask-back/route";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as resumeRoute } from "@/app/api/runs/[id]/resume/route";
 import type { PlanDocument } from "@/lib/workflow";
-import { expectRunConsistent, fileBlock, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { ADMIN, call } from "../api/helpers";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 /** POST to a run's route as the admin token does, through the real handler (auth, parsing, decision, announcement). */
 async function post(handler: typeof askBackRoute, runId: string, action: string, body: unknown) {

@@ -1,8 +1,8 @@
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { git, launch, makeRepo, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { describe, expect, it } from "vitest";
+import { git, launch, makeRepo, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { decideFix } from "@/lib/runs/gates/decide-gate";
 import { gateDecided } from "@/inngest/events";
 import { startRun } from "@/lib/runs/service";
@@ -16,13 +16,7 @@ import designConfig from "./fixtures/design-config.json";
 
 /** `.autonomous/config.json` in the repository: its defaults apply under the project's and the request's config. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 function withConfigFile(repo: string, config: unknown) {
   fs.mkdirSync(path.join(repo, ".autonomous"), { recursive: true });

@@ -1,22 +1,16 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { commitFiles, parseMemory, readLatestMemory, updateMemory } from "@/lib/git";
 import { MEMORY_DECISIONS_MAX_CHARS } from "@/lib/git/memory";
-import { fileBlock, git, launch, makeRepo, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { fileBlock, git, launch, makeRepo, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /**
  * Item 7 of #35: .autonomous/memory.md as the design writes it — front matter (project, techStack, patterns) learned
  * from the repository and from runs, a person's edit kept, and every delivered run's decisions given to a run.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 function nextRepo(): string {
   const repo = makeRepo();

@@ -1,20 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { PlanDocument } from "@/lib/workflow";
 import { gateDecided } from "@/inngest/events";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /** PAOR through the real workflow: progress recorded per task, and a re-plan after an observation through the plan gate. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 describe("reflection and re-planning", () => {
   it("an observation that breaks the plan proposes a re-plan; the new plan passes the plan gate (even with planning: auto) and is implemented", { timeout: 180_000 }, async () => {

@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { startRun } from "@/lib/runs/service";
-import { expectRunConsistent, launch, newProject, startWorkflowHarness, until, waitForStatus } from "./harness";
+import { expectRunConsistent, launch, newProject, until, useWorkflowHarness, waitForStatus } from "./harness";
 
 /** A run's own `limits.maxConcurrency`: it computes only while fewer than that many of its user's runs compute. */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 describe("per-run maxConcurrency", () => {
   it("a run with maxConcurrency 1 waits while another run of its user computes, then runs; runs without it are not held back", { timeout: 120_000 }, async () => {

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Webhook } from "standardwebhooks";
 import { saveProjectChannel } from "@/lib/notifications/store";
-import { launch, newProject, startWorkflowHarness, until, waitForStatus } from "./harness";
+import { launch, newProject, until, useWorkflowHarness, waitForStatus } from "./harness";
 import { startHttpReceiver, webhookSecret } from "../notifications/receivers";
 
 /*
@@ -10,13 +10,7 @@ import { startHttpReceiver, webhookSecret } from "../notifications/receivers";
  * what to do and its Retry / Cancel buttons; a run that completes is told with its branch and cost.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Notice = { title: string; text: string; reason: string; subject: { type: string; id: string }; buttons?: Array<{ label: string; code: string }> };
 

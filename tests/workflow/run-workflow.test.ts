@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { getDb } from "@/lib/db";
 import { clarificationRequests, gates } from "@/lib/db/schema";
@@ -11,17 +11,11 @@ import { cancelRun, decideMerge } from "@/lib/runs/gates/decide-run";
 import { inngest } from "@/inngest";
 import { clarificationAnswered, gateDecided, mergeDecided, runCancelled } from "@/inngest/events";
 import { getRunState } from "@/lib/db/event-store";
-import { expectConsistent, git, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectConsistent, git, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const fileBlock = (p: string, content: string) => ["```file:" + p, content, "```"].join("\n");
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { POST as approveRoute } from "@/app/api/runs/[id]/approve/route";
 import { POST as rejectRoute } from "@/app/api/runs/[id]/reject/route";
 import { POST as askBackRoute } from "@/app/api/runs/[id]/ask-back/route";
@@ -8,7 +8,7 @@ import { gates } from "@/lib/db/schema";
 import { decideFix } from "@/inngest/run/validate";
 import type { RunFlow } from "@/inngest/run/flow";
 import { eq } from "drizzle-orm";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, git, launch, newProject, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { ADMIN, call } from "../api/helpers";
 
 /**
@@ -16,13 +16,7 @@ import { ADMIN, call } from "../api/helpers";
  * (approve the wider scope / back to implementation / cancel) — no longer a finding for the fix gate.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 type Handler = Parameters<typeof call>[0];
 async function decide(handler: Handler, runId: string, action: string, body: unknown) {

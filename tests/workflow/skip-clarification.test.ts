@@ -7,16 +7,9 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { announceDecision } from "@/inngest/announce";
 import { gateDecided } from "@/inngest/events";
 import { decisionKey } from "@/lib/runs/gates/acks";
-import { expectRunConsistent, git, launch, newProject, startWorkflowHarness, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
-import { afterAll, beforeAll } from "vitest";
+import { expectRunConsistent, git, launch, newProject, until, useWorkflowHarness, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 async function skip(clarificationId: string, body?: Record<string, unknown>) {
   const response = await skipRoute(

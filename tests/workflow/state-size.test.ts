@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { query } from "@/lib/executor/store";
 import { listEvents } from "@/lib/db/event-store";
-import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, launch, newProject, useWorkflowHarness, waitForStatus, waitForWorkflow } from "./harness";
 
 /*
  * Inngest Cloud caps a step's output at 4 MB and a run's state at 32 MB. The implementer's conversation is kept out of
@@ -10,13 +10,7 @@ import { expectRunConsistent, fileBlock, launch, newProject, startWorkflowHarnes
  * every turn's result, the run's state would be ~45 MB (it grows with the square of the turns).
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 const MB = 1024 * 1024;
 const COMMANDS = 58;

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listEvents } from "@/lib/db/event-store";
 import { createProject } from "@/lib/projects/queries";
 import { triage } from "@/lib/runs/steps/triage";
@@ -10,7 +10,7 @@ import { attachSandbox, hasWorkspace, releaseSandbox } from "@/lib/sandbox";
 import { loadRun } from "@/lib/runs/steps/context";
 import { sandboxOptions } from "@/lib/runs/steps/workspace";
 import type { PlanDocument } from "@/lib/workflow";
-import { git, launch, makeRepo, startWorkflowHarness, waitForPendingGate } from "./harness";
+import { git, launch, makeRepo, useWorkflowHarness, waitForPendingGate } from "./harness";
 
 /*
  * Triage of a plan whose tasks name files but have no checks: nothing runs, so the files are looked up in the run
@@ -20,13 +20,7 @@ import { git, launch, makeRepo, startWorkflowHarness, waitForPendingGate } from 
  * workspace is reset after the checks only when they left something.
  */
 
-let h: Awaited<ReturnType<typeof startWorkflowHarness>>;
-beforeAll(async () => {
-  h = await startWorkflowHarness();
-});
-afterAll(async () => {
-  await h.close();
-});
+const h = useWorkflowHarness();
 
 /** A run waiting at its plan gate (its branch made, no sandbox yet), on a repository with files, a folder and a link. */
 async function runAtPlanGate() {
