@@ -13,7 +13,7 @@ import { approveGate } from "@/lib/runs/gates/decide-gate";
 import type { SessionUser } from "@/lib/auth/guard";
 import { gateDecided } from "@/inngest/events";
 import { appReport, exited, startAppProcess } from "./app-child";
-import { expectRunConsistent, fileBlock, git, launch, newProject, processesRunning, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
+import { expectRunConsistent, fileBlock, git, launch, newProject, processesRunning, tasksRequest, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 import { announceDecision } from "@/inngest/announce";
 import { decisionKey } from "@/lib/runs/gates/acks";
 
@@ -167,7 +167,7 @@ describe("crash: kill -9 the app (executor + workflow) and start it again", () =
       `n=0; until git rev-parse -q --verify refs/crash-test/go${i + 1} >/dev/null || test $n -ge 1200; do sleep ${naps[i]}; n=$((n+1)); done; if git rev-parse -q --verify refs/crash-test/go${i + 1} >/dev/null; then echo released; else echo gave-up; fi >> ${names[i]}.txt`;
     const tasks = ["# Held", ...names.flatMap((name, i) => [`- [ ] T${i + 1}: Write ${name}`, `  Files: ${name}.txt`, `  [run: ${held(i)}]`]), ""].join("\n");
     const { project, repo } = await newProject(user);
-    const run = await launch(user, project.id, ["Crash while three tasks run", "", "```tasks.md", tasks, "```"].join("\n"), { trustMode: { planning: "auto" } });
+    const run = await launch(user, project.id, tasksRequest("Crash while three tasks run", tasks), { trustMode: { planning: "auto" } });
     await until(async () => naps.every((nap) => processesRunning(["sleep", nap]).length > 0), "the three tasks' commands to run at once", 120_000).catch(async (error: Error) => {
       const events = (await listEvents({ runId: run.id, limit: 1000 })).map((e) => e.type).join(", ");
       throw new Error(`${error.message}; the run's events: ${events || "(none)"}; ${appReport(current)}`);

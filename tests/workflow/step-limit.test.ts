@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getRunState, listEvents } from "@/lib/db/event-store";
-import { launch, newProject, startWorkflowHarness, waitForStatus } from "./harness";
+import { launch, newProject, startWorkflowHarness, tasksRequest, waitForStatus } from "./harness";
 
 /**
  * Inngest ends a function run at 1,000 steps (strict cloud mode enforces it, here with a small limit): a run whose plan
@@ -19,7 +19,7 @@ describe("a run over Inngest's steps per run", () => {
   it("fails with a reason that names the limit, the tasks it got through and how to go on", { timeout: 120_000 }, async () => {
     const tasks = ["# Many", ...Array.from({ length: 12 }, (_, i) => [`- [ ] T${i + 1}: Write file ${i + 1}`, `  Files: f${i + 1}.txt`]).flat(), ""].join("\n");
     const { project } = await newProject(h.user);
-    const run = await launch(h.user, project.id, ["Many", "", "```tasks.md", tasks, "```"].join("\n"), {
+    const run = await launch(h.user, project.id, tasksRequest("Many", tasks), {
       trustMode: { planning: "auto", fixes: "manual" },
       limits: { maxConcurrentTasks: 3 },
     });
