@@ -1,7 +1,11 @@
 import { expect } from "vitest";
 import type { SessionUser } from "@/lib/auth/guard";
 import { listEvents } from "@/lib/db/event-store";
-import { expectRunConsistent, launch, tasksRequest, waitForStatus, waitForWorkflow } from "./harness";
+import { approveGate } from "@/lib/runs/gates/decide-gate";
+import { decisionKey } from "@/lib/runs/gates/acks";
+import { announceDecision } from "@/inngest/announce";
+import { gateDecided } from "@/inngest/events";
+import { autoPlanning, expectRunConsistent, git, launch, newProject, tasksRequest, until, waitForPendingGate, waitForStatus, waitForWorkflow } from "./harness";
 
 /** What the parallel-task tests read of a stored run event. */
 export type RunEvent = { type: string; payload: unknown; sequence: number };
@@ -39,4 +43,43 @@ export async function expectCompleted(runId: string, timeoutMs: number) {
   expect((await waitForStatus(runId, ["completed", "failed", "awaiting_approval", "awaiting_fix_decision", "paused"], timeoutMs)).status).toBe("completed");
   await waitForWorkflow(runId);
   return (await expectRunConsistent(runId)) as RunEvent[];
+}
+
+/**
+ * A re-plan approved while another lane's task runs. Lanes [T1, T3] and [T2, T4] at limit 2, one re-plan allowed: T1's
+ * session proposes a re-plan at once (the request's `[replan: …]`), T2's command waits for `go`. The re-plan's plan gate
+ * is approved, T2 released once the approval is stored, and the run expected to complete. Returns the run, its
+ * repository, its events, the approval's sequence and the tasks' branches (TASK_BRANCH_CREATED).
+ */
+export async function replanWhileLaneRuns(user: SessionUser, go: string) {
+  const tasks = [
+    "# Re-plan in lanes",
+    "- [ ] T1: Write alpha",
+    "  Files: alpha.txt",
+    "- [ ] T2: Write beta",
+    "  Files: beta.txt",
+    `  [run: ${heldUntilRef(go, "beta.txt", 150)}]`,
+    "- [ ] T3: Write gamma",
+    "  Files: gamma.txt",
+    "- [ ] T4: Write delta",
+    "  Files: delta.txt",
+    "",
+  ].join("\n");
+  const { project, repo } = await newProject(user);
+  const request = tasksRequest("Re-plan lanes [replan: The repository keeps a changelog that the plan forgot.]", tasks);
+  // One re-plan (the demo's T1 would propose again under a pasted tasks.md's unchanged tasks: refused, it goes on).
+  const run = await launch(user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 2, maxReplans: 1 } });
+  await waitForStatus(run.id, ["awaiting_approval", "completed", "failed"], 120_000);
+  const gate = await waitForPendingGate(run.id);
+  expect(gate.kind).toBe("plan");
+  await approveGate({ user, runId: run.id, input: { gateId: gate.id } });
+  await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
+  await until(async () => (await eventsOf(run.id)).some((e) => e.type === "APPROVAL_GRANTED"), "the re-plan's approval", 120_000);
+  git(repo, "update-ref", go, "HEAD");
+  const events = await expectCompleted(run.id, 180_000);
+  const approved = events.find((e) => e.type === "APPROVAL_GRANTED" && e.sequence > seqOf(events, "TASK_BRANCH_CREATED", "T2"))!.sequence;
+  const branches = events
+    .filter((e) => e.type === "TASK_BRANCH_CREATED")
+    .map((e) => ({ ...(e.payload as { taskId: string; round: number; run: number }), sequence: e.sequence }));
+  return { run, repo, events, approved, branches };
 }

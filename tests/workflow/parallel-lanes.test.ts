@@ -4,12 +4,11 @@ import { describe, expect, it } from "vitest";
 import { getEnv } from "@/lib/env";
 import { laneSandboxId } from "@/lib/runs/steps/workspace";
 import { requestPause, resumeRun } from "@/lib/runs/gates/decide-run";
-import { approveGate } from "@/lib/runs/gates/decide-gate";
 import { decisionKey } from "@/lib/runs/gates/acks";
 import { announceDecision } from "@/inngest/announce";
-import { gateDecided, runResumed } from "@/inngest/events";
-import { autoPlanning, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate, waitForStatus } from "./harness";
-import { eventsOf, expectCompleted, heldUntilRef, seqOf, taskOf } from "./parallel-fixtures";
+import { runResumed } from "@/inngest/events";
+import { autoPlanning, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForStatus } from "./harness";
+import { eventsOf, expectCompleted, heldUntilRef, replanWhileLaneRuns, seqOf, taskOf } from "./parallel-fixtures";
 
 /**
  * Parallel tasks in lanes (inngest/run/tasks.ts): a round takes every ready task and deals them into
@@ -122,35 +121,7 @@ describe("parallel tasks in lanes", () => {
     // Lanes [T1, T3] and [T2, T4]. T1's session proposes a re-plan at once; T2's command waits until the re-plan is
     // approved (T1 then takes one step to end its session, T2 three more turns to its boundary), so T2 ends under the
     // new plan: its lane must not take T4 of the old one.
-    const go = "refs/lanes-test/go";
-    const tasks = [
-      "# Re-plan in lanes",
-      "- [ ] T1: Write alpha",
-      "  Files: alpha.txt",
-      "- [ ] T2: Write beta",
-      "  Files: beta.txt",
-      `  [run: ${heldUntilRef(go, "beta.txt", 150)}]`,
-      "- [ ] T3: Write gamma",
-      "  Files: gamma.txt",
-      "- [ ] T4: Write delta",
-      "  Files: delta.txt",
-      "",
-    ].join("\n");
-    const { project, repo } = await newProject(h.user);
-    const request = tasksRequest("Re-plan lanes [replan: The repository keeps a changelog that the plan forgot.]", tasks);
-    // One re-plan (the demo's T1 would propose again under a pasted tasks.md's unchanged tasks: refused, it goes on).
-    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 2, maxReplans: 1 } });
-    await waitForStatus(run.id, ["awaiting_approval", "completed", "failed"], 120_000);
-    const gate = await waitForPendingGate(run.id);
-    expect(gate.kind).toBe("plan");
-    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
-    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
-    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "APPROVAL_GRANTED"), "the re-plan's approval", 120_000);
-    git(repo, "update-ref", go, "HEAD");
-    const events = await expectCompleted(run.id, 180_000);
-
-    const approved = events.find((e) => e.type === "APPROVAL_GRANTED" && e.sequence > seqOf(events, "TASK_BRANCH_CREATED", "T2"))!.sequence;
-    const branches = events.filter((e) => e.type === "TASK_BRANCH_CREATED").map((e) => ({ ...(e.payload as { taskId: string; round: number; run: number }), sequence: e.sequence }));
+    const { run, repo, events, approved, branches } = await replanWhileLaneRuns(h.user, "refs/lanes-test/go");
     // Round 1 began T1 and T2 only: T2's lane ended at T2 (the plan had changed), T1's at T1's re-plan.
     expect(branches.filter((b) => b.round === 1).map((b) => b.taskId).sort()).toEqual(["T1", "T2"]);
     // T3 and T4 began in a later round, after the approval, under the new plan; T1 ran again there.

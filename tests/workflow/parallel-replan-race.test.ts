@@ -1,10 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import { approveGate } from "@/lib/runs/gates/decide-gate";
-import { decisionKey } from "@/lib/runs/gates/acks";
-import { announceDecision } from "@/inngest/announce";
-import { gateDecided } from "@/inngest/events";
-import { autoPlanning, git, launch, newProject, tasksRequest, until, useWorkflowHarness, waitForPendingGate } from "./harness";
-import { eventsOf, expectCompleted, heldUntilRef, seqOf } from "./parallel-fixtures";
+import { git, useWorkflowHarness } from "./harness";
+import { replanWhileLaneRuns } from "./parallel-fixtures";
 
 /**
  * A re-plan approved while another lane's task runs: that lane must take no further task of the old plan. Its decision
@@ -48,37 +44,9 @@ const h = useWorkflowHarness();
 describe("a re-plan approved while another lane's task runs", () => {
   it("that lane begins no task of the old plan, though the proposing task has not closed its re-plan yet", { timeout: 240_000 }, async () => {
     // Lanes [T1, T3] and [T2, T4]. T1's session proposes a re-plan at once; T2's command waits until it is approved.
-    const go = "refs/replan-race-test/go";
-    const tasks = [
-      "# Re-plan race",
-      "- [ ] T1: Write alpha",
-      "  Files: alpha.txt",
-      "- [ ] T2: Write beta",
-      "  Files: beta.txt",
-      `  [run: ${heldUntilRef(go, "beta.txt", 150)}]`,
-      "- [ ] T3: Write gamma",
-      "  Files: gamma.txt",
-      "- [ ] T4: Write delta",
-      "  Files: delta.txt",
-      "",
-    ].join("\n");
-    const { project, repo } = await newProject(h.user);
-    const request = tasksRequest("Re-plan race [replan: The repository keeps a changelog that the plan forgot.]", tasks);
-    const run = await launch(h.user, project.id, request, { ...autoPlanning, limits: { maxConcurrentTasks: 2, maxReplans: 1 } });
-    const gate = await waitForPendingGate(run.id, 120_000);
-    expect(gate.kind).toBe("plan");
-    await approveGate({ user: h.user, runId: run.id, input: { gateId: gate.id } });
-    await announceDecision({ event: gateDecided.create({ runId: run.id, gateId: gate.id, decision: "approve" }), key: decisionKey.gate(gate.id) });
-    await until(async () => (await eventsOf(run.id)).some((e) => e.type === "APPROVAL_GRANTED"), "the re-plan's approval", 120_000);
-    git(repo, "update-ref", go, "HEAD");
-
-    const events = await expectCompleted(run.id, 180_000);
+    const { run, repo, approved, branches } = await replanWhileLaneRuns(h.user, "refs/replan-race-test/go");
     // The order this test is about happened: T2's lane decided while T1's re-plan was still being closed.
     expect(seen.heldUntilDecided).toBe(true);
-    const approved = events.find((e) => e.type === "APPROVAL_GRANTED" && e.sequence > seqOf(events, "TASK_BRANCH_CREATED", "T2"))!.sequence;
-    const branches = events
-      .filter((e) => e.type === "TASK_BRANCH_CREATED")
-      .map((e) => ({ ...(e.payload as { taskId: string; round: number }), sequence: e.sequence }));
     // Round 1 began T1 and T2 only: T2's lane stopped at its boundary, the plan having changed.
     expect(branches.filter((b) => b.round === 1).map((b) => b.taskId).sort()).toEqual(["T1", "T2"]);
     const t4 = branches.find((b) => b.taskId === "T4")!;
