@@ -24,9 +24,9 @@ export async function releaseTask({ runId, taskId, workspace = null }: { runId: 
 
 /**
  * Before a lane's next task: the lane takes the task unless the round is halting (`halt`: a failure, a budget stop or a
- * re-plan elsewhere in the round), a re-plan was approved while the lane's task ran, or a person asked for a pause (the pause opens between rounds, and the task is left
- * for the next one). A lane that takes it begins the task in the same step (beginTask), which hands the lane's sandbox
- * on to it (`previousWorkspace`); a lane that stops releases it here.
+ * re-plan elsewhere in the round), a re-plan was approved while the lane's task ran, or a person asked for a pause (the
+ * pause opens between rounds, and the task is left for the next one). A lane that takes it begins the task in the same
+ * step (beginTask), which hands the lane's sandbox on to it (`previousWorkspace`); a lane that stops releases it here.
  */
 export async function nextInLane({
   runId,

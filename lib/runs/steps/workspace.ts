@@ -28,11 +28,8 @@ export async function sandboxOptions(run: RunContext, taskId?: string | null, wo
  * repository's config is a git process, which every turn of every task paid on its way to the model.
  */
 export function runSandbox(run: RunContext, taskId?: string | null, workspace?: string | null, diffBase?: string): SandboxRequest {
-  return {
-    runId: sandboxIdOf(run, taskId, workspace),
-    ...(diffBase ? { diffBase } : {}),
-    read: async () => ({ ...(await sandboxOptions(run, taskId, workspace)), ...(diffBase ? { diffBase } : {}) }),
-  };
+  const base = diffBase ? { diffBase } : {};
+  return { runId: sandboxIdOf(run, taskId, workspace), ...base, read: async () => ({ ...(await sandboxOptions(run, taskId, workspace)), ...base }) };
 }
 
 const sandboxIdOf = (run: RunContext, taskId?: string | null, workspace?: string | null) =>
