@@ -125,14 +125,74 @@ export async function inProcessRows(): Promise<Row[]> {
     fetch: embeddedFetch(origin),
     checkpointing: true,
   });
-  const handler = serveEdge({ client: inngest, functions: functions(inngest, probe) }) as (r: Request) => Promise<Response>;
+  const serve = serveEdge({ client: inngest, functions: functions(inngest, probe) }) as (r: Request) => Promise<Response>;
+  // After the measures, one resumed call is copied as the executor made it, for the SDK's floor (sdkFloorRows).
+  let copy: ((request: Request) => void) | null = null;
+  const handler = (request: Request) => {
+    copy?.(request.clone());
+    return serve(request);
+  };
   // Another URL than Gatehouse's own /api/inngest (not served here); told to checkpoint, as the own app is.
   await startExecutor({ apps: [{ url: `${origin}/api/bench-users`, handler, signingKey: ownSigningKey(), checkpointing: true }], log: () => undefined });
   try {
-    return await measure("in-process (Inngest client + embeddedFetch, startExecutor defaults)", (name, data) => inngest.send({ name, data }), probe, waitingIn(query));
+    const send = (name: string, data: Record<string, unknown>) => inngest.send({ name, data });
+    const rows = await measure("in-process (Inngest client + embeddedFetch, startExecutor defaults)", send, probe, waitingIn(query));
+    const k = "floor-copy";
+    await send("users/gate", { k });
+    while (!(await waitingIn(query)(k))) await new Promise((r) => setTimeout(r, 2));
+    let resumeCall: Promise<{ url: string; headers: [string, string][]; body: string }> | undefined;
+    copy = (request) => (resumeCall ??= request.text().then((body) => ({ url: request.url, headers: [...request.headers], body })));
+    const seen = new Promise<void>((r) => probe.onResumed.set(k, r));
+    await send("users/go", { k });
+    await seen;
+    copy = null;
+    return [...rows, ...(await sdkFloorRows(await resumeCall!))];
   } finally {
     await stopExecutor();
   }
+}
+
+/**
+ * What the SDK alone costs on the resume path, with nothing of Gatehouse's in it: the floor under "signal → resumed".
+ * - the serve handler given the executor's own resumed call (copied above; signed, its state: the first step's result
+ *   and the waited-for event; built as the executor builds it), from the call to the step after the wait starting: no
+ *   database, no executor; the function's checkpoints go to a fetch that answers 200 at once;
+ * - `inngest.send()` from the call to its `fetch` being called, which answers at once as the event API would.
+ */
+async function sdkFloorRows(resumeCall: { url: string; headers: [string, string][]; body: string }): Promise<Row[]> {
+  const { ownSigningKey } = await import("@/lib/security/executor-key");
+  const { BufferedRequest } = await import("@/lib/executor/protocol");
+  const probe: Probe = { chainDone: new Map(), resumed: new Map(), onResumed: new Map() };
+  let fetched = 0;
+  const answer = async (input: RequestInfo | URL) => {
+    fetched = performance.now();
+    const url = String(input instanceof Request ? input.url : input);
+    return Response.json(url.includes("/e/") ? { ids: ["x"], status: 200 } : {}, { status: 200 });
+  };
+  // The same app id and functions as the measured app, so the copied call names a function this client serves.
+  const inngest = new Inngest({ id: "bench-users", isDev: false, signingKey: ownSigningKey(), eventKey: "floor", baseUrl: "http://floor.invalid", fetch: answer as typeof fetch, checkpointing: true });
+  const serve = serveEdge({ client: inngest, functions: functions(inngest, probe) }) as (r: Request) => Promise<Response>;
+  const k = "floor-copy";
+  const toStep: number[] = [];
+  for (let i = 0; i < 330; i++) {
+    probe.resumed.delete(k);
+    // As the executor hands it over: its body the string in memory (protocol.ts BufferedRequest).
+    const request = new BufferedRequest(resumeCall.url, { method: "POST", headers: resumeCall.headers }, resumeCall.body);
+    const t0 = performance.now();
+    const response = await serve(request);
+    if (!response.ok || !probe.resumed.has(k)) throw new Error(`the copied resumed call did not resume (${response.status}): ${await response.text()}`);
+    if (i >= 30) toStep.push(probe.resumed.get(k)! - t0);
+  }
+  const toFetch: number[] = [];
+  for (let i = 0; i < 330; i++) {
+    const t0 = performance.now();
+    await inngest.send({ name: "users/go", data: { k: `floor-${i}` } });
+    if (i >= 30) toFetch.push(fetched - t0);
+  }
+  return [
+    [`the SDK alone: its serve handler, resumed call → step after the wait`, fmt(pct(toStep, 50)), fmt(pct(toStep, 95)), `ms (the executor's own resumed call replayed ${toStep.length}×; no database, checkpoints answered at once)`],
+    [`the SDK alone: inngest.send() → its fetch called`, fmt(pct(toFetch, 50)), fmt(pct(toFetch, 95)), `ms (${toFetch.length} sends; the answer given at once)`],
+  ];
 }
 
 /** `npm run worker` in its own process (its defaults, --checkpointing), driving an app in this process over HTTP. */
