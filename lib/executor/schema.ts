@@ -111,7 +111,12 @@ export const executorRuns = sqliteTable(
 export const executorSteps = sqliteTable(
   "executor_steps",
   {
-    seq: integer("seq").primaryKey({ autoIncrement: true }),
+    /**
+     * The rowid, in insertion order (the order a run's state is read in). Not AUTOINCREMENT: steps are never deleted,
+     * so a rowid is never reused, and AUTOINCREMENT's sqlite_sequence row was one more page written by every step's
+     * commit (about 8 % of a checkpointed step in the referee's W1).
+     */
+    seq: integer("seq").primaryKey(),
     runId: text("run_id").notNull(),
     hashedId: text("hashed_id").notNull(),
     result: text("result").notNull(),

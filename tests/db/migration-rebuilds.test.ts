@@ -8,9 +8,11 @@ import { migrate } from "drizzle-orm/libsql/migrator";
 import { migrationsFolder } from "@/lib/db";
 
 /*
- * Migration 0010 rebuilds workflow_events keyed by (run, sequence), without the id index, with partial type and
- * step-key indexes; 0011 rebuilds it again as a WITHOUT ROWID table (the key is the table). A database with events
- * written before them must keep every event as it was.
+ * Migrations that rebuild a table must keep every row written before them.
+ * - 0010 rebuilds workflow_events keyed by (run, sequence), without the id index, with partial type and step-key
+ *   indexes; 0011 rebuilds it again as a WITHOUT ROWID table (the key is the table).
+ * - 0016 rebuilds executor_steps with its `seq` a plain rowid instead of AUTOINCREMENT (no sqlite_sequence write per
+ *   step).
  */
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "gatehouse-migration-"));
@@ -82,6 +84,38 @@ describe("migrations 0010 and 0011: the event log keyed by (run, sequence), WITH
     // The foreign key to the run survived the rebuild: deleting the run deletes its events.
     await client.execute("DELETE FROM workflow_runs WHERE id = 'run_1'");
     expect((await client.execute("SELECT count(*) AS n FROM workflow_events")).rows[0]!.n).toBe(0);
+    client.close();
+  });
+});
+
+describe("migration 0016: executor_steps' seq a plain rowid, not AUTOINCREMENT", () => {
+  it("keeps every step result (seq, order, columns) and the one-result-per-step index; new steps go after them", async () => {
+    const file = path.join(tmp, "steps.db");
+    const client = createClient({ url: `file:${file}` });
+    await migrate(drizzle(client), { migrationsFolder: migrationsBefore("0016_executor_steps_rowid") });
+    const before = [
+      [1, "run_a", "h1", JSON.stringify({ data: 1 }), 0, 100],
+      [2, "run_b", "h1", JSON.stringify({ data: "two" }), 4, 101],
+      [7, "run_a", "h2", "null", 5, 102],
+    ] as const;
+    for (const row of before) {
+      await client.execute({ sql: "INSERT INTO executor_steps (seq, run_id, hashed_id, result, event_seq, created_at) VALUES (?, ?, ?, ?, ?, ?)", args: [...row] });
+    }
+    expect((await client.execute("SELECT seq FROM sqlite_sequence WHERE name = 'executor_steps'")).rows[0]!.seq).toBe(7);
+
+    await migrate(drizzle(client), { migrationsFolder: migrationsFolder() });
+    const after = (await client.execute("SELECT seq, run_id, hashed_id, result, event_seq, created_at FROM executor_steps ORDER BY seq")).rows;
+    expect(after.map((r) => [r.seq, r.run_id, r.hashed_id, r.result, r.event_seq, r.created_at])).toEqual(before.map((r) => [...r]));
+    const [table] = (await client.execute("SELECT sql FROM sqlite_master WHERE name = 'executor_steps'")).rows;
+    expect(String(table!.sql)).not.toMatch(/AUTOINCREMENT/i);
+    expect((await client.execute("SELECT count(*) AS n FROM sqlite_sequence WHERE name = 'executor_steps'")).rows[0]!.n).toBe(0);
+    // A run's state is read in seq order: a new result goes after every stored one.
+    await client.execute("INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES ('run_a', 'h3', '1', 103)");
+    const order = (await client.execute("SELECT hashed_id FROM executor_steps WHERE run_id = 'run_a' ORDER BY seq")).rows.map((r) => r.hashed_id);
+    expect(order).toEqual(["h1", "h2", "h3"]);
+    await expect(client.execute("INSERT INTO executor_steps (run_id, hashed_id, result, created_at) VALUES ('run_a', 'h1', '2', 104)")).rejects.toThrow(
+      /UNIQUE constraint failed/,
+    );
     client.close();
   });
 });
