@@ -54,13 +54,28 @@ function pct(values: number[], p: number): number {
 }
 const fmt = (n: number) => (n < 10 ? n.toFixed(2) : n.toFixed(1));
 
-/** The three measures, for an app whose events go out with `send` and whose runs are looked up with `status`. */
-async function measure(
-  label: string,
-  send: (name: string, data: Record<string, unknown>) => Promise<unknown>,
-  probe: Probe,
-  isWaiting: (k: string) => Promise<boolean>,
-): Promise<Row[]> {
+type Send = (name: string, data: Record<string, unknown>) => Promise<unknown>;
+type IsWaiting = (k: string) => Promise<boolean>;
+/** A call to the serve handler, as copied: what is needed to build it again. */
+type ResumeCall = { url: string; headers: [string, string][]; body: string };
+
+/**
+ * Run `k` of the gate function to its wait (parked), then signal it: ms from the signal sent to the step after the wait
+ * started. `beforeSignal` runs once the run is parked.
+ */
+async function resumeOnce(k: string, send: Send, probe: Probe, isWaiting: IsWaiting, beforeSignal?: () => void): Promise<number> {
+  await send("users/gate", { k });
+  while (!(await isWaiting(k))) await new Promise((r) => setTimeout(r, 2));
+  beforeSignal?.();
+  const seen = new Promise<void>((r) => probe.onResumed.set(k, r));
+  const t0 = performance.now();
+  await send("users/go", { k });
+  await seen;
+  return probe.resumed.get(k)! - t0;
+}
+
+/** The three measures, for an app whose events go out with `send` and whose parked runs `isWaiting` finds. */
+async function measure(label: string, send: Send, probe: Probe, isWaiting: IsWaiting): Promise<Row[]> {
   let n = 0;
   const runChain = async (tag: string) => {
     const k = `${label}-${tag}-${n++}`;
@@ -85,14 +100,8 @@ async function measure(
 
   const latencies: number[] = [];
   for (let i = 0; i < 105; i++) {
-    const k = `${label}-gate-${i}`;
-    await send("users/gate", { k });
-    while (!(await isWaiting(k))) await new Promise((r) => setTimeout(r, 2));
-    const seen = new Promise<void>((r) => probe.onResumed.set(k, r));
-    const t0 = performance.now();
-    await send("users/go", { k });
-    await seen;
-    if (i >= 5) latencies.push(probe.resumed.get(k)! - t0);
+    const latency = await resumeOnce(`${label}-gate-${i}`, send, probe, isWaiting);
+    if (i >= 5) latencies.push(latency);
   }
   return [
     [`per step, 20-step chain, ${label}`, fmt(pct(perStep, 50)), fmt(pct(perStep, 95)), `ms/step (this process's CPU ${fmt((cpu.user + cpu.system) / 1000 / (runs * STEPS))} ms/step)`],
@@ -135,18 +144,17 @@ export async function inProcessRows(): Promise<Row[]> {
   // Another URL than Gatehouse's own /api/inngest (not served here); told to checkpoint, as the own app is.
   await startExecutor({ apps: [{ url: `${origin}/api/bench-users`, handler, signingKey: ownSigningKey(), checkpointing: true }], log: () => undefined });
   try {
-    const send = (name: string, data: Record<string, unknown>) => inngest.send({ name, data });
-    const rows = await measure("in-process (Inngest client + embeddedFetch, startExecutor defaults)", send, probe, waitingIn(query));
+    const send: Send = (name, data) => inngest.send({ name, data });
+    const isWaiting = waitingIn(query);
+    const rows = await measure("in-process (Inngest client + embeddedFetch, startExecutor defaults)", send, probe, isWaiting);
+    // One more resume, whose call is copied for the floor.
     const k = "floor-copy";
-    await send("users/gate", { k });
-    while (!(await waitingIn(query)(k))) await new Promise((r) => setTimeout(r, 2));
-    let resumeCall: Promise<{ url: string; headers: [string, string][]; body: string }> | undefined;
-    copy = (request) => (resumeCall ??= request.text().then((body) => ({ url: request.url, headers: [...request.headers], body })));
-    const seen = new Promise<void>((r) => probe.onResumed.set(k, r));
-    await send("users/go", { k });
-    await seen;
+    let resumeCall: Promise<ResumeCall> | undefined;
+    await resumeOnce(k, send, probe, isWaiting, () => {
+      copy = (request) => (resumeCall ??= request.text().then((body) => ({ url: request.url, headers: [...request.headers], body })));
+    });
     copy = null;
-    return [...rows, ...(await sdkFloorRows(await resumeCall!))];
+    return [...rows, ...(await sdkFloorRows(await resumeCall!, k))];
   } finally {
     await stopExecutor();
   }
@@ -159,7 +167,8 @@ export async function inProcessRows(): Promise<Row[]> {
  *   database, no executor; the function's checkpoints go to a fetch that answers 200 at once;
  * - `inngest.send()` from the call to its `fetch` being called, which answers at once as the event API would.
  */
-async function sdkFloorRows(resumeCall: { url: string; headers: [string, string][]; body: string }): Promise<Row[]> {
+/** `k`: the run the copied call resumes (its event's `data.k`), which the replayed step records its start under. */
+async function sdkFloorRows(resumeCall: ResumeCall, k: string): Promise<Row[]> {
   const { ownSigningKey } = await import("@/lib/security/executor-key");
   const { BufferedRequest } = await import("@/lib/executor/protocol");
   const probe: Probe = { chainDone: new Map(), resumed: new Map(), onResumed: new Map() };
@@ -172,7 +181,6 @@ async function sdkFloorRows(resumeCall: { url: string; headers: [string, string]
   // The same app id and functions as the measured app, so the copied call names a function this client serves.
   const inngest = new Inngest({ id: "bench-users", isDev: false, signingKey: ownSigningKey(), eventKey: "floor", baseUrl: "http://floor.invalid", fetch: answer as typeof fetch, checkpointing: true });
   const serve = serveEdge({ client: inngest, functions: functions(inngest, probe) }) as (r: Request) => Promise<Response>;
-  const k = "floor-copy";
   const toStep: number[] = [];
   for (let i = 0; i < 330; i++) {
     probe.resumed.delete(k);
